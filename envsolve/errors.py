@@ -1,0 +1,97 @@
+"""The one error tree of envsolve.
+
+User errors carry a message that says what is wrong and where, and a tip that says what to
+do next; the CLI prints them without a traceback and maps them to exit codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "EnvsolveError",
+    "SpecError",
+    "MatrixError",
+    "LockError",
+    "Unsatisfiable",
+    "Clash",
+    "Problem",
+]
+
+
+class EnvsolveError(Exception):
+    """Base of every error envsolve raises on purpose."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, tip: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.tip = tip
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem found while validating a file: where, and what."""
+
+    file: str
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        loc = f"{self.file}: {self.where}" if self.where else self.file
+        return f"{loc}: {self.message}"
+
+
+class _ManyProblems(EnvsolveError):
+    def __init__(self, problems: Sequence[Problem], tip: str | None = None) -> None:
+        self.problems = tuple(problems)
+        lines = [str(p) for p in self.problems]
+        head = lines[0] if len(lines) == 1 else f"{len(lines)} problems:\n  " + "\n  ".join(lines)
+        super().__init__(head, tip)
+
+
+class SpecError(_ManyProblems):
+    """project.toml (or another user input) is malformed or names unknown things."""
+
+
+class MatrixError(_ManyProblems):
+    """The compatibility data under matrices/ is malformed or inconsistent."""
+
+
+class LockError(EnvsolveError):
+    """A lock file is missing, hand-edited, or of another format version."""
+
+
+@dataclass(frozen=True, slots=True)
+class Clash:
+    """A fact that rules candidates out, in GPU terms."""
+
+    subject: str  # what was rejected, e.g. "torch 2.5.1"
+    reason: str  # why, e.g. "no build for RTX 5090 (sm_120): ..."
+
+
+class Unsatisfiable(EnvsolveError):
+    """No resolution meets the spec; carries the clashing facts and the nearest changes."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        target: str,
+        clashes: Sequence[Clash],
+        fixes: Sequence[str] = (),
+    ) -> None:
+        self.target = target
+        self.clashes = tuple(clashes)
+        self.fixes = tuple(fixes)
+        lines = [f"target '{target}' cannot be satisfied:"]
+        lines += [f"  - {c.subject}: {c.reason}" for c in self.clashes]
+        tip = None
+        if self.fixes:
+            tip = "what would work: " + "; ".join(self.fixes)
+        super().__init__("\n".join(lines), tip)

@@ -1,0 +1,587 @@
+"""Load and validate the compatibility data under ``matrices/`` into frozen records.
+
+Every file is checked against the schema in ``matrices/README.md``; every problem in every
+file is collected and reported at once (file, row, key) as one :class:`MatrixError`.
+Reads package data only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from .errors import MatrixError, Problem
+from .versions import Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "SCHEMA",
+    "ArchInfo",
+    "Build",
+    "Cudnn",
+    "CudaMajor",
+    "DriverBranch",
+    "Gpu",
+    "Image",
+    "Matrices",
+    "Release",
+    "Rocm",
+    "Toolkit",
+    "data_dir",
+    "load",
+    "load_dir",
+]
+
+SCHEMA = 1
+VENDORS = ("nvidia", "amd")
+ACCELERATORS = ("cuda", "rocm", "cpu")
+FRAMEWORKS = ("torch", "tensorflow", "jax", "keras")
+
+
+def data_dir() -> Path:
+    """The shipped ``matrices/`` folder: inside the wheel, else the source checkout's."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data" / "matrices"
+    return packaged if packaged.is_dir() else here.parent / "matrices"
+
+
+# ---------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Row:
+    source: str
+    confidence: str = "high"
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ArchInfo(_Row):
+    name: str
+    vendor: str
+    family: str
+    compute_capability: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Gpu(_Row):
+    name: str
+    vendor: str
+    arch: str
+    aliases: tuple[str, ...] = ()
+    memory_gib: float | None = None
+    peak_tflops: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CudaMajor(_Row):
+    major: int
+    minor_compat_driver_min: Dotted
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Toolkit(_Row):
+    version: Dotted
+    driver_min: Dotted
+    archs: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DriverBranch(_Row):
+    branch: int
+    cuda_max: Dotted
+    unsupported_families: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Cudnn(_Row):
+    version: Dotted
+    cuda_major: int
+    archs: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rocm(_Row):
+    version: Dotted
+    latest: str
+    gfx: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Release(_Row):
+    package: str
+    version: Version
+    raw: str
+    python: tuple[str, ...]
+    companions: tuple[tuple[str, str], ...] = ()
+    requires: tuple[tuple[str, str], ...] = ()
+    backends: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Build(_Row):
+    package: str
+    version: Version
+    raw: str
+    variant: str
+    accelerator: str
+    default: bool
+    index: str
+    cuda: Dotted | None = None
+    rocm: Dotted | None = None
+    cudnn: str = ""
+    archs: tuple[str, ...] = ()
+    ptx: tuple[str, ...] = ()
+    gfx: tuple[str, ...] = ()
+    index_path: str = ""
+    dist: str = ""
+    extra: str = ""
+    python: tuple[str, ...] = ()
+    driver_min: Dotted | None = None
+    pins: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Image(_Row):
+    repository: str
+    accelerator: str
+    version: Dotted
+    tag: str
+    os: tuple[str, ...]
+    flavors: tuple[str, ...]
+    cudnn: str = ""
+    python: str = ""
+
+    def ref(self, flavor: str, os: str) -> str:
+        tag = self.tag.format(version=self.version.raw, flavor=flavor, os=os)
+        return f"{self.repository}:{tag}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Matrices:
+    """Every record of the shipped data, plus its data version and digest."""
+
+    data_version: str
+    digest: str
+    archs: tuple[ArchInfo, ...]
+    gpus: tuple[Gpu, ...]
+    cuda_majors: tuple[CudaMajor, ...]
+    toolkits: tuple[Toolkit, ...]
+    branches: tuple[DriverBranch, ...]
+    cudnn: tuple[Cudnn, ...]
+    rocm: tuple[Rocm, ...]
+    releases: tuple[Release, ...]
+    builds: tuple[Build, ...]
+    images: tuple[Image, ...]
+
+
+# ---------------------------------------------------------------------------- schema
+
+# A field checker turns a raw TOML value into the record's value or raises ValueError.
+Check = Callable[[Any], Any]
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError("must be a non-empty string")
+    return v
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError("must be an integer")
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("must be true or false")
+    return v
+
+
+def _num(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("must be a number")
+    return float(v)
+
+
+def _strs(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise ValueError("must be a list of strings")
+    return tuple(v)
+
+
+def _branch(v: Any) -> int:
+    """A driver branch, written "570" or 570."""
+    if isinstance(v, str) and v.isdigit():
+        return int(v)
+    return _int(v)
+
+
+def _one_of(*allowed: str) -> Check:
+    def check(v: Any) -> str:
+        if v not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return str(v)
+
+    return check
+
+
+def _dotted(v: Any) -> Dotted:
+    return parse_dotted(_str(v))
+
+
+def _driver(v: Any) -> Dotted:
+    return parse_driver(_str(v))
+
+
+def _version(v: Any) -> Version:
+    try:
+        return Version(_str(v))
+    except InvalidVersion as e:
+        raise ValueError(f"{v!r} is not a PEP 440 version") from e
+
+
+def _archs(v: Any) -> tuple[str, ...]:
+    names = _strs(v)
+    for n in names:
+        parse_arch(n)
+    return names
+
+
+def _pythons(v: Any) -> tuple[str, ...]:
+    names = _strs(v)
+    for n in names:
+        parse_python_minor(n)
+    return tuple(sorted(set(names), key=parse_python_minor))
+
+
+def _str_map(v: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
+        raise ValueError("must be a table of strings")
+    return tuple(sorted(v.items()))
+
+
+def _num_map(v: Any) -> tuple[tuple[str, float], ...]:
+    if not isinstance(v, dict):
+        raise ValueError("must be a table of numbers")
+    return tuple(sorted((k, _num(x)) for k, x in v.items()))
+
+
+_COMMON: dict[str, Check] = {"source": _str, "confidence": _one_of("low"), "note": _str}
+
+# kind -> row table -> (record class, required fields, optional fields)
+_Spec = tuple[type, dict[str, Check], dict[str, Check]]
+_KINDS: dict[str, dict[str, _Spec]] = {
+    "gpus": {
+        "arch": (
+            ArchInfo,
+            {"name": _str, "vendor": _one_of(*VENDORS), "family": _str},
+            {"compute_capability": _str},
+        ),
+        "gpu": (
+            Gpu,
+            {"name": _str, "vendor": _one_of(*VENDORS), "arch": _str},
+            {"aliases": _strs, "memory_gib": _num, "peak_tflops": _num_map},
+        ),
+    },
+    "cuda": {
+        "major": (CudaMajor, {"major": _int, "minor_compat_driver_min": _driver}, {}),
+        "toolkit": (
+            Toolkit,
+            {"version": _dotted, "driver_min": _driver, "archs": _archs},
+            {},
+        ),
+    },
+    "drivers": {
+        "branch": (
+            DriverBranch,
+            {"branch": _branch, "cuda_max": _dotted},
+            {"unsupported_families": _strs},
+        ),
+    },
+    "cudnn": {
+        "release": (Cudnn, {"version": _dotted, "cuda_major": _int, "archs": _archs}, {}),
+    },
+    "rocm": {
+        "release": (Rocm, {"version": _dotted, "latest": _str, "gfx": _archs}, {}),
+    },
+    "framework": {
+        "release": (
+            Release,
+            {"version": _version, "python": _pythons},
+            {"companions": _str_map, "requires": _str_map, "backends": _str_map},
+        ),
+        "build": (
+            Build,
+            {
+                "version": _version,
+                "variant": _str,
+                "accelerator": _one_of(*ACCELERATORS),
+                "default": _bool,
+                "index": _one_of("pypi", "pytorch"),
+            },
+            {
+                "cuda": _dotted,
+                "rocm": _dotted,
+                "cudnn": _str,
+                "archs": _archs,
+                "ptx": _archs,
+                "gfx": _archs,
+                "index_path": _str,
+                "dist": _str,
+                "extra": _str,
+                "python": _pythons,
+                "driver_min": _driver,
+                "pins": _str_map,
+            },
+        ),
+    },
+    "images": {
+        "image": (
+            Image,
+            {
+                "repository": _str,
+                "accelerator": _one_of(*ACCELERATORS),
+                "version": _dotted,
+                "tag": _str,
+                "os": _strs,
+                "flavors": _strs,
+            },
+            {"cudnn": _str, "python": _str},
+        ),
+    },
+}
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, file: str, where: str, message: str) -> None:
+        self.problems.append(Problem(file, where, message))
+
+
+def _parse_rows(
+    name: str, data: Mapping[str, Any], out: _Collector
+) -> dict[str, list[Any]]:
+    """Validate one parsed file; return its records by row table."""
+    rows: dict[str, list[Any]] = {}
+    for key in ("schema", "data_version", "kind"):
+        if key not in data:
+            out.add(name, key, "missing (every matrix file starts with schema, data_version, kind)")
+    if data.get("schema", SCHEMA) != SCHEMA:
+        out.add(name, "schema", f"is {data.get('schema')!r}; this envsolve reads schema {SCHEMA}")
+        return rows
+    kind = data.get("kind")
+    if kind not in _KINDS:
+        out.add(name, "kind", f"{kind!r} is not one of {', '.join(sorted(_KINDS))}")
+        return rows
+    tables = _KINDS[kind]
+    allowed_top = {"schema", "data_version", "kind", "source", "package", *tables}
+    for key in data:
+        if key not in allowed_top:
+            out.add(name, key, f"unknown key for kind {kind!r} (allowed: {', '.join(sorted(allowed_top))})")
+    package = data.get("package", "")
+    if kind == "framework" and package not in FRAMEWORKS:
+        out.add(name, "package", f"{package!r} is not one of {', '.join(FRAMEWORKS)}")
+        return rows
+    for table, (cls, required, optional) in tables.items():
+        raw_rows = data.get(table, [])
+        if not isinstance(raw_rows, list):
+            out.add(name, table, "must be an array of tables ([[%s]])" % table)
+            continue
+        for i, raw in enumerate(raw_rows):
+            where = f"{table}[{i}]"
+            if isinstance(raw, dict) and "version" in raw and isinstance(raw["version"], str):
+                where += f" (version {raw['version']})"
+            elif isinstance(raw, dict) and "name" in raw:
+                where += f" ({raw['name']})"
+            rec = _parse_row(name, where, raw, cls, required, optional, out, package, table)
+            if rec is not None:
+                rows.setdefault(table, []).append(rec)
+    return rows
+
+
+def _parse_row(
+    name: str,
+    where: str,
+    raw: Any,
+    cls: type,
+    required: dict[str, Check],
+    optional: dict[str, Check],
+    out: _Collector,
+    package: str,
+    table: str,
+) -> Any:
+    if not isinstance(raw, dict):
+        out.add(name, where, "must be a table")
+        return None
+    fields: dict[str, Any] = {}
+    ok = True
+    checks = {**required, **optional, **_COMMON}
+    for key in raw:
+        if key not in checks:
+            out.add(name, f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(checks))})")
+            ok = False
+    for key in (*required, "source"):
+        if key not in raw:
+            out.add(name, f"{where}.{key}", "missing")
+            ok = False
+    for key, check in checks.items():
+        if key not in raw:
+            continue
+        try:
+            fields[key] = check(raw[key])
+        except ValueError as e:
+            out.add(name, f"{where}.{key}", str(e))
+            ok = False
+    if not ok:
+        return None
+    if cls in (Release, Build):
+        fields["package"] = package
+        fields["raw"] = raw["version"]
+    return cls(**fields)
+
+
+def load_dir(root: Path) -> Matrices:
+    """Load every ``*.toml`` under ``root``; raise :class:`MatrixError` listing every problem."""
+    out = _Collector()
+    files = sorted(root.glob("*.toml"))
+    if not files:
+        raise MatrixError([Problem(str(root), "", "holds no matrix files (*.toml)")])
+    digest = hashlib.sha256()
+    versions: list[str] = []
+    rows: dict[str, list[Any]] = {}
+    for path in files:
+        blob = path.read_bytes()
+        digest.update(path.name.encode() + b"\0" + blob + b"\0")
+        try:
+            data = tomllib.loads(blob.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            out.add(path.name, "", f"is not valid TOML: {e}")
+            continue
+        if isinstance(data.get("data_version"), str):
+            versions.append(data["data_version"])
+        for table, recs in _parse_rows(path.name, data, out).items():
+            key = f"{data.get('kind')}.{table}"
+            rows.setdefault(key, []).extend(recs)
+    m = Matrices(
+        data_version=max(versions, default="unknown"),
+        digest="sha256:" + digest.hexdigest(),
+        archs=tuple(rows.get("gpus.arch", [])),
+        gpus=tuple(rows.get("gpus.gpu", [])),
+        cuda_majors=tuple(rows.get("cuda.major", [])),
+        toolkits=tuple(sorted(rows.get("cuda.toolkit", []), key=lambda t: t.version)),
+        branches=tuple(sorted(rows.get("drivers.branch", []), key=lambda b: b.branch)),
+        cudnn=tuple(sorted(rows.get("cudnn.release", []), key=lambda c: (c.version, c.cuda_major))),
+        rocm=tuple(sorted(rows.get("rocm.release", []), key=lambda r: r.version)),
+        releases=tuple(rows.get("framework.release", [])),
+        builds=tuple(rows.get("framework.build", [])),
+        images=tuple(rows.get("images.image", [])),
+    )
+    _cross_check(m, out)
+    if out.problems:
+        raise MatrixError(
+            out.problems,
+            tip=f"fix the rows named above in {root} (schema: matrices/README.md)",
+        )
+    return m
+
+
+def _dupes(items: Iterable[tuple[str, str]], file: str, out: _Collector) -> None:
+    seen: set[str] = set()
+    for key, what in items:
+        if key in seen:
+            out.add(file, what, "appears twice")
+        seen.add(key)
+
+
+def _cross_check(m: Matrices, out: _Collector) -> None:
+    """Checks that span rows: references resolve, keys are unique, one default per release."""
+    arch_names = {a.name for a in m.archs}
+    families = {a.family for a in m.archs}
+    for a in m.archs:
+        parsed = parse_arch(a.name)
+        if parsed.vendor != a.vendor:
+            out.add("gpus.toml", f"arch ({a.name})", f"vendor {a.vendor} does not fit the name")
+        if a.vendor == "nvidia" and a.compute_capability != parsed.compute_capability:
+            out.add("gpus.toml", f"arch ({a.name}).compute_capability",
+                    f"{a.compute_capability!r} does not match the name ({parsed.compute_capability})")
+    _dupes(((a.name, f"arch ({a.name})") for a in m.archs), "gpus.toml", out)
+    names: dict[str, str] = {}
+    for g in m.gpus:
+        if g.arch not in arch_names:
+            out.add("gpus.toml", f"gpu ({g.name}).arch", f"{g.arch!r} has no [[arch]] row")
+        for n in (g.name, *g.aliases):
+            k = _fold(n)
+            if k in names and names[k] != g.name:
+                out.add("gpus.toml", f"gpu ({g.name})",
+                        f"name or alias {n!r} is also used by {names[k]}")
+            names[k] = g.name
+    for b in m.branches:
+        for f in b.unsupported_families:
+            if families and f not in families:
+                out.add("drivers.toml", f"branch ({b.branch}).unsupported_families",
+                        f"{f!r} is no family of gpus.toml")
+    _dupes(((str(b.branch), f"branch ({b.branch})") for b in m.branches), "drivers.toml", out)
+    _dupes(((t.version.raw, f"toolkit ({t.version})") for t in m.toolkits), "cuda.toml", out)
+    majors = {c.major for c in m.cuda_majors}
+    for t in m.toolkits:
+        if majors and t.version.major not in majors:
+            out.add("cuda.toml", f"toolkit ({t.version})", f"CUDA major {t.version.major} has no [[major]] row")
+    releases = {(r.package, r.version): r for r in m.releases}
+    _dupes(((f"{r.package} {r.raw}", f"release (version {r.raw})") for r in m.releases),
+           "framework files", out)
+    defaults: dict[tuple[str, Version], str] = {}
+    seen_builds: set[tuple[str, Version, str]] = set()
+    for b in m.builds:
+        file = f"{b.package}.toml"
+        where = f"build (version {b.raw}, {b.variant})"
+        if (b.package, b.version) not in releases:
+            out.add(file, where, "has no [[release]] row of that version")
+        key = (b.package, b.version, b.variant)
+        if key in seen_builds:
+            out.add(file, where, "appears twice")
+        seen_builds.add(key)
+        if b.default:
+            if (b.package, b.version) in defaults:
+                out.add(file, where, f"is a second default build (first: {defaults[(b.package, b.version)]})")
+            defaults[(b.package, b.version)] = b.variant
+        if b.accelerator == "cuda" and b.cuda is None:
+            out.add(file, f"{where}.cuda", "missing (a cuda build names its CUDA version)")
+        if b.accelerator == "rocm" and b.rocm is None:
+            out.add(file, f"{where}.rocm", "missing (a rocm build names its ROCm version)")
+        for a in (*b.archs, *b.ptx, *b.gfx):
+            base = parse_arch(a)
+            if arch_names and base.name.removesuffix(base.suffix) not in arch_names:
+                out.add(file, where, f"arch {a!r} has no [[arch]] row in gpus.toml")
+
+
+def _fold(name: str) -> str:
+    """Case- and punctuation-insensitive form of a GPU name for lookups."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+_CACHE: dict[Path, Matrices] = {}
+
+
+def load(root: Path | None = None) -> Matrices:
+    """Load the shipped matrices (cached per process)."""
+    path = (root or data_dir()).resolve()
+    if path not in _CACHE:
+        _CACHE[path] = load_dir(path)
+    return _CACHE[path]

@@ -1,0 +1,349 @@
+"""``project.toml`` into a frozen :class:`ProjectSpec`.
+
+Parsing collects every problem (file, key, value, what to do) and raises one
+:class:`SpecError`. GPU names are resolved against the compatibility graph, with a
+"did you mean" for near misses.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from .errors import Problem, SpecError
+from .graph import CompatGraph, arch
+from .versions import Arch, Dotted, parse_dotted, parse_driver
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["FrameworkReq", "GpuReq", "ProjectSpec", "Target", "parse_spec", "FRAMEWORK_NAMES"]
+
+# Frameworks the solver resolves; companions follow the framework they belong to.
+FRAMEWORK_NAMES = ("torch", "tensorflow", "jax", "keras")
+COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "jaxlib": "jax"}
+ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
+           "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras"}
+VENDORS = ("nvidia", "amd", "cpu")
+FLAVORS = ("base", "runtime", "devel")
+KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+_APT = re.compile(r"^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?$")
+_CONDA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(::[A-Za-z0-9_.\-]+)?([ =<>!~*,.|0-9A-Za-z_+]*)$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FrameworkReq:
+    """One entry of ``[frameworks]``."""
+
+    name: str
+    specifier: SpecifierSet
+    raw: str
+    backend: str = ""  # keras only
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GpuReq:
+    """A GPU the target must serve: a model (``H100``) or a bare architecture (``sm_90``)."""
+
+    label: str  # as the user wrote it
+    name: str  # the model's canonical name, or the architecture's name
+    arch: Arch
+    family: str
+    vendor: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Target:
+    """The hardware one environment must run on."""
+
+    name: str
+    vendor: str
+    gpus: tuple[GpuReq, ...] = ()
+    driver: Dotted | None = None
+    cuda: Dotted | None = None
+    rocm: Dotted | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProjectSpec:
+    path: str
+    name: str
+    python: SpecifierSet
+    python_raw: str
+    frameworks: tuple[FrameworkReq, ...]
+    targets: tuple[Target, ...]
+    pip: tuple[str, ...] = ()
+    conda: tuple[str, ...] = ()
+    apt: tuple[str, ...] = ()
+    os: str = ""
+    flavor: str = ""
+    indexes: tuple[tuple[str, str], ...] = ()
+    raw_text: str = field(default="", repr=False)
+
+    def framework(self, name: str) -> FrameworkReq | None:
+        return next((f for f in self.frameworks if f.name == name), None)
+
+
+_SECTIONS = {
+    "project": {"name", "python", "description"},
+    "frameworks": None,  # free keys, checked against FRAMEWORK_NAMES and COMPANIONS
+    "hardware": {"gpus", "driver", "vendor", "cuda", "rocm"},
+    "packages": {"pip", "conda", "apt"},
+    "container": {"os", "flavor"},
+    "targets": None,
+    "indexes": None,
+}
+
+
+class _Parser:
+    def __init__(self, path: str, graph: CompatGraph) -> None:
+        self.path = path
+        self.graph = graph
+        self.problems: list[Problem] = []
+
+    def bad(self, key: str, message: str) -> None:
+        self.problems.append(Problem(self.path, key, message))
+
+    def _str(self, table: dict[str, Any], key: str, where: str) -> str:
+        v = table.get(key, "")
+        if not isinstance(v, str):
+            self.bad(f"{where}.{key}", f"must be a string, not {type(v).__name__} {v!r}")
+            return ""
+        return v.strip()
+
+    def _specifier(self, raw: str, key: str) -> SpecifierSet:
+        text = "" if raw.strip() in ("", "*") else raw.strip()
+        try:
+            spec = SpecifierSet(text)
+        except InvalidSpecifier:
+            self.bad(key, f"{raw!r} is not a version specifier; write e.g. '>=2.4', '==2.7.*' or '*'")
+            return SpecifierSet()
+        return spec
+
+    def frameworks(self, table: Any) -> list[FrameworkReq]:
+        if not isinstance(table, dict):
+            self.bad("frameworks", "must be a table such as [frameworks] torch = '>=2.4'")
+            return []
+        out: list[FrameworkReq] = []
+        for name, value in table.items():
+            key = f"frameworks.{name}"
+            canon = name.lower()
+            if canon not in FRAMEWORK_NAMES and canon not in COMPANIONS:
+                known = list(FRAMEWORK_NAMES) + list(COMPANIONS)
+                hint = ALIASES.get(canon) or next(iter(difflib.get_close_matches(canon, known, 1)), None)
+                tip = f"; did you mean '{hint}'?" if hint else ""
+                self.bad(key, f"unknown framework {name!r} (known: {', '.join(known)}){tip}")
+                continue
+            backend = ""
+            if isinstance(value, str):
+                raw = value
+            elif isinstance(value, dict):
+                extra = set(value) - {"version", "backend"}
+                if extra:
+                    self.bad(f"{key}.{sorted(extra)[0]}", "unknown key (allowed: version, backend)")
+                raw = value.get("version", "*")
+                if not isinstance(raw, str):
+                    self.bad(f"{key}.version", f"must be a string, not {raw!r}")
+                    raw = "*"
+                backend = value.get("backend", "")
+                if backend and canon != "keras":
+                    self.bad(f"{key}.backend", "only keras takes a backend")
+                if backend and backend not in KERAS_BACKENDS:
+                    self.bad(f"{key}.backend",
+                             f"{backend!r} is not a Keras backend (use {', '.join(KERAS_BACKENDS)})")
+                    backend = ""
+            else:
+                self.bad(key, f"must be a version specifier string or a table, not {value!r}")
+                continue
+            out.append(FrameworkReq(name=canon, specifier=self._specifier(raw, key),
+                                    raw=raw.strip() or "*", backend=backend))
+        return out
+
+    def gpu(self, label: Any, key: str) -> GpuReq | None:
+        if not isinstance(label, str) or not label.strip():
+            self.bad(key, f"{label!r} is not a GPU name")
+            return None
+        model = self.graph.gpu(label)
+        if model is not None:
+            info = self.graph.arch_info(model.arch)
+            return GpuReq(label=label, name=model.name, arch=arch(model.arch),
+                          family=info.family if info else "", vendor=model.vendor)
+        try:
+            a = arch(label)
+        except ValueError:
+            near = self.graph.gpu_suggestions(label)
+            tip = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+            self.bad(key, f"unknown GPU {label!r}{tip} (or write an architecture: sm_80, 8.0, gfx942)")
+            return None
+        info = self.graph.arch_info(a.name)
+        if info is None:
+            self.bad(key, f"architecture {label!r} ({a.name}) is not in the data (matrices/gpus.toml)")
+            return None
+        return GpuReq(label=label, name=a.name, arch=a, family=info.family, vendor=info.vendor)
+
+    def target(self, name: str, table: Any, base: dict[str, Any], where: str) -> Target | None:
+        if not isinstance(table, dict):
+            self.bad(where, "must be a table")
+            return None
+        for key in table:
+            if key not in _SECTIONS["hardware"]:  # type: ignore[operator]
+                self.bad(f"{where}.{key}", "unknown key (allowed: cuda, driver, gpus, rocm, vendor)")
+        merged = {**base, **table}
+        gpus_raw = merged.get("gpus", [])
+        if isinstance(gpus_raw, str):
+            gpus_raw = [gpus_raw]
+        if not isinstance(gpus_raw, list):
+            self.bad(f"{where}.gpus", "must be a list of GPU names, e.g. ['A100', 'H100']")
+            gpus_raw = []
+        gpus = [g for i, x in enumerate(gpus_raw) if (g := self.gpu(x, f"{where}.gpus[{i}]"))]
+        vendor = self._str(merged, "vendor", where).lower()
+        if vendor and vendor not in VENDORS:
+            self.bad(f"{where}.vendor", f"{vendor!r} must be one of {', '.join(VENDORS)}")
+        vendors = {g.vendor for g in gpus}
+        if len(vendors) > 1:
+            self.bad(f"{where}.gpus", "mixes NVIDIA and AMD GPUs; put each vendor in its own [targets.NAME]")
+        if not vendor:
+            vendor = vendors.pop() if len(vendors) == 1 else "cpu"
+        elif vendors and vendor not in vendors:
+            self.bad(f"{where}.vendor", f"is {vendor!r} but the GPUs listed are {', '.join(sorted(vendors))}")
+        if vendor == "cpu" and gpus:
+            self.bad(f"{where}.vendor", "is 'cpu' but GPUs are listed; drop one of them")
+        driver = self._version(merged, "driver", where, parse_driver)
+        cuda = self._version(merged, "cuda", where, lambda s: parse_dotted(s, "CUDA version"))
+        rocm = self._version(merged, "rocm", where, lambda s: parse_dotted(s, "ROCm version"))
+        if vendor != "nvidia" and (driver or cuda):
+            self.bad(where, "'driver' and 'cuda' apply to NVIDIA GPUs only (set vendor or gpus)")
+        if vendor != "amd" and rocm:
+            self.bad(f"{where}.rocm", "applies to AMD GPUs only (set vendor = 'amd' or AMD gpus)")
+        return Target(name=name, vendor=vendor, gpus=tuple(gpus), driver=driver, cuda=cuda, rocm=rocm)
+
+    def _version(self, table: dict[str, Any], key: str, where: str, parse: Any) -> Dotted | None:
+        raw = table.get(key)
+        if raw is None:
+            return None
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            raw = str(raw)
+        if not isinstance(raw, str):
+            self.bad(f"{where}.{key}", f"must be a string such as '12.4', not {raw!r}")
+            return None
+        try:
+            return parse(raw)  # type: ignore[no-any-return]
+        except ValueError as e:
+            self.bad(f"{where}.{key}", str(e))
+            return None
+
+    def str_list(self, table: dict[str, Any], key: str, check: Any, what: str) -> list[str]:
+        raw = table.get(key, [])
+        if not isinstance(raw, list):
+            self.bad(f"packages.{key}", f"must be a list of strings, not {raw!r}")
+            return []
+        out = []
+        for i, item in enumerate(raw):
+            where = f"packages.{key}[{i}]"
+            if not isinstance(item, str) or not item.strip():
+                self.bad(where, f"{item!r} must be a non-empty string")
+            elif "\n" in item or "\r" in item:
+                self.bad(where, f"{item!r} contains a line break; write one {what} per list entry")
+            elif (msg := check(item)) is not None:
+                self.bad(where, msg)
+            else:
+                out.append(item.strip())
+        return sorted(set(out))
+
+
+def _check_pip(item: str) -> str | None:
+    try:
+        Requirement(item)
+    except InvalidRequirement as e:
+        return f"{item!r} is not a valid PEP 508 requirement ({e}); write e.g. 'numpy<2'"
+    return None
+
+
+def _check_conda(item: str) -> str | None:
+    return None if _CONDA.match(item.strip()) else (
+        f"{item!r} is not a conda package spec; write e.g. 'ffmpeg' or 'ffmpeg>=6'")
+
+
+def _check_apt(item: str) -> str | None:
+    return None if _APT.match(item.strip()) else (
+        f"{item!r} is not a Debian package name; write e.g. 'libgl1' or 'libgl1=1.7.0-1'")
+
+
+def parse_spec(text: str, path: str, graph: CompatGraph) -> ProjectSpec:
+    """Parse project.toml text; raise :class:`SpecError` listing every problem."""
+    p = _Parser(path, graph)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError([Problem(path, "", f"is not valid TOML: {e}")],
+                        tip="fix the TOML syntax at the line named above") from None
+    for section, value in data.items():
+        if section not in _SECTIONS:
+            near = difflib.get_close_matches(section, list(_SECTIONS), 1)
+            tip = f"; did you mean [{near[0]}]?" if near else ""
+            p.bad(section, f"unknown section (allowed: {', '.join(_SECTIONS)}){tip}")
+        elif not isinstance(value, dict):
+            p.bad(section, f"must be a table [{section}], not {value!r}")
+        elif (allowed := _SECTIONS[section]) is not None:
+            for key in value:
+                if key not in allowed:
+                    p.bad(f"{section}.{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+    proj = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
+    name = p._str(proj, "name", "project") or "project"
+    if not _NAME.match(name):
+        p.bad("project.name", f"{name!r} must be letters, digits, '.', '_' or '-'")
+    python_raw = p._str(proj, "python", "project") or "*"
+    python = p._specifier(python_raw, "project.python")
+    frameworks = p.frameworks(data.get("frameworks", {}))
+    hardware = data.get("hardware", {}) if isinstance(data.get("hardware"), dict) else {}
+    targets = []
+    if (t := p.target("default", hardware, {}, "hardware")) is not None:
+        targets.append(t)
+    extra = data.get("targets", {})
+    if isinstance(extra, dict):
+        for tname in sorted(extra):
+            if not _NAME.match(tname) or tname == "default":
+                p.bad(f"targets.{tname}", "target names are letters, digits, '.', '_' or '-' and not 'default'")
+                continue
+            if (t := p.target(tname, extra[tname], hardware, f"targets.{tname}")) is not None:
+                targets.append(t)
+    pkgs = data.get("packages", {}) if isinstance(data.get("packages"), dict) else {}
+    container = data.get("container", {}) if isinstance(data.get("container"), dict) else {}
+    flavor = p._str(container, "flavor", "container")
+    if flavor and flavor not in FLAVORS:
+        p.bad("container.flavor", f"{flavor!r} must be one of {', '.join(FLAVORS)}")
+    indexes = data.get("indexes", {})
+    index_items: list[tuple[str, str]] = []
+    if isinstance(indexes, dict):
+        for k, v in sorted(indexes.items()):
+            if not isinstance(v, str) or not re.match(r"^(https?|file)://\S+$", v):
+                p.bad(f"indexes.{k}", f"{v!r} must be an index URL (http, https or file)")
+            else:
+                index_items.append((k, v.rstrip("/")))
+    spec = ProjectSpec(
+        path=path,
+        name=name,
+        python=python,
+        python_raw=python_raw,
+        frameworks=tuple(sorted(frameworks, key=lambda f: f.name)),
+        targets=tuple(targets),
+        pip=tuple(p.str_list(pkgs, "pip", _check_pip, "requirement")),
+        conda=tuple(p.str_list(pkgs, "conda", _check_conda, "package")),
+        apt=tuple(p.str_list(pkgs, "apt", _check_apt, "package")),
+        os=p._str(container, "os", "container"),
+        flavor=flavor,
+        indexes=tuple(index_items),
+        raw_text=text,
+    )
+    if p.problems:
+        raise SpecError(p.problems, tip=f"edit {path} at the keys named above, then run envsolve again")
+    return spec

@@ -1,0 +1,141 @@
+"""Parsing of driver, CUDA/ROCm and architecture strings.
+
+Each parsed value keeps the raw text for display (``str(Version("535.104.05"))`` would print
+``535.104.5``) and an integer key for comparison. Architectures are names, never versions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Arch",
+    "Dotted",
+    "parse_arch",
+    "parse_dotted",
+    "parse_driver",
+    "parse_python_minor",
+    "arch_from_compute_capability",
+]
+
+_DOTTED = re.compile(r"^\d+(\.\d+){0,3}$")
+_SM = re.compile(r"^(?:sm|compute)_(\d+)(\d)([af]?)$")
+_CC = re.compile(r"^(\d{1,2})\.(\d)([af]?)$")
+_GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Dotted:
+    """A dotted numeric version (driver, CUDA, ROCm, cuDNN) compared numerically."""
+
+    key: tuple[int, ...]
+    raw: str = field(compare=False)
+
+    def __str__(self) -> str:
+        return self.raw
+
+    @property
+    def major(self) -> int:
+        return self.key[0]
+
+    @property
+    def minor(self) -> int:
+        return self.key[1] if len(self.key) > 1 else 0
+
+    def prefix(self, n: int) -> tuple[int, ...]:
+        """The first ``n`` components, zero-padded (``12.8.1`` -> ``(12, 8)`` for n=2)."""
+        return (self.key + (0,) * n)[:n]
+
+
+def parse_dotted(text: str, what: str = "version") -> Dotted:
+    """Parse ``"535.104.05"`` or ``"12.8"``; raise ValueError naming ``what`` otherwise."""
+    raw = text.strip()
+    if not _DOTTED.match(raw):
+        raise ValueError(f"{what} {text!r} is not a dotted number such as 12.8 or 535.104.05")
+    return Dotted(key=tuple(int(p) for p in raw.split(".")), raw=raw)
+
+
+def parse_driver(text: str) -> Dotted:
+    """Parse an NVIDIA driver version such as ``"535.104.05"`` (branch.minor[.patch])."""
+    d = parse_dotted(text, "driver version")
+    if len(d.key) < 2 or d.key[0] < 100:
+        raise ValueError(
+            f"driver version {text!r} is not an NVIDIA driver version such as 535.104.05"
+        )
+    return d
+
+
+def parse_python_minor(text: str) -> tuple[int, int]:
+    """Parse ``"3.12"`` into ``(3, 12)``."""
+    m = re.match(r"^(\d+)\.(\d+)$", text.strip())
+    if not m:
+        raise ValueError(f"Python version {text!r} is not of the form 3.12")
+    return int(m.group(1)), int(m.group(2))
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Arch:
+    """A GPU architecture: ``sm_XY`` (NVIDIA compute capability X.Y) or ``gfxNNN`` (AMD).
+
+    ``suffix`` is ``"a"`` for arch-specific code (runs on exactly that compute capability) or
+    ``"f"`` for family-specific code; plain SASS runs on the same major at an equal or higher
+    minor.
+    """
+
+    vendor: str
+    major: int
+    minor: int
+    suffix: str
+    name: str
+
+    @property
+    def compute_capability(self) -> str:
+        return f"{self.major}.{self.minor}" if self.vendor == "nvidia" else ""
+
+    def __str__(self) -> str:
+        return self.name
+
+    def sass_runs_on(self, gpu: Arch) -> bool:
+        """Whether SASS compiled for this arch executes on ``gpu``."""
+        if self.vendor != "nvidia" or gpu.vendor != "nvidia" or self.major != gpu.major:
+            return False
+        if self.suffix == "a":
+            return self.minor == gpu.minor
+        return self.minor <= gpu.minor
+
+    def ptx_jits_to(self, gpu: Arch) -> bool:
+        """Whether PTX for this arch can be JIT-compiled for ``gpu`` (any newer arch)."""
+        if self.vendor != "nvidia" or gpu.vendor != "nvidia" or self.suffix:
+            return False
+        return (self.major, self.minor) <= (gpu.major, gpu.minor)
+
+
+def arch_from_compute_capability(major: int, minor: int, suffix: str = "") -> Arch:
+    return Arch(
+        vendor="nvidia", major=major, minor=minor, suffix=suffix, name=f"sm_{major}{minor}{suffix}"
+    )
+
+
+def parse_arch(text: str) -> Arch:
+    """Parse ``sm_80``, ``compute_90``, ``8.0``, ``9.0a`` or ``gfx942`` into an :class:`Arch`.
+
+    ``compute_XY`` names the same architecture as ``sm_XY`` (whether the code is PTX is the
+    caller's business).
+    """
+    raw = text.strip().lower()
+    m = _SM.match(raw)
+    if m:
+        return arch_from_compute_capability(int(m.group(1)), int(m.group(2)), m.group(3))
+    m = _CC.match(raw)
+    if m:
+        return arch_from_compute_capability(int(m.group(1)), int(m.group(2)), m.group(3))
+    if _GFX.match(raw):
+        # gfx942 -> major 9, the rest as an opaque stepping; AMD code objects are per target.
+        digits = raw[3:]
+        return Arch(vendor="amd", major=int(digits[:-2], 16), minor=int(digits[-2:], 16),
+                    suffix="", name=raw)
+    raise ValueError(
+        f"{text!r} is not a GPU architecture: write sm_80, a compute capability such as 8.0, "
+        "or an AMD target such as gfx942"
+    )
