@@ -198,6 +198,11 @@ class _Parser:
             if key not in _SECTIONS["hardware"]:  # type: ignore[operator]
                 self.bad(f"{where}.{key}", "unknown key (allowed: cuda, driver, gpus, rocm, vendor)")
         merged = {**base, **table}
+        if "gpus" in table and "vendor" not in table:
+            merged.pop("vendor", None)  # the target's own GPUs decide its vendor
+        if table.get("vendor") == "cpu" and "gpus" not in table:
+            merged.pop("gpus", None)  # a CPU target drops the GPUs of [hardware]
+        inherited = set(base) - set(table)
         gpus_raw = merged.get("gpus", [])
         if isinstance(gpus_raw, str):
             gpus_raw = [gpus_raw]
@@ -217,6 +222,9 @@ class _Parser:
             self.bad(f"{where}.vendor", f"is {vendor!r} but the GPUs listed are {', '.join(sorted(vendors))}")
         if vendor == "cpu" and gpus:
             self.bad(f"{where}.vendor", "is 'cpu' but GPUs are listed; drop one of them")
+        for key, applies in (("driver", "nvidia"), ("cuda", "nvidia"), ("rocm", "amd")):
+            if key in inherited and vendor != applies:
+                merged.pop(key)  # a [hardware] key of another vendor does not carry over
         driver = self._version(merged, "driver", where, parse_driver)
         cuda = self._version(merged, "cuda", where, lambda s: parse_dotted(s, "CUDA version"))
         rocm = self._version(merged, "rocm", where, lambda s: parse_dotted(s, "ROCm version"))
@@ -230,10 +238,11 @@ class _Parser:
         raw = table.get(key)
         if raw is None:
             return None
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            raw = str(raw)
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool) and key != "driver":
+            raw = str(raw)  # cuda = 12.4 is unambiguous; a driver as a number loses digits
         if not isinstance(raw, str):
-            self.bad(f"{where}.{key}", f"must be a string such as '12.4', not {raw!r}")
+            example = "'535.104.05'" if key == "driver" else "'12.4'"
+            self.bad(f"{where}.{key}", f"must be a string such as {example}, not {raw!r}")
             return None
         try:
             return parse(raw)  # type: ignore[no-any-return]

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envsolve.graph import CompatGraph
+from envsolve.matrix import data_dir, load_dir
+from envsolve.solve import Resolution, solve
+from envsolve.spec import ProjectSpec, parse_spec
+
+HERE = Path(__file__).parent
+FIXTURE = HERE / "fixtures" / "matrices"
+# Index URLs for tests: no real registry, so locks are the same on every machine.
+TEST_INDEXES = {"ENVSOLVE_INDEX_PYPI": "https://index.invalid/simple",
+                "ENVSOLVE_INDEX_PYTORCH": "https://index.invalid/whl"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true",
+                     help="rewrite golden files (tests/cases/*/expected.*) from current output")
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-goldens"))
+
+
+@pytest.fixture(scope="session")
+def fixture_graph() -> CompatGraph:
+    return CompatGraph(load_dir(FIXTURE))
+
+
+@pytest.fixture(scope="session")
+def real_graph() -> CompatGraph:
+    return CompatGraph(load_dir(data_dir()))
+
+
+@pytest.fixture(autouse=True)
+def _indexes(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in TEST_INDEXES.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
+
+
+def spec_of(text: str, graph: CompatGraph) -> ProjectSpec:
+    return parse_spec(text, "project.toml", graph)
+
+
+def resolve(text: str, graph: CompatGraph) -> list[Resolution]:
+    return solve(graph, spec_of(text, graph))
+
+
+def pkg(r: Resolution, name: str) -> tuple[str, str]:
+    p = next(p for p in r.packages if p.name == name)
+    return p.version, p.variant

@@ -1,0 +1,58 @@
+from hypothesis import given
+from hypothesis import strategies as st
+import pytest
+
+from envsolve.versions import parse_arch, parse_driver, parse_dotted
+
+
+def test_driver_keeps_raw_text_and_compares_numerically() -> None:
+    d = parse_driver("535.104.05")
+    assert str(d) == "535.104.05"
+    assert parse_driver("535.54.03") < d < parse_driver("535.129.03")
+
+
+@pytest.mark.parametrize("bad", ["535", "abc", "12.4", "535.104.05-1", ""])
+def test_bad_driver_strings_are_rejected(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_driver(bad)
+
+
+@pytest.mark.parametrize("text,name,cc", [("sm_80", "sm_80", "8.0"), ("8.6", "sm_86", "8.6"),
+                                          ("12.0", "sm_120", "12.0"), ("sm_100", "sm_100", "10.0"),
+                                          ("compute_90", "sm_90", "9.0"), ("SM_75", "sm_75", "7.5")])
+def test_arch_spellings(text: str, name: str, cc: str) -> None:
+    a = parse_arch(text)
+    assert (a.name, a.compute_capability) == (name, cc)
+
+
+def test_sass_runs_on_same_major_equal_or_newer_minor_only() -> None:
+    sm80 = parse_arch("sm_80")
+    assert sm80.sass_runs_on(parse_arch("8.6")) and sm80.sass_runs_on(parse_arch("8.9"))
+    assert not sm80.sass_runs_on(parse_arch("9.0"))
+    assert not parse_arch("sm_86").sass_runs_on(parse_arch("8.0"))
+    assert not parse_arch("sm_90a").sass_runs_on(parse_arch("9.1"))
+
+
+def test_ptx_jits_forward_across_majors() -> None:
+    assert parse_arch("sm_90").ptx_jits_to(parse_arch("sm_120"))
+    assert not parse_arch("sm_90").ptx_jits_to(parse_arch("sm_89"))
+
+
+def test_amd_targets_are_names() -> None:
+    assert parse_arch("gfx942").name == "gfx942"
+    assert not parse_arch("gfx90a").sass_runs_on(parse_arch("gfx942"))
+
+
+@given(st.text(max_size=20))
+def test_parsers_never_crash_on_arbitrary_text(text: str) -> None:
+    for parse in (parse_arch, parse_driver, parse_dotted):
+        try:
+            parse(text)
+        except ValueError:
+            pass
+
+
+@given(st.integers(100, 999), st.integers(0, 300), st.integers(0, 99))
+def test_driver_round_trip(a: int, b: int, c: int) -> None:
+    raw = f"{a}.{b}.{c:02d}"
+    assert str(parse_driver(raw)) == raw
