@@ -44,7 +44,8 @@ def _graph() -> CompatGraph:
     from .graph import CompatGraph
     from .matrix import load
 
-    return CompatGraph(load())
+    root = click.get_current_context().find_root().params.get("matrices")
+    return CompatGraph(load(root))
 
 
 def _read_spec(path: Path, graph: CompatGraph) -> tuple[ProjectSpec, bytes]:
@@ -65,7 +66,9 @@ def _read_spec(path: Path, graph: CompatGraph) -> tuple[ProjectSpec, bytes]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="envsolve")
-def main() -> None:
+@click.option("--matrices", type=click.Path(path_type=Path, file_okay=False), envvar="ENVSOLVE_MATRICES",
+              help="Use this matrices/ folder instead of the shipped data.")
+def main(matrices: Path | None) -> None:
     """Resolve GPU software stacks against a sourced compatibility graph."""
 
 
@@ -167,9 +170,10 @@ def data(validate: bool) -> None:
     """Show the data version, counts per kind and the newest release of each framework."""
     from .matrix import FRAMEWORKS, data_dir, load
 
-    m = load()
+    root = click.get_current_context().find_root().params.get("matrices") or data_dir()
+    m = load(root)
     if validate:
-        click.echo(f"{data_dir()}: valid (data {m.data_version}, {m.digest})")
+        click.echo(f"{root}: valid (data {m.data_version}, {m.digest})")
         return
     click.echo(f"data version {m.data_version} ({m.digest})")
     counts = {"GPU models": len(m.gpus), "architectures": len(m.archs), "CUDA toolkits": len(m.toolkits),

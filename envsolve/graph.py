@@ -81,8 +81,13 @@ class CompatGraph:
     def gpu_suggestions(self, name: str) -> list[str]:
         names = sorted({g.name for g in self.m.gpus})
         by_fold = {fold(n): n for n in names}
-        close = difflib.get_close_matches(fold(name), list(by_fold), n=3, cutoff=0.6)
-        return [by_fold[c] for c in close]
+        key = fold(name)
+        close = difflib.get_close_matches(key, list(by_fold), n=3, cutoff=0.6)
+        if not close:
+            return []
+        ratio = {c: difflib.SequenceMatcher(None, key, c).ratio() for c in close}
+        best = max(ratio.values())
+        return [by_fold[c] for c in close if ratio[c] >= best - 0.1]  # near misses of the best only
 
     def arch_info(self, name: str) -> ArchInfo | None:
         a = arch(name)

@@ -582,6 +582,9 @@ _CACHE: dict[Path, Matrices] = {}
 def load(root: Path | None = None) -> Matrices:
     """Load the shipped matrices (cached per process)."""
     path = (root or data_dir()).resolve()
+    if not path.is_dir():
+        raise MatrixError([Problem(str(path), "", "no such matrices folder")],
+                          tip="pass a folder of matrix files (schema: matrices/README.md)")
     if path not in _CACHE:
         _CACHE[path] = load_dir(path)
     return _CACHE[path]
