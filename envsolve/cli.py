@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .errors import EnvsolveError, SpecError, Problem
+from .errors import EnvsolveError, Problem, SpecError
 
 if TYPE_CHECKING:
     from .graph import CompatGraph
@@ -74,7 +74,8 @@ def main(matrices: Path | None) -> None:
 
 @main.command()
 @click.argument("spec_path", default="project.toml", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Lock path (default: envsolve.lock beside the spec).")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Lock path (default: envsolve.lock beside the spec).")
 @click.option("--format", "fmt", type=click.Choice(["toml", "json"]), default="toml", show_default=True,
               help="json also prints the lock's structure on stdout.")
 @click.option("--check", is_flag=True, help="Exit 1, changing nothing, when the lock on disk is stale.")
@@ -114,7 +115,9 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool) -> None:
     lockfile.write_atomic(out, text)
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, sort_keys=False))
-    summary = click.echo if fmt == "toml" else (lambda s: click.echo(s, err=True))
+    def summary(line: str) -> None:
+        click.echo(line, err=fmt == "json")  # keep stdout pure JSON with --format json
+
     summary(f"wrote {out}")
     for r in resolutions:
         pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
@@ -143,7 +146,8 @@ def explain(spec_path: Path, verbose: bool) -> None:
 
 
 @main.command()
-@click.option("--around", help="Only the neighbourhood of nodes whose name contains this (e.g. sm_90, H100, torch==2.7.1).")
+@click.option("--around", help="Only the neighbourhood of nodes whose name contains this "
+              "(e.g. sm_90, H100, torch==2.7.1).")
 @click.option("--depth", default=1, show_default=True, help="Hops around --around.")
 @click.option("--format", "fmt", type=click.Choice(["dot", "json"]), default="dot", show_default=True)
 @_handles_errors

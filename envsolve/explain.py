@@ -112,8 +112,8 @@ class ExplainReporter(Reporter):
         out: list[str] = []
         for r in resolutions:
             t = r.target
-            hw = ", ".join(f"{n} ({a})" if n != a else a for n, a in
-                           zip(r.gpus, [x.arch.name for x in t.gpus])) or "CPU only"
+            hw = ", ".join(f"{x.name} ({x.arch.name})" if x.name != x.arch.name else x.name
+                           for x in t.gpus) or "CPU only"
             drv = f", driver {t.driver}" if t.driver else ""
             out.append(f"target {t.name}: {hw}{drv}")
             entries = self.lines.get(t.name, [])

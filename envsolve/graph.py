@@ -12,12 +12,12 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 from collections.abc import Iterator
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from .matrix import ArchInfo, Build, Cudnn, CudaMajor, Gpu, Image, Matrices, Release, Rocm, Toolkit
+from .matrix import ArchInfo, Build, CudaMajor, Cudnn, Gpu, Image, Matrices, Release, Rocm, Toolkit
 from .matrix import _fold as fold
 from .versions import Arch, Dotted, parse_arch
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["CompatGraph", "Edge", "arch", "node_id"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def arch(name: str) -> Arch:
     """Parsed architecture, cached: the solver asks for the same few names many times."""
     return parse_arch(name)
@@ -194,17 +194,17 @@ class CompatGraph:
     def nodes(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every node with its attributes, in a deterministic order."""
         m = self.m
-        for a in sorted(m.archs, key=lambda a: a.name):
-            yield node_id("arch", a.name), {"kind": "arch", "vendor": a.vendor,
-                                            "family": a.family, "source": a.source}
+        for info in sorted(m.archs, key=lambda x: x.name):
+            yield node_id("arch", info.name), {"kind": "arch", "vendor": info.vendor,
+                                               "family": info.family, "source": info.source}
         for g in sorted(m.gpus, key=lambda g: g.name):
             yield node_id("gpu", g.name), {"kind": "gpu", "vendor": g.vendor, "source": g.source}
         for t in m.toolkits:
             yield node_id("cuda", t.version.raw), {"kind": "cuda", "driver_min": t.driver_min.raw,
                                                    "source": t.source}
-        for b in m.branches:
-            yield node_id("driver", f"R{b.branch}"), {"kind": "driver", "cuda_max": b.cuda_max.raw,
-                                                      "source": b.source}
+        for br in m.branches:
+            yield node_id("driver", f"R{br.branch}"), {"kind": "driver", "cuda_max": br.cuda_max.raw,
+                                                       "source": br.source}
         for c in m.cudnn:
             yield node_id("cudnn", f"{c.version.raw} cu{c.cuda_major}"), {"kind": "cudnn",
                                                                           "source": c.source}
@@ -227,10 +227,10 @@ class CompatGraph:
             for a in t.archs:
                 yield node_id("cuda", t.version.raw), node_id("arch", a), "supports"
             yield node_id("cuda", t.version.raw), _branch_for(self, t.driver_min), "requires"
-        for b in m.branches:
-            for a in m.archs:
-                if a.vendor == "nvidia" and a.family not in b.unsupported_families:
-                    yield node_id("driver", f"R{b.branch}"), node_id("arch", a.name), "supports"
+        for br in m.branches:
+            for info in m.archs:
+                if info.vendor == "nvidia" and info.family not in br.unsupported_families:
+                    yield node_id("driver", f"R{br.branch}"), node_id("arch", info.name), "supports"
         for c in m.cudnn:
             for a in c.archs:
                 yield node_id("cudnn", f"{c.version.raw} cu{c.cuda_major}"), node_id("arch", a), "supports"
@@ -248,15 +248,17 @@ class CompatGraph:
                 ts = self.toolkits(b.cuda)
                 if ts:
                     yield bid, node_id("cuda", ts[0].version.raw), "requires"
-            if b.rocm is not None and self.rocm_row(b.rocm):
-                yield bid, node_id("rocm", self.rocm_row(b.rocm).version.raw), "requires"  # type: ignore[union-attr]
+            rocm = self.rocm_row(b.rocm) if b.rocm is not None else None
+            if rocm is not None:
+                yield bid, node_id("rocm", rocm.version.raw), "requires"
             if b.cudnn and b.cuda is not None:
                 row = self.cudnn_row(b.cudnn, b.cuda.major)
                 if row:
                     yield bid, node_id("cudnn", f"{row.version.raw} cu{row.cuda_major}"), "bundles"
         for rel in sorted(m.releases, key=lambda r: (r.package, r.version)):
             for name, version in rel.companions:
-                yield node_id("release", f"{rel.package}=={rel.raw}"), node_id("package", f"{name}=={version}"), "pairs-with"
+                rid = node_id("release", f"{rel.package}=={rel.raw}")
+                yield rid, node_id("package", f"{name}=={version}"), "pairs-with"
 
     @cached_property
     def nx(self) -> nx.MultiDiGraph:

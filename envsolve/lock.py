@@ -46,7 +46,7 @@ def sha256(data: bytes) -> str:
 def index_url(pin: PackagePin, urls: Mapping[str, str]) -> str:
     """The URL pip should use for ``pin``; an unset index becomes a ``${ENVSOLVE_INDEX_X}``
     placeholder, which pip expands from the environment in requirements files."""
-    base = urls.get(pin.index) or "${ENVSOLVE_INDEX_%s}" % pin.index.upper()
+    base = urls.get(pin.index) or f"${{ENVSOLVE_INDEX_{pin.index.upper()}}}"
     return f"{base}/{pin.index_path}" if pin.index_path else base
 
 
@@ -135,7 +135,7 @@ def loads(text: str, path: str) -> dict[str, Any]:
     if data.get("lock_digest") != _digest_of(envs):
         raise LockError(f"{path}: was edited by hand (its lock_digest does not match its contents)",
                         tip=regen)
-    return data
+    return dict(data)
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -147,6 +147,7 @@ def read(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as e:
         raise LockError(f"{path}: cannot be read ({e})") from None
     return loads(text, str(path))
+
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -149,6 +149,8 @@ class Build(_Row):
     python: tuple[str, ...] = ()
     driver_min: Dotted | None = None
     pins: tuple[tuple[str, str], ...] = ()
+    system_cuda: bool = False
+    dist_version: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -344,6 +346,8 @@ _KINDS: dict[str, dict[str, _Spec]] = {
                 "python": _pythons,
                 "driver_min": _driver,
                 "pins": _str_map,
+                "system_cuda": _bool,
+                "dist_version": _str,
             },
         ),
     },
@@ -402,7 +406,7 @@ def _parse_rows(
     for table, (cls, required, optional) in tables.items():
         raw_rows = data.get(table, [])
         if not isinstance(raw_rows, list):
-            out.add(name, table, "must be an array of tables ([[%s]])" % table)
+            out.add(name, table, f"must be an array of tables ([[{table}]])")
             continue
         for i, raw in enumerate(raw_rows):
             where = f"{table}[{i}]"
@@ -548,27 +552,27 @@ def _cross_check(m: Matrices, out: _Collector) -> None:
            "framework files", out)
     defaults: dict[tuple[str, Version], str] = {}
     seen_builds: set[tuple[str, Version, str]] = set()
-    for b in m.builds:
-        file = f"{b.package}.toml"
-        where = f"build (version {b.raw}, {b.variant})"
-        if (b.package, b.version) not in releases:
+    for bd in m.builds:
+        file = f"{bd.package}.toml"
+        where = f"build (version {bd.raw}, {bd.variant})"
+        if (bd.package, bd.version) not in releases:
             out.add(file, where, "has no [[release]] row of that version")
-        key = (b.package, b.version, b.variant)
+        key = (bd.package, bd.version, bd.variant)
         if key in seen_builds:
             out.add(file, where, "appears twice")
         seen_builds.add(key)
-        if b.default:
-            if (b.package, b.version) in defaults:
-                out.add(file, where, f"is a second default build (first: {defaults[(b.package, b.version)]})")
-            defaults[(b.package, b.version)] = b.variant
-        if b.accelerator == "cuda" and b.cuda is None:
+        if bd.default:
+            if (bd.package, bd.version) in defaults:
+                out.add(file, where, f"is a second default build (first: {defaults[(bd.package, bd.version)]})")
+            defaults[(bd.package, bd.version)] = bd.variant
+        if bd.accelerator == "cuda" and bd.cuda is None:
             out.add(file, f"{where}.cuda", "missing (a cuda build names its CUDA version)")
-        if b.accelerator == "rocm" and b.rocm is None:
+        if bd.accelerator == "rocm" and bd.rocm is None:
             out.add(file, f"{where}.rocm", "missing (a rocm build names its ROCm version)")
-        for a in (*b.archs, *b.ptx, *b.gfx):
-            base = parse_arch(a)
+        for name in (*bd.archs, *bd.ptx, *bd.gfx):
+            base = parse_arch(name)
             if arch_names and base.name.removesuffix(base.suffix) not in arch_names:
-                out.add(file, where, f"arch {a!r} has no [[arch]] row in gpus.toml")
+                out.add(file, where, f"arch {name!r} has no [[arch]] row in gpus.toml")
 
 
 def _fold(name: str) -> str:

@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from .errors import Clash, Unsatisfiable
 from .graph import CompatGraph, arch
-from .matrix import Build, Release
+from .matrix import Build, Image, Release
 from .spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from .versions import Dotted, parse_python_minor
 
@@ -126,7 +126,8 @@ def gpu_driver_floor(g: CompatGraph, gpu: GpuReq) -> Dotted | None:
 def _fit_nvidia(g: CompatGraph, b: Build, t: Target) -> tuple[str, Dotted | None, No | None]:
     """(compat, driver_min, None) when ``b`` serves ``t``; else ("", None, why)."""
     if b.accelerator != "cuda" or b.cuda is None:
-        return "", None, No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; NVIDIA GPUs need a CUDA build")
+        return "", None, No("accelerator",
+                            f"{b.variant} is a {b.accelerator.upper()} build; NVIDIA GPUs need a CUDA build")
     if t.cuda is not None and b.cuda.prefix(2)[: len(t.cuda.key[:2])] != t.cuda.key[:2]:
         return "", None, No("pin", f"built for CUDA {b.cuda}, not the pinned CUDA {t.cuda}")
     native = g.native_driver_min(b.cuda)
@@ -199,7 +200,8 @@ def _fit_amd(g: CompatGraph, b: Build, t: Target) -> No | None:
     targets = b.gfx or (row.gfx if row else ())
     for gpu in t.gpus:
         if gpu.arch.name not in targets:
-            return No("arch", f"no kernels for {_gpu(gpu)}: compiled for {', '.join(targets) or 'no listed gfx target'}")
+            listed = ", ".join(targets) or "no listed gfx target"
+            return No("arch", f"no kernels for {_gpu(gpu)}: compiled for {listed}")
     return None
 
 
@@ -254,7 +256,8 @@ def candidates(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq,
             reporter.rejected(t.name, subject, why)
             continue
         if not rel.python or not _pythons(spec, rel, None) and req.name == "keras":
-            reporter.rejected(t.name, subject, f"has no wheel for Python {spec.python_raw} (it has {', '.join(rel.python)})")
+            has = ", ".join(rel.python)
+            reporter.rejected(t.name, subject, f"has no wheel for Python {spec.python_raw} (it has {has})")
             continue
         if req.name == "keras":
             out.append(Candidate(release=rel, build=None, pythons=_pythons(spec, rel, None)))
@@ -513,9 +516,10 @@ def _why_chosen(c: Candidate, t: Target) -> str:
 
 
 def _image(g: CompatGraph, spec: ProjectSpec, t: Target, accel: str, version: Dotted | None,
-           python: str, compat: str) -> tuple[str, str]:
+           python: str, compat: str, needs_cudnn: bool = False) -> tuple[str, str]:
     """(image, "") with the newest patch of the build's CUDA/ROCm (or Python) for the OS,
-    or ("", why) when the data has none."""
+    or ("", why) when the data has none. A build that brings no CUDA libraries of its own
+    (``system_cuda``) gets an image flavour with cuDNN."""
     flavor = spec.flavor or "base"
     if accel == "cpu":
         rows = [i for i in g.images("cpu") if i.python == python or
@@ -531,6 +535,8 @@ def _image(g: CompatGraph, spec: ProjectSpec, t: Target, accel: str, version: Do
             rows = [i for i in g.images("cuda") if i.version.major == version.major
                     and (n := g.native_driver_min(i.version)) is not None
                     and (n <= t.driver if t.driver is not None else limit is None or n.major <= limit)]
+    if needs_cudnn and accel == "cuda":
+        flavor = _cudnn_flavor(rows, "devel" if flavor == "devel" else "runtime") or flavor
     rows = [i for i in rows if (not spec.os or spec.os in i.os) and (flavor in i.flavors or accel == "cpu")]
     if not rows:
         what = f"{accel.upper()} {version}" if version else f"Python {python}"
@@ -542,6 +548,12 @@ def _image(g: CompatGraph, spec: ProjectSpec, t: Target, accel: str, version: Do
     os = spec.os or _default_os(best.os)
     note = f"base image {best.repository} {best.version} is marked confidence = low" if best.confidence == "low" else ""
     return best.ref(flavor if flavor in best.flavors else best.flavors[0], os), note
+
+
+def _cudnn_flavor(rows: list[Image], kind: str) -> str:
+    """The cuDNN flavour these images publish for ``kind`` (cudnn-runtime, cudnn9-runtime, ...)."""
+    names = sorted({f for i in rows for f in i.flavors if f.startswith("cudnn") and f.endswith(kind)})
+    return names[-1] if names else ""
 
 
 def _default_os(oses: tuple[str, ...]) -> str:
@@ -565,7 +577,8 @@ def _resolution(g: CompatGraph, spec: ProjectSpec, t: Target, found: list[Candid
         "native" if t.vendor == "nvidia" else "")
     cuda = max(cudas) if cudas else None
     rocm = max(rocms) if rocms else None
-    image, image_note = _image(g, spec, t, accel, cuda or rocm, python, compat)
+    system = [b for b in builds if b.system_cuda]
+    image, image_note = _image(g, spec, t, accel, cuda or rocm, python, compat, needs_cudnn=bool(system))
     low = [f"{c.label} rests on data marked confidence = low" for c in found
            if c.release.confidence == "low" or (c.build and c.build.confidence == "low")]
     packages: list[PackagePin] = []
@@ -575,7 +588,8 @@ def _resolution(g: CompatGraph, spec: ProjectSpec, t: Target, found: list[Candid
         index = b.index if b else "pypi"
         path = b.index_path if b else ""
         name = (b.dist if b and b.dist else c.package)
-        packages.append(PackagePin(name=name, version=c.release.raw, variant=variant, index=index,
+        version = b.dist_version if b and b.dist_version else c.release.raw
+        packages.append(PackagePin(name=name, version=version, variant=variant, index=index,
                                    index_path=path, extra=b.extra if b else "", pins=c.pins))
         for comp, version in c.release.companions:
             if spec.framework(comp) is not None:

@@ -1,8 +1,8 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-import pytest
 
-from envsolve.versions import parse_arch, parse_driver, parse_dotted
+from envsolve.versions import parse_arch, parse_dotted, parse_driver
 
 
 def test_driver_keeps_raw_text_and_compares_numerically() -> None:
