@@ -135,8 +135,8 @@ class Build(_Row):
     raw: str
     variant: str
     accelerator: str
-    default: bool
     index: str
+    default: bool = False
     cuda: Dotted | None = None
     rocm: Dotted | None = None
     cudnn: str = ""
@@ -330,10 +330,10 @@ _KINDS: dict[str, dict[str, _Spec]] = {
                 "version": _version,
                 "variant": _str,
                 "accelerator": _one_of(*ACCELERATORS),
-                "default": _bool,
                 "index": _one_of("pypi", "pytorch"),
             },
             {
+                "default": _bool,
                 "cuda": _dotted,
                 "rocm": _dotted,
                 "cudnn": _str,
