@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .errors import EnvsolveError, Problem, SpecError
+from .errors import EnvsolveError, Problem, SpecError, Unsatisfiable
 
 if TYPE_CHECKING:
     from .graph import CompatGraph
@@ -141,7 +141,12 @@ def explain(spec_path: Path, verbose: bool) -> None:
     graph = _graph()
     spec, _ = _read_spec(spec_path, graph)
     rep = ExplainReporter()
-    resolutions = solve_explained(graph, spec, rep)
+    try:
+        resolutions = solve_explained(graph, spec, rep)
+    except Unsatisfiable as e:
+        click.echo(f"target {e.target}: no resolution")
+        click.echo("\n".join(rep.rejections(e.target, verbose)))
+        raise
     click.echo(rep.render(resolutions, verbose=verbose), nl=False)
 
 

@@ -31,42 +31,67 @@ def _variant(r: Resolution, name: str) -> str:
     return f"{pin.name} {pin.version} {pin.variant}" if pin else ""
 
 
-def _lowest_working(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq) -> str | None:
-    """The oldest release of ``req`` with which the whole target resolves."""
-    versions = sorted({c.release.raw for c in candidates(g, spec, t, req, Reporter())},
-                      key=lambda v: [c.release.version for c in candidates(g, spec, t, req, Reporter())
-                                     if c.release.raw == v][0])
-    for v in versions:
+def _working_versions(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq) -> list[str]:
+    """Releases of ``req`` (any version) with which the whole target resolves, oldest first."""
+    loose = replace(req, specifier=SpecifierSet(), raw="*")
+    fitting = sorted(candidates(g, spec, t, loose, Reporter()), key=lambda c: c.release.version)
+    out = []
+    for v in dict.fromkeys(c.release.raw for c in fitting):
         pinned = replace(req, specifier=SpecifierSet(f"=={v}"), raw=f"=={v}")
-        trial = replace(spec, frameworks=tuple(pinned if f.name == req.name else f for f in spec.frameworks))
+        trial = replace(spec, frameworks=tuple(pinned if f is req else f for f in spec.frameworks))
         if _try(g, trial, t) is not None:
-            return v
+            out.append(v)
+    return out
+
+
+def _span(name: str, versions: list[str], newest: str) -> str:
+    """``torch >= 2.7.0``, ``torch == 2.3.1`` or ``torch 2.0.0 .. 2.4.1``."""
+    if versions[-1] == newest:
+        return f"{name} >= {versions[0]}"
+    if versions[0] == versions[-1]:
+        return f"{name} == {versions[0]}"
+    return f"{name} {versions[0]} .. {versions[-1]}"
+
+
+def _lowest_driver(g: CompatGraph, spec: ProjectSpec, t: Target) -> tuple[str, Resolution] | None:
+    """The oldest driver floor in the data, newer than the target's, with which it resolves."""
+    floors = {tk.driver_min for tk in g.m.toolkits} | {m.minor_compat_driver_min for m in g.m.cuda_majors}
+    for floor in sorted(floors):
+        if t.driver is not None and floor <= t.driver:
+            continue
+        r = _try(g, spec, replace(t, driver=floor))
+        if r is not None:
+            return floor.raw, r
     return None
+
+
+def _packages(r: Resolution) -> str:
+    return ", ".join(f"{p.name} {p.version} {p.variant}" for p in r.packages)
 
 
 def nearest_fixes(g: CompatGraph, spec: ProjectSpec, t: Target, limit: int = 4) -> list[str]:
     """Single changes to the spec that make target ``t`` solvable, most specific first."""
     fixes: list[str] = []
     for req in spec.frameworks:
-        if not req.specifier:
+        if not req.specifier or not g.releases(req.name):
             continue
-        loose = replace(req, specifier=SpecifierSet(), raw="*")
-        relaxed = replace(spec, frameworks=tuple(loose if f is req else f for f in spec.frameworks))
-        r = _try(g, relaxed, t)
-        if r is None:
+        versions = _working_versions(g, spec, t, req)
+        if not versions:
             continue
-        low = _lowest_working(g, relaxed, t, loose)
-        example = _variant(r, req.name)
-        span = f"{req.name} >= {low}" if low is not None else req.name
-        fixes.append(f"{span} works (for example {example})" if example else f"{span} works")
+        best = _try(g, replace(spec, frameworks=tuple(
+            replace(req, specifier=SpecifierSet(f"=={versions[-1]}")) if f is req else f
+            for f in spec.frameworks)), t)
+        example = f" (for example {_variant(best, req.name)})" if best else ""
+        fixes.append(f"{_span(req.name, versions, g.releases(req.name)[0].raw)} works{example}")
     if t.driver is not None:
-        r = _try(g, spec, replace(t, driver=None))
-        if r is not None and r.driver_min:
-            fixes.append(f"a driver >= {r.driver_min} (R{r.driver_min.split('.')[0]} or newer)")
+        low = _lowest_driver(g, spec, t)
+        if low is not None:
+            drv, r = low
+            fixes.append(f"a driver >= {drv} (R{drv.split('.')[0]} or newer; with it: {_packages(r)})")
     if spec.python:
         r = _try(g, replace(spec, python=SpecifierSet(), python_raw="*"), t)
         if r is not None:
-            fixes.append(f"Python {r.python}")
+            fixes.append(f"Python {r.python} (with it: {_packages(r)})")
     if t.cuda is not None:
         r = _try(g, spec, replace(t, cuda=None))
         if r is not None:
@@ -124,11 +149,16 @@ class ExplainReporter(Reporter):
             if r.compat:
                 out.append(f"  driver >= {r.driver_min} ({r.compat} support of CUDA {r.cuda})")
             out.append(f"  base image {r.base_image}")
-            rejected = [(s, why) for k, s, why in entries if k == "rejected"]
-            if rejected:
-                shown = rejected if verbose else rejected[:per_target]
-                out.append(f"  rejected ({len(rejected)}):")
-                out += [f"    {s}: {why}" for s, why in shown]
-                if len(shown) < len(rejected):
-                    out.append(f"    ... {len(rejected) - len(shown)} more (--all shows every one)")
+            out += self.rejections(t.name, verbose, per_target)
         return "\n".join(out) + "\n"
+
+    def rejections(self, target: str, verbose: bool = False, limit: int = 12) -> list[str]:
+        """The alternatives ruled out for ``target``, with their reasons, as indented lines."""
+        rejected = [(s, why) for k, s, why in self.lines.get(target, []) if k == "rejected"]
+        if not rejected:
+            return []
+        shown = rejected if verbose else rejected[:limit]
+        out = [f"  rejected ({len(rejected)}):"] + [f"    {s}: {why}" for s, why in shown]
+        if len(shown) < len(rejected):
+            out.append(f"    ... {len(rejected) - len(shown)} more (--all shows every one)")
+        return out

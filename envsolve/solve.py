@@ -29,6 +29,7 @@ from .versions import Dotted, parse_python_minor
 __all__ = ["Candidate", "PackagePin", "Reporter", "Resolution", "solve", "solve_target"]
 
 ORDER = ("torch", "tensorflow", "jax", "keras")
+ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 KERAS_DEFAULT_BACKENDS = ("tensorflow", "jax", "torch")  # Keras' own default comes first
 
 
@@ -125,9 +126,8 @@ def gpu_driver_floor(g: CompatGraph, gpu: GpuReq) -> Dotted | None:
 
 def _fit_nvidia(g: CompatGraph, b: Build, t: Target) -> tuple[str, Dotted | None, No | None]:
     """(compat, driver_min, None) when ``b`` serves ``t``; else ("", None, why)."""
-    if b.accelerator != "cuda" or b.cuda is None:
-        return "", None, No("accelerator",
-                            f"{b.variant} is a {b.accelerator.upper()} build; NVIDIA GPUs need a CUDA build")
+    if b.cuda is None:  # the loader refuses CUDA builds without a CUDA version
+        return "", None, No("accelerator", f"{b.variant} names no CUDA version")
     if t.cuda is not None and b.cuda.prefix(2)[: len(t.cuda.key[:2])] != t.cuda.key[:2]:
         return "", None, No("pin", f"built for CUDA {b.cuda}, not the pinned CUDA {t.cuda}")
     native = g.native_driver_min(b.cuda)
@@ -179,7 +179,8 @@ def _fit_nvidia(g: CompatGraph, b: Build, t: Target) -> tuple[str, Dotted | None
         if floor is not None and t.driver >= floor:
             return "", None, No("driver", f"driver {t.driver} runs CUDA {b.cuda} only by minor-version "
                                 f"compatibility; needs >= {native}{ptx_note}")
-        alt = f" (or >= {floor} by minor-version compatibility)" if floor and not ptx_only else ""
+        alt = (f" (or >= {floor} by minor-version compatibility)"
+               if floor is not None and floor < native and not ptx_only else "")
         return "", None, No("driver", f"driver {t.driver} is too old for CUDA {b.cuda}: needs >= {native}{alt}")
     limit = g.newest_branch_for(families)
     if limit is None or native.major <= limit:
@@ -192,8 +193,8 @@ def _fit_nvidia(g: CompatGraph, b: Build, t: Target) -> tuple[str, Dotted | None
 
 
 def _fit_amd(g: CompatGraph, b: Build, t: Target) -> No | None:
-    if b.accelerator != "rocm" or b.rocm is None:
-        return No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; AMD GPUs need a ROCm build")
+    if b.rocm is None:  # the loader refuses ROCm builds without a ROCm version
+        return No("accelerator", f"{b.variant} names no ROCm version")
     if t.rocm is not None and b.rocm.prefix(2)[: len(t.rocm.key[:2])] != t.rocm.key[:2]:
         return No("pin", f"built for ROCm {b.rocm}, not the pinned ROCm {t.rocm}")
     row = g.rocm_row(b.rocm)
@@ -207,6 +208,11 @@ def _fit_amd(g: CompatGraph, b: Build, t: Target) -> No | None:
 
 def fit(g: CompatGraph, spec: ProjectSpec, t: Target, rel: Release, b: Build) -> Candidate | No:
     """The candidate ``b`` makes for target ``t``, or why it makes none."""
+    wanted = ACCELERATOR[t.vendor]
+    if b.accelerator != wanted:
+        need = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build",
+                "cpu": "the target has no GPU"}[wanted]
+        return No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; {need}")
     pys = _pythons(spec, rel, b)
     if not pys:
         return No("python", f"has no wheel for Python {spec.python_raw} (it has {', '.join(b.python or rel.python)})")
@@ -216,8 +222,7 @@ def fit(g: CompatGraph, spec: ProjectSpec, t: Target, rel: Release, b: Build) ->
     elif t.vendor == "amd":
         no = _fit_amd(g, b, t)
     else:
-        no = None if b.accelerator == "cpu" else No(
-            "accelerator", f"{b.variant} is a {b.accelerator.upper()} build; the target has no GPU")
+        no = None
     if no is not None:
         return no
     return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=dmin)
@@ -477,6 +482,8 @@ def _why_none(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq) -
         kind = {"nvidia": "CUDA", "amd": "ROCm"}.get(t.vendor, "CPU")
         have = ", ".join(sorted({b.variant for b, _ in nos})) or "none"
         return Clash(subject=subject, reason=f"{name} has no {kind} build (its builds: {have})")
+    if all(n.code == "python" for _, n in wanted):
+        return Clash(subject=subject, reason=f"{name} {wanted[0][1].text}")
     if all(n.code == "arch-cuda" for _, n in wanted):
         newest = max(wanted, key=lambda bn: bn[0].cuda or bn[0].rocm)[0]  # type: ignore[arg-type, return-value]
         need = max(n.needs for _, n in wanted)
@@ -521,6 +528,7 @@ def _image(g: CompatGraph, spec: ProjectSpec, t: Target, accel: str, version: Do
     or ("", why) when the data has none. A build that brings no CUDA libraries of its own
     (``system_cuda``) gets an image flavour with cuDNN."""
     flavor = spec.flavor or "base"
+    fallback = ""
     if accel == "cpu":
         rows = [i for i in g.images("cpu") if i.python == python or
                 (not i.python and i.version.prefix(2) == parse_python_minor(python))]
@@ -528,6 +536,10 @@ def _image(g: CompatGraph, spec: ProjectSpec, t: Target, accel: str, version: Do
     else:
         assert version is not None
         rows = [i for i in g.images(accel) if i.version.prefix(2) == version.prefix(2)]
+        if accel == "rocm" and not rows:
+            # ROCm wheels bundle their user-space libraries; the image's ROCm need only share the major
+            rows = [i for i in g.images("rocm") if i.version.major == version.major and i.version < version]
+            fallback = f"no ROCm {version} image in the data; using the newest ROCm {version.major}.x image"
         if accel == "cuda" and compat == "minor-version":
             # The container toolkit refuses an image whose CUDA the driver does not run natively
             # (NVIDIA_REQUIRE_CUDA), so take the newest image of the major such a driver runs.
@@ -544,9 +556,13 @@ def _image(g: CompatGraph, spec: ProjectSpec, t: Target, accel: str, version: Do
         ceiling = " that such a driver runs" if compat == "minor-version" else ""
         return "", f"no base image in matrices/images.toml for {what}{where} ({flavor}){ceiling}"
     confident = [i for i in rows if i.confidence != "low"] or rows
-    best = max(confident, key=lambda i: i.version)
-    os = spec.os or _default_os(best.os)
+    newest = max(i.version for i in confident)
+    # one version may span several rows (one per group of OSes): choose the OS across all of them
+    same = [i for i in confident if i.version == newest]
+    os = spec.os or _default_os(tuple(o for i in same for o in i.os))
+    best = next(i for i in same if os in i.os)
     note = f"base image {best.repository} {best.version} is marked confidence = low" if best.confidence == "low" else ""
+    note = "; ".join(n for n in (fallback, note) if n)
     return best.ref(flavor if flavor in best.flavors else best.flavors[0], os), note
 
 
@@ -557,16 +573,21 @@ def _cudnn_flavor(rows: list[Image], kind: str) -> str:
 
 
 def _default_os(oses: tuple[str, ...]) -> str:
+    """The newest Ubuntu among ``oses``; else the first listed (rows list OSes newest first)."""
     ubuntu = [o for o in oses if o.startswith("ubuntu")]
     if ubuntu:
         return max(ubuntu, key=lambda o: tuple(int(x) for x in o[6:].split(".") if x.isdigit()))
-    return oses[-1]
+    return oses[0]
 
 
 def _resolution(g: CompatGraph, spec: ProjectSpec, t: Target, found: list[Candidate],
                 backend: str) -> Resolution:
     pythons = frozenset.intersection(*(c.pythons for c in found)) if found else frozenset(
         p for p in g.pythons() if spec.python.contains(p, prereleases=True))
+    if t.vendor == "cpu":
+        # a CPU environment runs on a python image: prefer a Python that has one
+        imaged = {i.python for i in g.images("cpu") if i.python}
+        pythons = (pythons & imaged) or pythons
     python = max(pythons, key=parse_python_minor) if pythons else ""
     builds = [c.build for c in found if c.build]
     cudas = [b.cuda for b in builds if b.cuda]

@@ -111,3 +111,11 @@ def test_broken_matrices_exit_2(tmp_path: Path, spec: Path) -> None:
     (tmp_path / "m" / "gpus.toml").write_text("schema = 1\n")
     r = CliRunner().invoke(main, ["--matrices", str(tmp_path / "m"), "lock", str(spec)])
     assert r.exit_code == 2 and "gpus.toml: data_version: missing" in r.output
+
+
+def test_explain_unsatisfiable_lists_rejections_then_the_error(spec: Path) -> None:
+    spec.write_text('[frameworks]\ntorch = "==2.5.1"\n[hardware]\ngpus = ["RTX 5090"]\n')
+    r = run("explain", "--all", str(spec))
+    assert r.exit_code == 1
+    assert "torch 2.5.1 (cu124): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8" in r.output
+    assert "ERROR: target 'default' cannot be satisfied:" in r.output

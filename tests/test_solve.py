@@ -50,7 +50,7 @@ def test_ptx_serves_a_newer_gpu_only_with_native_driver_support(fixture_graph: C
     e = unsat('[frameworks]\njax = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "528.24.02"', fixture_graph)
     assert "runs CUDA 12.1 only by minor-version compatibility; needs >= 530.30.02 " \
            "(H100 (sm_90) runs only through PTX JIT, which needs native support)" in e.clashes[0].reason
-    assert "a driver >= 530.30.02 (R530 or newer)" in e.fixes
+    assert "a driver >= 530.30.02 (R530 or newer; with it: jax 0.4.30 cuda12)" in e.fixes
 
 
 def test_old_driver_takes_minor_version_compatibility_and_a_runnable_image(fixture_graph: CompatGraph) -> None:
@@ -127,7 +127,7 @@ def test_python_range_picks_the_newest_python_and_moves_releases(fixture_graph: 
     assert (r.python, pkg(r, "torch")[0]) == ("3.8", "2.3.1")
     e = unsat('[project]\npython = ">=3.14"\n[frameworks]\ntorch = "*"', fixture_graph)
     assert "has no wheel for Python >=3.14" in e.clashes[0].reason
-    assert "Python 3.13" in e.fixes
+    assert "Python 3.13 (with it: torch 2.7.1 cpu)" in e.fixes
 
 
 def test_bundled_cudnn_clash_between_torch_and_tensorflow(fixture_graph: CompatGraph) -> None:
