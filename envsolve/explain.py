@@ -86,8 +86,8 @@ def nearest_fixes(g: CompatGraph, spec: ProjectSpec, t: Target, limit: int = 4) 
     if t.driver is not None:
         low = _lowest_driver(g, spec, t)
         if low is not None:
-            drv, r = low
-            fixes.append(f"a driver >= {drv} (R{drv.split('.')[0]} or newer; with it: {_packages(r)})")
+            drv, with_driver = low
+            fixes.append(f"a driver >= {drv} (R{drv.split('.')[0]} or newer; with it: {_packages(with_driver)})")
     if spec.python:
         r = _try(g, replace(spec, python=SpecifierSet(), python_raw="*"), t)
         if r is not None:
