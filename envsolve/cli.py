@@ -112,7 +112,11 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool) -> None:
             raise _Stale(f"{out} {why}", tip=f"run `envsolve lock {spec_path}` and commit the result")
         click.echo(f"{out} is up to date")
         return
-    lockfile.write_atomic(out, text)
+    try:
+        lockfile.write_atomic(out, text)
+    except OSError as e:
+        raise SpecError([Problem(str(out), "", f"cannot be written: {e.strerror or e}")],
+                        tip="choose another path with -o, or fix the folder's permissions") from None
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, sort_keys=False))
     def summary(line: str) -> None:

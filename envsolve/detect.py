@@ -19,15 +19,15 @@ __all__ = ["index_urls", "pip_config"]
 _TORCH_INDEX = re.compile(r"/whl/?$")
 
 
-def _pip_config_files() -> list[Path]:
+def _pip_config_files(env: Mapping[str, str]) -> list[Path]:
     """pip's configuration files, lowest precedence first (pip's own order)."""
     files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
     home = Path.home()
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    xdg = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
     files += [home / ".pip" / "pip.conf", xdg / "pip" / "pip.conf"]
     files.append(Path(sys.prefix) / "pip.conf")
-    if os.environ.get("PIP_CONFIG_FILE"):
-        files.append(Path(os.environ["PIP_CONFIG_FILE"]))
+    if env.get("PIP_CONFIG_FILE"):
+        files.append(Path(env["PIP_CONFIG_FILE"]))
     return files
 
 
@@ -36,7 +36,7 @@ def pip_config(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = os.environ if environ is None else environ
     out: dict[str, str] = {}
     if env.get("PIP_CONFIG_FILE") != os.devnull:
-        for path in _pip_config_files():
+        for path in _pip_config_files(env):
             parser = configparser.RawConfigParser()
             try:
                 parser.read(path, encoding="utf-8")

@@ -119,3 +119,10 @@ def test_explain_unsatisfiable_lists_rejections_then_the_error(spec: Path) -> No
     assert r.exit_code == 1
     assert "torch 2.5.1 (cu124): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8" in r.output
     assert "ERROR: target 'default' cannot be satisfied:" in r.output
+
+
+def test_unwritable_lock_path_is_a_clear_error(spec: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = run("lock", str(spec), "-o", str(blocker / "envsolve.lock"))
+    assert r.exit_code == 2 and "cannot be written" in r.output and "Traceback" not in r.output
