@@ -35,8 +35,9 @@ HEADER = (
     "# Regenerate it with: envsolve lock {spec}\n"
 )
 _ENV_KEYS = ("name", "accelerator", "python", "cuda", "rocm", "cudnn", "driver_min", "compat",
-             "gpus", "gpu_archs", "base_image", "keras_backend", "pip", "conda", "apt", "packages")
-_PKG_KEYS = ("name", "version", "variant", "index", "index_url", "extra", "pins")
+             "gpus", "gpu_archs", "gpu_models", "base_image", "keras_backend", "tools", "pip", "conda",
+             "apt", "packages")
+_PKG_KEYS = ("name", "version", "variant", "index", "index_url", "extra", "conda", "pins")
 
 
 def sha256(data: bytes) -> str:
@@ -58,6 +59,7 @@ def _package(pin: PackagePin, urls: Mapping[str, str]) -> dict[str, Any]:
         "index": pin.index,
         "index_url": index_url(pin, urls),
         "extra": pin.extra,
+        "conda": pin.conda,
         "pins": dict(pin.pins),
     }
 
@@ -75,8 +77,11 @@ def _environment(r: Resolution, pip: tuple[str, ...], conda: tuple[str, ...],
         "compat": r.compat,
         "gpus": list(r.gpus),
         "gpu_archs": list(r.gpu_archs),
+        "gpu_models": [{"name": m.name, "arch": m.arch, "aliases": list(m.aliases),
+                        "peak_tflops": dict(m.peak_tflops)} for m in r.models],
         "base_image": r.base_image,
         "keras_backend": r.keras_backend,
+        "tools": dict(r.tools),
         "pip": list(pip),
         "conda": list(conda),
         "apt": list(apt),
@@ -84,8 +89,9 @@ def _environment(r: Resolution, pip: tuple[str, ...], conda: tuple[str, ...],
     }
 
 
-def _digest_of(envs: list[dict[str, Any]]) -> str:
-    return sha256(json.dumps(envs, sort_keys=True, separators=(",", ":")).encode())
+def _digest_of(indexes: Mapping[str, str], envs: list[dict[str, Any]]) -> str:
+    body = {"indexes": indexes, "environments": envs}
+    return sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
 def build(*, project: str, spec_name: str, spec_bytes: bytes, data_version: str,
@@ -93,7 +99,11 @@ def build(*, project: str, spec_name: str, spec_bytes: bytes, data_version: str,
           conda: tuple[str, ...] = (), apt: tuple[str, ...] = (),
           urls: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The lock as a plain dict (the structure ``--format json`` prints)."""
-    envs = [_environment(r, pip, conda, apt, urls or {}) for r in resolutions]
+    urls = urls or {}
+    envs = [_environment(r, pip, conda, apt, urls) for r in resolutions]
+    used = {"pypi"} | {p.index for r in resolutions for p in r.packages}
+    indexes = {name: index_url(PackagePin(name="", version="", variant="", index=name), urls)
+               for name in sorted(used)}
     return {
         "version": FORMAT,
         "project": project,
@@ -101,7 +111,8 @@ def build(*, project: str, spec_name: str, spec_bytes: bytes, data_version: str,
         "spec_digest": sha256(spec_bytes),
         "data_version": data_version,
         "data_digest": data_digest,
-        "lock_digest": _digest_of(envs),
+        "lock_digest": _digest_of(indexes, envs),
+        "indexes": indexes,
         "environments": envs,
     }
 
@@ -132,7 +143,10 @@ def loads(text: str, path: str) -> dict[str, Any]:
         for j, pkg in enumerate(env["packages"]):
             if not isinstance(pkg, dict) or any(k not in pkg for k in _PKG_KEYS):
                 raise LockError(f"{path}: environments[{i}].packages[{j}] is incomplete", tip=regen)
-    if data.get("lock_digest") != _digest_of(envs):
+    indexes = data.get("indexes")
+    if not isinstance(indexes, dict):
+        raise LockError(f"{path}: has no [indexes] table", tip=regen)
+    if data.get("lock_digest") != _digest_of(indexes, envs):
         raise LockError(f"{path}: was edited by hand (its lock_digest does not match its contents)",
                         tip=regen)
     return dict(data)

@@ -36,6 +36,7 @@ __all__ = [
     "Matrices",
     "Release",
     "Rocm",
+    "Tool",
     "Toolkit",
     "data_dir",
     "load",
@@ -154,6 +155,13 @@ class Build(_Row):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Tool(_Row):
+    name: str
+    version: str
+    purpose: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Image(_Row):
     repository: str
     accelerator: str
@@ -185,6 +193,7 @@ class Matrices:
     releases: tuple[Release, ...]
     builds: tuple[Build, ...]
     images: tuple[Image, ...]
+    tools: tuple[Tool, ...] = ()
 
 
 # ---------------------------------------------------------------------------- schema
@@ -351,6 +360,9 @@ _KINDS: dict[str, dict[str, _Spec]] = {
             },
         ),
     },
+    "tools": {
+        "tool": (Tool, {"name": _str, "version": _str}, {"purpose": _str}),
+    },
     "images": {
         "image": (
             Image,
@@ -496,6 +508,7 @@ def load_dir(root: Path) -> Matrices:
         releases=tuple(rows.get("framework.release", [])),
         builds=tuple(rows.get("framework.build", [])),
         images=tuple(rows.get("images.image", [])),
+        tools=tuple(sorted(rows.get("tools.tool", []), key=lambda t: t.name)),
     )
     _cross_check(m, out)
     if out.problems:

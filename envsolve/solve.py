@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from .errors import Clash, Unsatisfiable
 from .graph import CompatGraph, arch
-from .matrix import Build, Image, Release
+from .matrix import Build, Gpu, Image, Release
 from .spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from .versions import Dotted, parse_python_minor
 
@@ -75,6 +75,7 @@ class PackagePin:
     index: str
     index_path: str = ""
     extra: str = ""
+    conda: str = ""  # conda-forge MatchSpec of the same build, when conda-forge has it
     pins: tuple[tuple[str, str], ...] = ()
 
 
@@ -93,6 +94,8 @@ class Resolution:
     base_image: str
     keras_backend: str
     packages: tuple[PackagePin, ...]
+    models: tuple[Gpu, ...] = ()  # the GPU models' records (aliases, peak TFLOP/s)
+    tools: tuple[tuple[str, str], ...] = ()  # tools the images install, name -> version
     warnings: tuple[str, ...] = ()
     choices: tuple[Candidate, ...] = field(default=(), compare=False)
 
@@ -630,6 +633,8 @@ def _resolution(g: CompatGraph, spec: ProjectSpec, t: Target, found: list[Candid
         base_image=image,
         keras_backend=backend,
         packages=tuple(sorted(packages, key=lambda p: p.name)),
+        models=tuple(m for x in t.gpus if (m := g.gpu(x.name)) is not None),
+        tools=tuple((tool.name, tool.version) for tool in g.m.tools),
         warnings=tuple(w for w in (image_note, *low) if w),
         choices=tuple(found),
     )
