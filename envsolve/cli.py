@@ -79,8 +79,9 @@ def main(matrices: Path | None) -> None:
 @click.option("--format", "fmt", type=click.Choice(["toml", "json"]), default="toml", show_default=True,
               help="json also prints the lock's structure on stdout.")
 @click.option("--check", is_flag=True, help="Exit 1, changing nothing, when the lock on disk is stale.")
+@click.option("--render", "then_render", is_flag=True, help="Then render the lock's artifacts (see `render`).")
 @_handles_errors
-def lock(spec_path: Path, output: Path | None, fmt: str, check: bool) -> None:
+def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_render: bool) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock."""
     from . import lock as lockfile
     from .detect import index_urls
@@ -128,10 +129,49 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool) -> None:
         stack = f"CUDA {r.cuda}, driver >= {r.driver_min} ({r.compat})" if r.cuda else (
             f"ROCm {r.rocm}" if r.rocm else "CPU")
         summary(f"  {r.target.name}: Python {r.python}, {stack}: {pkgs}")
+    if then_render:
+        for path in _render(out, None, None):
+            summary(f"wrote {path}")
 
 
 class _Stale(EnvsolveError):
     exit_code = 1
+
+
+def _render(lock_path: Path, out_dir: Path | None, target: str | None) -> list[Path]:
+    """Render every environment (or ``target``) of a lock; write only when all rendered."""
+    from . import lock as lockfile
+    from .errors import LockError
+    from .render import render
+
+    data = lockfile.read(lock_path)
+    names = [e["name"] for e in data["environments"]]
+    if target is not None and target not in names:
+        raise LockError(f"{lock_path}: has no environment {target!r} (it has: {', '.join(names)})",
+                        tip="pass one of those to --target, or leave --target out for all")
+    root = out_dir or lock_path.parent / "envsolve-out"
+    texts = {root / e["name"] / name: text
+             for e in data["environments"] if target in (None, e["name"])
+             for name, text in render(data, e, lock_path.name).items()}
+    for path, text in texts.items():
+        try:
+            lockfile.write_atomic(path, text)
+        except OSError as e:
+            raise SpecError([Problem(str(path), "", f"cannot be written: {e.strerror or e}")],
+                            tip="choose another folder with -o") from None
+    return list(texts)
+
+
+@main.command(name="render")
+@click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for DIR/<environment>/ (default: envsolve-out/ beside the lock).")
+@click.option("--target", help="Render only this environment.")
+@_handles_errors
+def render_cmd(lock_path: Path, output: Path | None, target: str | None) -> None:
+    """Write Dockerfile, requirements.txt, environment.yml and smoke_test.py per environment."""
+    for path in _render(lock_path, output, target):
+        click.echo(f"wrote {path}")
 
 
 @main.command()

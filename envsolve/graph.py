@@ -180,6 +180,23 @@ class CompatGraph:
     def builds(self, release: Release) -> list[Build]:
         return self._builds.get((release.package, release.version), [])
 
+    def conda_specs(self, release: Release, cuda: Dotted | None, python: str) -> tuple[str, ...]:
+        """conda-forge's MatchSpecs for a framework build; () unless conda-forge has every piece.
+
+        A framework may be several conda packages (jax is noarch ``jax`` plus ``jaxlib``, whose
+        version is the release's jaxlib companion)."""
+        want = "{}.{}".format(*cuda.prefix(2)) if cuda is not None else None
+        rows = [r for r in self.m.conda if r.framework == release.package]
+        versions = {name: dict(release.companions).get(name, release.raw) for name in {r.name for r in rows}}
+        specs = []
+        for name, version in sorted(versions.items()):
+            row = next((r for r in rows if r.name == name and r.version == version), None)
+            spec = row.spec(want, python) if row is not None else ""
+            if not spec:
+                return ()
+            specs.append(spec)
+        return tuple(specs)
+
     def images(self, accelerator: str) -> list[Image]:
         return [i for i in self.m.images if i.accelerator == accelerator]
 

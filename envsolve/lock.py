@@ -59,7 +59,7 @@ def _package(pin: PackagePin, urls: Mapping[str, str]) -> dict[str, Any]:
         "index": pin.index,
         "index_url": index_url(pin, urls),
         "extra": pin.extra,
-        "conda": pin.conda,
+        "conda": list(pin.conda),
         "pins": dict(pin.pins),
     }
 

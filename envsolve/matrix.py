@@ -29,6 +29,7 @@ __all__ = [
     "ArchInfo",
     "Build",
     "Cudnn",
+    "CondaBuild",
     "CudaMajor",
     "DriverBranch",
     "Gpu",
@@ -155,6 +156,34 @@ class Build(_Row):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class CondaBuild(_Row):
+    """What conda-forge publishes of one framework version."""
+
+    name: str
+    framework: str
+    version: str
+    cuda: tuple[str, ...] = ()
+    cpu: bool = False
+    build: str = ""
+    cpu_build: str = ""
+    python: tuple[str, ...] = ()
+
+    def spec(self, cuda: str | None, python: str) -> str:
+        """The MatchSpec of the build for ``cuda`` (None: the CPU build), or "" when none exists."""
+        if self.python and python not in self.python:
+            return ""
+        if not self.build and not self.cpu_build and not self.cuda:
+            return f"{self.name}={self.version}"  # noarch: one build serves CPU and GPU alike
+        if cuda is None:
+            if not self.cpu:
+                return ""
+            return f"{self.name}={self.version}" + (f"={self.cpu_build}" if self.cpu_build else "")
+        if cuda not in self.cuda or not self.build:
+            return ""
+        return f"{self.name}={self.version}={self.build.format(cuda_nodot=cuda.replace('.', ''))}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Tool(_Row):
     name: str
     version: str
@@ -194,6 +223,7 @@ class Matrices:
     builds: tuple[Build, ...]
     images: tuple[Image, ...]
     tools: tuple[Tool, ...] = ()
+    conda: tuple[CondaBuild, ...] = ()
 
 
 # ---------------------------------------------------------------------------- schema
@@ -360,6 +390,13 @@ _KINDS: dict[str, dict[str, _Spec]] = {
             },
         ),
     },
+    "conda": {
+        "package": (
+            CondaBuild,
+            {"name": _str, "framework": _one_of(*FRAMEWORKS), "version": _str},
+            {"cuda": _strs, "cpu": _bool, "build": _str, "cpu_build": _str, "python": _pythons},
+        ),
+    },
     "tools": {
         "tool": (Tool, {"name": _str, "version": _str}, {"purpose": _str}),
     },
@@ -509,6 +546,7 @@ def load_dir(root: Path) -> Matrices:
         builds=tuple(rows.get("framework.build", [])),
         images=tuple(rows.get("images.image", [])),
         tools=tuple(sorted(rows.get("tools.tool", []), key=lambda t: t.name)),
+        conda=tuple(rows.get("conda.package", [])),
     )
     _cross_check(m, out)
     if out.problems:

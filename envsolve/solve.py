@@ -75,7 +75,7 @@ class PackagePin:
     index: str
     index_path: str = ""
     extra: str = ""
-    conda: str = ""  # conda-forge MatchSpec of the same build, when conda-forge has it
+    conda: tuple[str, ...] = ()  # conda-forge MatchSpecs of the same build, when conda-forge has it
     pins: tuple[tuple[str, str], ...] = ()
 
 
@@ -613,8 +613,11 @@ def _resolution(g: CompatGraph, spec: ProjectSpec, t: Target, found: list[Candid
         path = b.index_path if b else ""
         name = (b.dist if b and b.dist else c.package)
         version = b.dist_version if b and b.dist_version else c.release.raw
+        conda: tuple[str, ...] = ()
+        if accel != "rocm" and not any(spec.framework(comp) for comp, _ in c.release.companions):
+            conda = g.conda_specs(c.release, b.cuda if b else None, python)
         packages.append(PackagePin(name=name, version=version, variant=variant, index=index,
-                                   index_path=path, extra=b.extra if b else "", pins=c.pins))
+                                   index_path=path, extra=b.extra if b else "", conda=conda, pins=c.pins))
         for comp, version in c.release.companions:
             if spec.framework(comp) is not None:
                 packages.append(PackagePin(name=comp, version=version, variant=variant, index=index,

