@@ -69,7 +69,8 @@ def _expected(lock: Mapping[str, Any], env: Mapping[str, Any]) -> dict[str, Any]
         "gpu_archs": env["gpu_archs"],
         "gpu_models": env["gpu_models"],
         "keras_backend": env["keras_backend"],
-        "packages": [{"name": p["name"], "version": p["version"], "variant": p["variant"]}
+        "packages": [{"name": p["name"], "version": p["version"], "variant": p["variant"],
+                      "pins": {k: v for k, v in p["pins"].items() if v[:1].isdigit()}}
                      for p in env["packages"]],
     }
 

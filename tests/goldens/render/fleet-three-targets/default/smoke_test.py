@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-EXPECTED: dict[str, Any] = json.loads('{"accelerator": "cuda", "cuda": "12.6", "cudnn": "9.10.2.21", "driver_min": "525.60.13", "environment": "default", "gpu_archs": ["sm_80", "sm_89", "sm_90"], "gpu_models": [{"aliases": ["NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM-80GB", "A100-SXM4-40GB", "A100-PCIE-40GB"], "arch": "sm_80", "name": "A100", "peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5}}, {"aliases": ["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H100"], "arch": "sm_90", "name": "H100", "peak_tflops": {"bf16": 989.4, "fp16": 989.4, "fp32": 67.0}}, {"aliases": ["NVIDIA L4"], "arch": "sm_89", "name": "L4", "peak_tflops": {"bf16": 121.0, "fp16": 121.0, "fp32": 30.3}}], "gpus": ["A100", "H100", "L4"], "keras_backend": "", "lock_digest": "sha256:8be176d58a1567f8ca35b908f4778e930d5dab9972e109bd23f18d392b94a8af", "packages": [{"name": "torch", "variant": "cu126", "version": "2.14.1"}], "project": "fleet", "python": "3.14", "rocm": "", "torch_cuda": "12.6"}')  # the lock's facts, filled in by envsolve
+EXPECTED: dict[str, Any] = json.loads('{"accelerator": "cuda", "cuda": "12.6", "cudnn": "9.10.2.21", "driver_min": "525.60.13", "environment": "default", "gpu_archs": ["sm_80", "sm_89", "sm_90"], "gpu_models": [{"aliases": ["NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM-80GB", "A100-SXM4-40GB", "A100-PCIE-40GB"], "arch": "sm_80", "name": "A100", "peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5}}, {"aliases": ["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H100"], "arch": "sm_90", "name": "H100", "peak_tflops": {"bf16": 989.4, "fp16": 989.4, "fp32": 67.0}}, {"aliases": ["NVIDIA L4"], "arch": "sm_89", "name": "L4", "peak_tflops": {"bf16": 121.0, "fp16": 121.0, "fp32": 30.3}}], "gpus": ["A100", "H100", "L4"], "keras_backend": "", "lock_digest": "sha256:8be176d58a1567f8ca35b908f4778e930d5dab9972e109bd23f18d392b94a8af", "packages": [{"name": "torch", "pins": {}, "variant": "cu126", "version": "2.14.1"}], "project": "fleet", "python": "3.14", "rocm": "", "torch_cuda": "12.6"}')  # the lock's facts, filled in by envsolve
 
 if EXPECTED.get("keras_backend"):
     os.environ.setdefault("KERAS_BACKEND", EXPECTED["keras_backend"])
@@ -108,6 +108,51 @@ def _model(name: str) -> dict[str, Any] | None:
     return None
 
 
+def _installed(dist: str) -> bool:
+    try:
+        md.version(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
+def gpu_frameworks() -> list[str]:
+    """The locked frameworks that see a GPU."""
+    names = {p["name"] for p in EXPECTED["packages"]}
+    seen = []
+    torch = _module("torch") if "torch" in names else None
+    if torch is not None and torch.cuda.is_available():
+        seen.append("torch")
+    jax = _module("jax") if "jax" in names else None
+    if jax is not None:
+        try:
+            if any(d.platform != "cpu" for d in jax.devices()):
+                seen.append("jax")
+        except RuntimeError:
+            pass
+    tf = _module("tensorflow") if any(n.startswith("tensorflow") for n in names) else None
+    if tf is not None and tf.config.list_physical_devices("GPU"):
+        seen.append("tensorflow")
+    return seen
+
+
+def jax_or_tf_gpus() -> list[dict[str, Any]]:
+    """GPUs as JAX or TensorFlow name them, when torch is not locked."""
+    jax = _module("jax")
+    if jax is not None:
+        return [{"index": i, "name": getattr(d, "device_kind", str(d)), "memory_mib": 0,
+                 "arch": f"sm_{str(getattr(d, 'compute_capability', '')).replace('.', '')}"}
+                for i, d in enumerate(d for d in jax.devices() if d.platform != "cpu")]
+    tf = _module("tensorflow")
+    out = []
+    for i, d in enumerate(tf.config.list_physical_devices("GPU") if tf is not None else []):
+        details = tf.config.experimental.get_device_details(d)
+        cc = details.get("compute_capability", (0, 0))
+        out.append({"index": i, "name": details.get("device_name", d.name), "memory_mib": 0,
+                    "arch": f"sm_{cc[0]}{cc[1]}"})
+    return out
+
+
 def _nvidia_smi_driver() -> str:
     exe = shutil.which("nvidia-smi")
     if not exe:
@@ -126,6 +171,11 @@ def likely_cause() -> str:
     torch = _module("torch")
     if torch is not None and not getattr(torch.version, "cuda", None) and not getattr(torch.version, "hip", None):
         causes.append(f"a CPU build of torch is installed (torch {torch.__version__})")
+    for p in EXPECTED["packages"]:
+        missing = [d for d in p.get("pins", {}) if re.match(r"^(jax-cuda|jax-rocm|nvidia-)", d) and not _installed(d)]
+        if missing:
+            causes.append(f"{p['name']}'s GPU packages are not installed ({', '.join(missing[:3])}): "
+                          f"install {p['name']} with its GPU extra")
     nvidia = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
     amd = os.path.exists("/dev/kfd")
     if not nvidia and not amd:
@@ -168,6 +218,25 @@ def check_packages(r: Report, cpu_run: bool) -> None:
             r.skip(f"{name} variant", f"CPU build +cpu installed instead of {p['variant']} (--allow-cpu)")
         else:
             r.fail(f"{name} variant", f"+{local} installed, the lock says {p['variant']}")
+    check_pins(r, cpu_run)
+
+
+def check_pins(r: Report, cpu_run: bool) -> None:
+    """The bundled libraries each build pins (nvidia-*, cuda-toolkit, jax plugins, triton)."""
+    for p in EXPECTED["packages"]:
+        for dist, want in sorted(p.get("pins", {}).items()):
+            try:
+                have = md.version(dist)
+            except md.PackageNotFoundError:
+                have = ""
+            if have == want:
+                r.ok(f"{dist} version", f"{have} (pinned by {p['name']} {p['version']})")
+            elif cpu_run:
+                r.skip(f"{dist} version", f"{have or 'not installed'}, {p['name']} {p['version']} "
+                       f"({p['variant']}) pins {want} (--allow-cpu)")
+            else:
+                r.fail(f"{dist} version", f"{have or 'not installed'}, but {p['name']} {p['version']} "
+                       f"({p['variant']}) pins {want}: a different build of {p['name']} is installed")
 
 
 def torch_accelerator(r: Report) -> list[dict[str, Any]]:
@@ -238,50 +307,100 @@ def _peak(gpu_name: str, dtype: str) -> float | None:
     return (m or {}).get("peak_tflops", {}).get(dtype)
 
 
-def matmul(r: Report, on_gpu: bool, gpu_name: str) -> None:
+class _Ops:
+    """The few array operations the matmul check needs, for one framework on one device."""
+
+    def __init__(self, framework: str, on_gpu: bool) -> None:
+        self.framework = framework
+        self.on_gpu = on_gpu
+        np = _module("numpy")
+        if framework == "torch":
+            torch = _module("torch")
+            dev = "cuda" if on_gpu else "cpu"
+            dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+            self.put = lambda a, dt: torch.from_numpy(a).to(dev, dtypes[dt])
+            self.mm = torch.matmul
+            self.sync = lambda z: torch.cuda.synchronize() if on_gpu else None
+            self.back = lambda z: z.to("cpu", torch.float64).numpy()
+            self.bf16 = (not on_gpu) or torch.cuda.is_bf16_supported()
+        elif framework == "jax":
+            jax = _module("jax")
+            jnp = jax.numpy
+            dev = [d for d in jax.devices() if d.platform != "cpu"][0] if on_gpu else jax.devices("cpu")[0]
+            dtypes = {"fp32": jnp.float32, "bf16": jnp.bfloat16, "fp16": jnp.float16}
+            self.put = lambda a, dt: jax.device_put(jnp.asarray(a, dtype=dtypes[dt]), dev)
+            self.mm = jax.jit(jnp.matmul)
+            self.sync = lambda z: z.block_until_ready()
+            self.back = lambda z: np.asarray(z.astype(jnp.float32), dtype=np.float64)
+            cc = getattr(dev, "compute_capability", "8.0") or "8.0"
+            self.bf16 = (not on_gpu) or float(cc) >= 8.0
+        else:  # tensorflow
+            tf = _module("tensorflow")
+            name = "/GPU:0" if on_gpu else "/CPU:0"
+            dtypes = {"fp32": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}
+
+            def put(a: Any, dt: str) -> Any:
+                with tf.device(name):
+                    return tf.identity(tf.cast(tf.constant(a), dtypes[dt]))
+
+            def mm(x: Any, y: Any) -> Any:
+                with tf.device(name):
+                    return tf.matmul(x, y)
+
+            self.put, self.mm = put, mm
+            self.sync = lambda z: z.numpy()
+            self.back = lambda z: tf.cast(z, tf.float64).numpy()
+            self.bf16 = True
+
+
+def _matmul_framework() -> str:
+    for name in ("torch", "jax", "tensorflow"):
+        if any(p["name"].startswith(name) for p in EXPECTED["packages"]) and _module(name) is not None:
+            return name
+    return ""
+
+
+def matmul(r: Report, seen_by: list[str], gpu_name: str) -> None:
     """fp32 and bf16/fp16 matmul on the device, compared with a float64 CPU reference."""
-    torch = _module("torch")
-    if torch is None:
+    np = _module("numpy")
+    framework = seen_by[0] if seen_by else _matmul_framework()
+    on_gpu = bool(seen_by)
+    if np is None or not framework:
         return numpy_matmul(r)
-    dev = "cuda" if on_gpu else "cpu"
-    where = gpu_name if on_gpu else "CPU"
-    gen = torch.Generator().manual_seed(0)
+    ops = _Ops(framework, on_gpu)
+    where = f"{gpu_name} ({framework})" if on_gpu else f"CPU ({framework})"
+    rng = np.random.default_rng(0)
     n_check = 1024 if on_gpu else 256
-    a = torch.randn(n_check, n_check, generator=gen, dtype=torch.float64)
-    b = torch.randn(n_check, n_check, generator=gen, dtype=torch.float64)
+    a = rng.standard_normal((n_check, n_check))
+    b = rng.standard_normal((n_check, n_check))
     ref = a @ b
-    low = torch.bfloat16 if (not on_gpu or torch.cuda.is_bf16_supported()) else torch.float16
-    tolerances = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 5e-3}
-    for dtype in (torch.float32, low):
-        label = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
-        got = (a.to(dev, dtype) @ b.to(dev, dtype)).to("cpu", torch.float64)
-        err = float((got - ref).abs().max() / ref.abs().max())
-        ok = err <= tolerances[dtype]
+    tolerances = {"fp32": 1e-4, "bf16": 3e-2, "fp16": 5e-3}
+    for label in ("fp32", "bf16" if ops.bf16 else "fp16"):
+        got = ops.back(ops.mm(ops.put(a, label), ops.put(b, label)))
+        err = float(np.abs(got - ref).max() / np.abs(ref).max())
+        ok = err <= tolerances[label]
         n = 4096 if on_gpu else 256
-        x = torch.randn(n, n, device=dev, dtype=dtype)
-        y = torch.randn(n, n, device=dev, dtype=dtype)
+        x = ops.put(rng.standard_normal((n, n)), label)
+        y = ops.put(rng.standard_normal((n, n)), label)
         iters = 20 if on_gpu else 3
-        x @ y  # warm-up
-        if on_gpu:
-            torch.cuda.synchronize()
+        ops.sync(ops.mm(x, y))  # warm-up (and compilation)
         t0 = time.perf_counter()
         for _ in range(iters):
-            x @ y
-        if on_gpu:
-            torch.cuda.synchronize()
+            z = ops.mm(x, y)
+        ops.sync(z)
         tflops = 2 * n**3 * iters / (time.perf_counter() - t0) / 1e12
         peak = _peak(gpu_name, label) if on_gpu else None
         frac = f", {100 * tflops / peak:.0f}% of the {peak:g} TFLOP/s peak" if peak else ""
         r.facts[f"matmul_{label}_tflops"] = round(tflops, 3)
         (r.ok if ok else r.fail)(f"matmul {label}", f"on {where}: max relative error {err:.1e} "
-                                 f"(limit {tolerances[dtype]:.0e}), {tflops:.2f} TFLOP/s{frac}")
+                                 f"(limit {tolerances[label]:.0e}), {tflops:.3g} TFLOP/s{frac}")
     return None
 
 
 def numpy_matmul(r: Report) -> None:
     np = _module("numpy")
     if np is None:
-        r.skip("matmul", "neither torch nor numpy is installed")
+        r.skip("matmul", "no framework and no numpy to run a matmul with")
         return
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((256, 256)), rng.standard_normal((256, 256))
@@ -379,8 +498,8 @@ def run(allow_cpu: bool) -> Report:
     r.facts.update({"environment": EXPECTED["environment"], "lock_digest": EXPECTED["lock_digest"],
                     "driver": _nvidia_smi_driver()})
     gpu_wanted = EXPECTED["accelerator"] != "cpu"
-    torch = _module("torch")
-    gpu_seen = bool(torch is not None and torch.cuda.is_available())
+    seen_by = gpu_frameworks() if gpu_wanted else []
+    gpu_seen = bool(seen_by)
     cpu_run = gpu_wanted and not gpu_seen
     check_python(r)
     check_packages(r, cpu_run and allow_cpu)
@@ -393,16 +512,15 @@ def run(allow_cpu: bool) -> Report:
             r.fail("GPU", f"the lock targets {EXPECTED['accelerator'].upper()} on "
                    f"{', '.join(EXPECTED.get('gpus') or ['a GPU'])} but no GPU is visible: {cause}")
             return r
-    gpus = torch_accelerator(r) if gpu_seen else []
+    gpus = torch_accelerator(r) if "torch" in seen_by else jax_or_tf_gpus() if gpu_seen else []
     r.facts["gpus"] = gpus
     if gpu_seen:
         other_frameworks_see_gpu(r)
     names = {p["name"] for p in EXPECTED["packages"]}
     gpu_name = gpus[0]["name"] if gpus else "CPU"
-    if torch is not None or "numpy" in sys.modules or _module("numpy") is not None:
-        matmul(r, gpu_seen, gpu_name)
+    matmul(r, seen_by, gpu_name)
     if "torch" in names:
-        train_torch(r, gpu_seen)
+        train_torch(r, "torch" in seen_by)
     if "keras" in names:
         train_keras(r)
     if any(n.startswith("tensorflow") for n in names):
