@@ -79,7 +79,7 @@ def nearest_fixes(g: CompatGraph, spec: ProjectSpec, t: Target, limit: int = 4) 
         if not versions:
             continue
         best = _try(g, replace(spec, frameworks=tuple(
-            replace(req, specifier=SpecifierSet(f"=={versions[-1]}")) if f is req else f
+            replace(req, specifier=SpecifierSet(f"=={versions[-1]}"), raw=f"=={versions[-1]}") if f is req else f
             for f in spec.frameworks)), t)
         example = f" (for example {_variant(best, req.name)})" if best else ""
         fixes.append(f"{_span(req.name, versions, g.releases(req.name)[0].raw)} works{example}")

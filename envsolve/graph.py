@@ -64,6 +64,8 @@ class CompatGraph:
             self._builds[(b.package, b.version)].append(b)
         for bs in self._builds.values():
             bs.sort(key=lambda b: b.variant)
+        # memo tables of pure computations over this graph (the solver's shared sub-problems)
+        self.memo: dict[str, dict[Any, Any]] = {}
 
     # -- hardware ------------------------------------------------------------------
 

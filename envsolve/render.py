@@ -109,7 +109,9 @@ def render(lock: Mapping[str, Any], env: Mapping[str, Any], lock_name: str = "en
     index_lines = _index_lines(lock, env)
     conda_specs, conda_pip = _conda_specs(env)
     accelerator = env["accelerator"]
-    system = ["ca-certificates"] + (["python3", "python3-venv"] if accelerator != "cpu" else [])
+    # python images bring the locked Python; on any other base a pinned uv installs it
+    uv = "" if env["base_image"].startswith("python:") else env["tools"].get("uv", "")
+    system = ["ca-certificates"] + (["python3", "python3-venv"] if uv else [])
     placeholders = sorted({m for line in index_lines for m in _PLACEHOLDER.findall(line)})
     tag = f"{lock['project']}-{env['name']}".lower()
     run_flags = {"cuda": "--gpus all ", "rocm": "--device=/dev/kfd --device=/dev/dri --group-add video "}
@@ -126,7 +128,7 @@ def render(lock: Mapping[str, Any], env: Mapping[str, Any], lock_name: str = "en
         "version_label": lock["lock_digest"].removeprefix("sha256:")[:12],
         "env_vars": _env_vars(env),
         "apt": sorted(set(system) | set(env["apt"])),
-        "uv": env["tools"].get("uv", "") if accelerator != "cpu" else "",
+        "uv": uv,
         "index_args": placeholders,
         "index_options": " ".join(index_lines),
         "index_lines": index_lines,

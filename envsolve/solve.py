@@ -16,6 +16,7 @@ The search sees the domain only through :class:`~envsolve.graph.CompatGraph`; a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -231,9 +232,32 @@ def fit(g: CompatGraph, spec: ProjectSpec, t: Target, rel: Release, b: Build) ->
     return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=dmin)
 
 
+# Ranges are remembered by their text (FrameworkReq.raw, ProjectSpec.python_raw, always set
+# together with the parsed set): a matrix asks the same few thousand questions, and hashing a
+# SpecifierSet costs more than answering them.
+@lru_cache(maxsize=1024)
+def _range(raw: str) -> SpecifierSet:
+    return SpecifierSet("" if raw.strip() in ("", "*") else raw)
+
+
+@lru_cache(maxsize=4096)
+def _python_subset(python_raw: str, pys: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(p for p in pys if _range(python_raw).contains(p, prereleases=True))
+
+
 def _pythons(spec: ProjectSpec, rel: Release, b: Build | None) -> frozenset[str]:
-    pys = (b.python if b and b.python else rel.python)
-    return frozenset(p for p in pys if spec.python.contains(p, prereleases=True))
+    return _python_subset(spec.python_raw, b.python if b and b.python else rel.python)
+
+
+@lru_cache(maxsize=8192)
+def _in_range(raw: str, version: Version) -> bool:
+    return _range(raw).contains(version)
+
+
+def _memo_key(spec: ProjectSpec, t: Target, req: FrameworkReq) -> tuple[object, ...]:
+    """What a framework's candidates depend on: the Python range, companion ranges, target, range."""
+    companions = tuple((f.name, f.raw) for f in spec.frameworks if f.name in ("torchvision", "torchaudio", "jaxlib"))
+    return (spec.python_raw, companions, t, req.name, req.raw, req.backend)
 
 
 def _companion_problem(spec: ProjectSpec, rel: Release) -> str:
@@ -258,7 +282,7 @@ def candidates(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq,
     out: list[Candidate] = []
     for rel in g.releases(req.name):
         subject = f"{rel.package} {rel.raw}"
-        if not req.specifier.contains(rel.version):
+        if not _in_range(req.raw, rel.version):
             continue
         if (why := _companion_problem(spec, rel)):
             reporter.rejected(t.name, subject, why)
@@ -282,6 +306,21 @@ def candidates(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq,
             ranked.append((rank, c))
         out.extend(c for _, c in sorted(ranked, key=lambda rc: (rc[0], rc[1].build.variant)))  # type: ignore[union-attr]
     return out
+
+
+def _candidates_shared(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq,
+                       reporter: Reporter) -> list[Candidate]:
+    """:func:`candidates`, computed once per sub-problem when nobody listens to the search.
+
+    A matrix of thousands of cells shares a few hundred (framework range, Python range, target)
+    sub-problems; the result depends on nothing else (companions are part of the key)."""
+    if type(reporter) is not Reporter:
+        return candidates(g, spec, t, req, reporter)
+    key = _memo_key(spec, t, req)
+    cache = g.memo.setdefault("candidates", {})
+    if key not in cache:
+        cache[key] = candidates(g, spec, t, req, reporter)
+    return list(cache[key])
 
 
 # ----------------------------------------------------------------------------- pairs
@@ -449,10 +488,10 @@ def solve_target(g: CompatGraph, spec: ProjectSpec, t: Target,
                     [f"a driver >= {floor} (R{floor.major} or newer)"])
     reqs = needed(spec)
     backend = keras_backend(spec)
-    search = _Search(lists={r.name: candidates(g, spec, t, r, rep) for r in reqs}, backend=backend)
+    search = _Search(lists={r.name: _candidates_shared(g, spec, t, r, rep) for r in reqs}, backend=backend)
     empty = [r for r in reqs if not search.lists[r.name]]
     if empty:
-        raise Unsatisfiable(t.name, [_why_none(g, spec, t, r) for r in empty])
+        raise Unsatisfiable(t.name, [_why_none_shared(g, spec, t, r) for r in empty])
     search.prune()
     found = search.run([r.name for r in reqs]) if all(search.lists.values()) else None
     if found is None:
@@ -463,10 +502,19 @@ def solve_target(g: CompatGraph, spec: ProjectSpec, t: Target,
     return _resolution(g, spec, t, found, backend)
 
 
+def _why_none_shared(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
+    """:func:`_why_none`, once per sub-problem (the same key as the candidate lists)."""
+    cache = g.memo.setdefault("why_none", {})
+    key = _memo_key(spec, t, req)
+    if key not in cache:
+        cache[key] = _why_none(g, spec, t, req)
+    return cache[key]  # type: ignore[no-any-return]
+
+
 def _why_none(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
     """The clash that leaves ``req`` with no candidate, told for its newest matching release."""
     subject = f"{req.name} {req.raw}"
-    rels = [r for r in g.releases(req.name) if req.specifier.contains(r.version)]
+    rels = [r for r in g.releases(req.name) if _in_range(req.raw, r.version)]
     if not rels:
         known = g.releases(req.name)
         span = f"{known[-1].raw} .. {known[0].raw}" if known else "none"
@@ -479,8 +527,15 @@ def _why_none(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq) -
         return Clash(subject=subject, reason=f"{name} has no wheel for Python {spec.python_raw} "
                      f"(it has {', '.join(rel.python)})")
     nos = [(b, n) for b in g.builds(rel) if isinstance(n := fit(g, spec, t, rel, b), No)]
-    hw = ", ".join(_gpu(x) for x in t.gpus) or "a CPU-only machine"
+    hw = ", ".join(_gpu(x) for x in t.gpus) or {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs"}.get(
+        t.vendor, "a CPU-only machine")
     wanted = [(b, n) for b, n in nos if n.code != "accelerator"]
+    if wanted and any(n.code != "pin" for _, n in wanted):
+        wanted = [(b, n) for b, n in wanted if n.code != "pin"]  # the builds of the pinned CUDA/ROCm tell why
+    elif wanted:
+        pin = f"CUDA {t.cuda}" if t.cuda is not None else f"ROCm {t.rocm}"
+        have = ", ".join(b.variant for b, _ in wanted)
+        return Clash(subject=subject, reason=f"{name} has no {pin} build (it has {have})")
     if not wanted:
         kind = {"nvidia": "CUDA", "amd": "ROCm"}.get(t.vendor, "CPU")
         have = ", ".join(sorted({b.variant for b, _ in nos})) or "none"
@@ -491,6 +546,11 @@ def _why_none(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq) -
         newest = max(wanted, key=lambda bn: bn[0].cuda or bn[0].rocm)[0]  # type: ignore[arg-type, return-value]
         need = max(n.needs for _, n in wanted)
         gpus = [x for x in t.gpus if not g.toolkit_knows(newest.cuda, x.arch)]  # type: ignore[arg-type]
+        if t.cuda is not None:  # the pin chose the builds; the release may have newer ones
+            variants = ", ".join(b.variant for b, _ in wanted)
+            return Clash(subject=subject, reason=(
+                f"{name} ({variants}) has no kernels for {', '.join(_gpu(x) for x in gpus)}: "
+                f"{', '.join(x.arch.name for x in gpus)} needs CUDA >= {need}"))
         return Clash(subject=subject, reason=(
             f"{name} has no build for {', '.join(_gpu(x) for x in gpus)}: "
             f"{', '.join(x.arch.name for x in gpus)} needs CUDA >= {need}, and {name} builds stop at "
@@ -533,9 +593,12 @@ def _image(g: CompatGraph, spec: ProjectSpec, t: Target, accel: str, version: Do
     flavor = spec.flavor or "base"
     fallback = ""
     if accel == "cpu":
-        rows = [i for i in g.images("cpu") if i.python == python or
-                (not i.python and i.version.prefix(2) == parse_python_minor(python))]
+        rows = [i for i in g.images("cpu") if i.python == python]
         flavor = "slim"
+        if spec.os and not any(spec.os in i.os for i in rows):
+            # a distribution image of the asked OS (ubuntu22.04); the pinned uv brings Python
+            rows = [i for i in g.images("cpu") if not i.python and spec.os in i.os]
+            flavor = "base"
     else:
         assert version is not None
         rows = [i for i in g.images(accel) if i.version.prefix(2) == version.prefix(2)]
@@ -587,10 +650,10 @@ def _resolution(g: CompatGraph, spec: ProjectSpec, t: Target, found: list[Candid
                 backend: str) -> Resolution:
     pythons = frozenset.intersection(*(c.pythons for c in found)) if found else frozenset(
         p for p in g.pythons() if spec.python.contains(p, prereleases=True))
-    if t.vendor == "cpu":
+    python_images = [i for i in g.images("cpu") if i.python]
+    if t.vendor == "cpu" and (not spec.os or any(spec.os in i.os for i in python_images)):
         # a CPU environment runs on a python image: prefer a Python that has one
-        imaged = {i.python for i in g.images("cpu") if i.python}
-        pythons = (pythons & imaged) or pythons
+        pythons = (pythons & {i.python for i in python_images}) or pythons
     python = max(pythons, key=parse_python_minor) if pythons else ""
     builds = [c.build for c in found if c.build]
     cudas = [b.cuda for b in builds if b.cuda]

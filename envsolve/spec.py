@@ -25,7 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["FrameworkReq", "GpuReq", "ProjectSpec", "Target", "parse_spec", "FRAMEWORK_NAMES"]
+__all__ = ["FrameworkReq", "GpuReq", "ProjectSpec", "Target", "parse_gpus", "parse_spec", "FRAMEWORK_NAMES"]
 
 # Frameworks the solver resolves; companions follow the framework they belong to.
 FRAMEWORK_NAMES = ("torch", "tensorflow", "jax", "keras")
@@ -356,3 +356,12 @@ def parse_spec(text: str, path: str, graph: CompatGraph) -> ProjectSpec:
     if p.problems:
         raise SpecError(p.problems, tip=f"edit {path} at the keys named above, then run envsolve again")
     return spec
+
+
+def parse_gpus(graph: CompatGraph, names: list[Any], path: str, key: str) -> tuple[GpuReq, ...]:
+    """GPU names or architectures as [hardware] gpus reads them; raise :class:`SpecError`."""
+    p = _Parser(path, graph)
+    gpus = tuple(g for i, name in enumerate(names) if (g := p.gpu(name, f"{key}[{i}]")) is not None)
+    if p.problems:
+        raise SpecError(p.problems, tip=f"edit {path} at the keys named above")
+    return gpus

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-EXPECTED: dict[str, Any] = json.loads('{"accelerator": "cuda", "cuda": "12.9", "cudnn": "9.10", "driver_min": "525.60.13", "environment": "default", "gpu_archs": ["sm_89"], "gpu_models": [{"aliases": ["NVIDIA L4"], "arch": "sm_89", "name": "L4", "peak_tflops": {"bf16": 121.0, "fp16": 121.0, "fp32": 30.3}}], "gpus": ["L4"], "keras_backend": "", "lock_digest": "sha256:6448e674d89ac0b0a49d0d2b12484751692900789306e18160cf57a0b0874af5", "packages": [{"name": "jax", "pins": {"jax-cuda12-pjrt": "0.12.0.1", "jax-cuda12-plugin": "0.12.0.1", "jaxlib": "0.12.0.1"}, "variant": "cuda12", "version": "0.12.0.1"}], "project": "project", "python": "3.14", "rocm": "", "torch_cuda": ""}')  # the lock's facts, filled in by envsolve
+EXPECTED: dict[str, Any] = json.loads('{"accelerator": "cuda", "cuda": "12.9", "cudnn": "9.10", "driver_min": "525.60.13", "environment": "default", "gpu_archs": ["sm_89"], "gpu_models": [{"aliases": ["NVIDIA L4"], "arch": "sm_89", "name": "L4", "peak_tflops": {"bf16": 121.0, "fp16": 121.0, "fp32": 30.3}}], "gpus": ["L4"], "keras_backend": "", "lock_digest": "sha256:c8594143285b8467970a765d584d1c2264e7eb09910369b6b6e92d0bf3df0678", "packages": [{"name": "jax", "pins": {"jax-cuda12-pjrt": "0.12.0.1", "jax-cuda12-plugin": "0.12.0.1", "jaxlib": "0.12.0.1"}, "variant": "cuda12", "version": "0.12.0.1"}], "project": "project", "python": "3.15", "rocm": "", "torch_cuda": ""}')  # the lock's facts, filled in by envsolve
 
 if EXPECTED.get("keras_backend"):
     os.environ.setdefault("KERAS_BACKEND", EXPECTED["keras_backend"])
