@@ -22,3 +22,212 @@ def test_pip_index_url_environment_wins_over_files(tmp_path: Path) -> None:
     conf.write_text("[global]\nindex-url = https://a.invalid/simple\n")
     env = {"PIP_CONFIG_FILE": str(conf), "PIP_INDEX_URL": "https://b.invalid/simple"}
     assert index_urls({}, env)["pypi"] == "https://b.invalid/simple"
+
+
+# -- accelerators: recorded outputs of real machines, served by fake tools on PATH -----------
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from envsolve import detect as det  # noqa: E402
+from envsolve.cli import main  # noqa: E402
+from envsolve.graph import CompatGraph  # noqa: E402
+from envsolve.versions import parse_driver  # noqa: E402
+
+HOSTS = Path(__file__).parent / "fixtures" / "hosts"
+_DETECT = det.detect
+
+
+def host(machine: str, graph: CompatGraph, env: dict[str, str] | None = None,
+         timeout: float = 5.0) -> det.HostFacts:
+    d = HOSTS / machine
+    return det.complete(det.detect(environ=env or {}, path=str(d / "bin"), root=d / "root", timeout=timeout,
+                                   nvml=False), graph)
+
+
+def test_h100_from_the_csv_query_and_the_table(real_graph: CompatGraph) -> None:
+    f = host("h100", real_graph)
+    assert (f.vendor, f.driver, f.cuda_driver_max, f.cuda_driver_max_from) == ("nvidia", "535.129.03", "12.2",
+                                                                              "nvidia-smi")
+    (g,) = f.gpus
+    assert (g.name, g.compute_capability, g.memory_mib, g.uuid) == ("NVIDIA H100 80GB HBM3", "9.0", 81559, "")
+    # the fake has no `nvidia-smi -L` recording and exits 127: reported, not raised
+    assert f.warnings == ("`nvidia-smi -L` exited with status 127: nvidia-smi: no recording for '-L'",)
+    assert det.hardware_table(f, real_graph) == {"gpus": ["H100"], "driver": "535.129.03", "vendor": "nvidia"}
+
+
+def test_a100_reports_its_mig_instances(real_graph: CompatGraph) -> None:
+    f = host("a100-mig", real_graph)
+    (g,) = f.gpus
+    assert g.uuid == "GPU-7fdaf0a5-179b-f636-d15d-daf243e3ff16" and len(g.mig) == 7
+    assert g.mig[0] == det.MigDevice(profile="1g.10gb", uuid="MIG-feb88891-0321-5fef-9c87-d4af3b54259e")
+    assert f.warnings == ()
+    # a container given one MIG instance sees that GPU with that instance only
+    one = host("a100-mig", real_graph, {"CUDA_VISIBLE_DEVICES": "MIG-a25704ba-3a06-5299-a795-fd7cf4d13973"})
+    assert [m.uuid for m in one.gpus[0].mig] == ["MIG-a25704ba-3a06-5299-a795-fd7cf4d13973"]
+
+
+def test_old_driver_without_compute_cap_falls_back_to_the_xml(real_graph: CompatGraph) -> None:
+    f = host("t4-driver460", real_graph)
+    assert (f.source, f.driver, f.cuda_driver_max) == ("nvidia-smi -q -x", "460.32.03", "11.2")
+    (g,) = f.gpus
+    assert (g.name, g.compute_capability, g.uuid) == ("Tesla T4", "7.5", "GPU-1b965d81-1d0f-6501-027c-1ecc1437f5ea")
+    assert f.warnings[0].endswith('exited with status 2: Field "compute_cap" is not a valid field to query.')
+
+
+def test_wsl2_finds_nvidia_smi_outside_path(real_graph: CompatGraph) -> None:
+    f = host("rtx4090-wsl", real_graph)
+    assert (f.platform, f.driver, f.cuda_driver_max) == ("wsl2", "591.74", "13.1")
+    assert det.hardware_table(f, real_graph)["gpus"] == ["RTX 4090"]
+
+
+def test_driver_only_host_uses_proc_and_derives_cuda_from_the_data(real_graph: CompatGraph) -> None:
+    f = host("driver-only", real_graph)
+    assert (f.vendor, f.driver, f.source, f.gpus) == ("nvidia", "580.173.02", "/proc/driver/nvidia/version", ())
+    assert f.cuda_driver_max_from == "toolkit driver floors"
+    assert f.cuda_driver_max == "{}.{}".format(*real_graph.cuda_max_for_driver(
+        parse_driver("580.173.02")).prefix(2))
+    assert any("exited with status 18: Failed to initialize NVML: Driver/library version mismatch" in w
+               for w in f.warnings)
+
+
+def test_mi300x_from_rocminfo(real_graph: CompatGraph) -> None:
+    f = host("mi300x", real_graph)
+    (g,) = f.gpus
+    assert (f.vendor, f.driver, g.name, g.gfx, g.memory_mib, g.uuid) == (
+        "amd", "6.12.12", "AMD Instinct MI300X", "gfx942", 196592, "GPU-8af705259683161c")
+    assert det.hardware_table(f, real_graph) == {"gpus": ["MI300X"], "vendor": "amd"}
+    assert host("mi300x", real_graph, {"ROCR_VISIBLE_DEVICES": "1"}).gpus == ()
+
+
+def test_mi350x_from_amd_smi_json(real_graph: CompatGraph) -> None:
+    f = host("mi350x-amdsmi", real_graph)
+    (g,) = f.gpus
+    assert (f.source, f.driver, g.name, g.gfx) == ("amd-smi", "6.18.3", "AMD Instinct MI350X", "gfx950")
+
+
+def test_jetson_and_no_gpu(real_graph: CompatGraph) -> None:
+    j = host("jetson-orin", real_graph)
+    assert (j.platform, j.l4t, j.driver, j.cuda_driver_max) == ("jetson", "R35.3.1", "35.3.1", "")
+    assert "driver" not in det.hardware_table(j, real_graph)  # an L4T version is not a desktop driver
+    cpu = host("no-gpu", real_graph)
+    assert (cpu.vendor, cpu.gpus, cpu.warnings) == ("cpu", (), ())
+    assert det.hardware_table(cpu, real_graph) == {"vendor": "cpu"}
+
+
+def test_overrides_for_build_hosts(real_graph: CompatGraph) -> None:
+    f = host("no-gpu", real_graph, {"ENVSOLVE_GPUS": "H100, sm_80", "ENVSOLVE_DRIVER": "550.54.15"})
+    assert (f.vendor, f.driver, f.source) == ("nvidia", "550.54.15", "ENVSOLVE_GPUS, ENVSOLVE_DRIVER")
+    assert [g.compute_capability for g in f.gpus] == ["9.0", "8.0"]
+    assert det.hardware_table(f, real_graph)["gpus"] == ["H100", "sm_80"]
+    amd = host("h100", real_graph, {"ENVSOLVE_GPUS": "gfx942"})
+    assert (amd.vendor, amd.gpus[0].gfx) == ("amd", "gfx942")
+
+
+def test_cuda_visible_devices_by_index_and_uuid(real_graph: CompatGraph) -> None:
+    assert host("h100", real_graph, {"CUDA_VISIBLE_DEVICES": ""}).gpus == ()
+    hidden = host("a100-mig", real_graph, {"CUDA_VISIBLE_DEVICES": "3,0"})
+    assert hidden.gpus == () and "CUDA_VISIBLE_DEVICES='3,0' leaves 0 of 1 GPUs visible" in hidden.warnings
+    assert len(host("a100-mig", real_graph, {"CUDA_VISIBLE_DEVICES": "GPU-7fdaf0a5"}).gpus) == 1
+
+
+def _machine(tmp_path: Path, tool: str, files: dict[str, str]) -> Path:
+    (tmp_path / "bin").mkdir()
+    shutil.copy(HOSTS / "fake-tool", tmp_path / "bin" / tool)
+    (tmp_path / "SOURCES.md").write_text("made up by the test\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_a_hung_tool_is_stopped_and_reported(tmp_path: Path, real_graph: CompatGraph) -> None:
+    import time
+
+    d = _machine(tmp_path, "nvidia-smi", {"nvidia-smi.query-gpu.hang": "", "nvidia-smi.q_x.hang": ""})
+    start = time.monotonic()
+    f = det.detect(environ={}, path=str(d / "bin"), root=d, timeout=0.5, nvml=False)
+    assert time.monotonic() - start < 10
+    assert f.vendor == "cpu"
+    assert f.warnings == (
+        "`nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,uuid --format=csv,noheader,nounits` "
+        "did not answer within 0.5 s and was stopped",
+        "`nvidia-smi -q -x` did not answer within 0.5 s and was stopped")
+
+
+def test_garbage_output_is_a_warning_then_the_next_source(tmp_path: Path) -> None:
+    d = _machine(tmp_path, "nvidia-smi", {"nvidia-smi.query-gpu.out": "NVIDIA H100, 535.1\n",
+                                          "nvidia-smi.q_x.out": "<html>oops</html>\n"})
+    (d / "proc/driver/nvidia").mkdir(parents=True)
+    (d / "proc/driver/nvidia/version").write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  x\n")
+    f = det.detect(environ={}, path=str(d / "bin"), root=d, nvml=False)
+    assert (f.driver, f.source) == ("550.54.15", "/proc/driver/nvidia/version")
+    assert f.warnings == (
+        "nvidia-smi --query-gpu output could not be read: line 1 has 2 fields, expected 5 "
+        "(name,driver_version,compute_cap,memory.total,uuid): 'NVIDIA H100,535.1'",
+        "nvidia-smi -q -x output could not be read: root element is <html>, not <nvidia_smi_log>")
+
+
+@pytest.mark.parametrize("text", ["", "{}", "[1]", "not json"])
+def test_amd_smi_parse_errors(text: str) -> None:
+    with pytest.raises(ValueError):
+        det.parse_amd_smi(text)
+
+
+def test_parsers_reject_what_they_cannot_read() -> None:
+    with pytest.raises(ValueError, match="compute capability 'x' is not of the form 9.0"):
+        det.parse_smi_csv("A, 1, x, 2, u\n")
+    with pytest.raises(ValueError, match="no agent with Device Type: GPU"):
+        det.parse_rocminfo("ROCk module is loaded\n")
+    with pytest.raises(ValueError):
+        det.parse_proc_version("nothing here")
+    assert det.parse_proc_version(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (x)  Thu\n") == "565.57.01"
+    assert [det.gfx_from_target_version(v) for v in (90402, 90010, 110000, 100300, 0)] == [
+        "gfx942", "gfx90a", "gfx1100", "gfx1030", ""]
+
+
+def test_kfd_topology_is_the_last_amd_source(tmp_path: Path) -> None:
+    for node, version in (("0", "0"), ("1", "90402")):
+        p = tmp_path / "sys/class/kfd/kfd/topology/nodes" / node
+        p.mkdir(parents=True)
+        (p / "properties").write_text(f"cpu_cores_count 0\ngfx_target_version {version}\nvendor_id 4098\n")
+    f = det.detect(environ={}, path="", root=tmp_path, nvml=False)
+    assert (f.vendor, f.source, [g.gfx for g in f.gpus]) == ("amd", "/sys/class/kfd", ["gfx942"])
+
+
+def _cli(monkeypatch: pytest.MonkeyPatch, machine: str, *args: str) -> object:
+    d = HOSTS / machine
+    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={}, path=str(d / "bin"), root=d / "root", nvml=False))
+    return CliRunner().invoke(main, list(args))
+
+
+def test_cli_detect_json_text_and_toml(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _cli(monkeypatch, "t4-driver460", "detect", "--format", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert (data["vendor"], data["driver"], data["cuda_driver_max"]) == ("nvidia", "460.32.03", "11.2")
+    assert data["gpus"][0] == {"index": 0, "name": "Tesla T4", "compute_capability": "7.5", "memory_mib": None,
+                               "uuid": "GPU-1b965d81-1d0f-6501-027c-1ecc1437f5ea"}
+    r = _cli(monkeypatch, "mi300x", "detect", "--format", "toml")
+    assert r.stdout == ('# amd host, from rocminfo, driver 6.12.12\n[hardware]\ngpus = [\n    "MI300X",\n]\n'
+                        'vendor = "amd"\n')
+    r = _cli(monkeypatch, "h100", "detect")
+    assert r.exit_code == 0
+    assert "GPU 0: NVIDIA H100 80GB HBM3 (compute capability 9.0, 81559 MiB) -> H100" in r.stdout
+    assert "CUDA the driver runs: up to 12.2 (from nvidia-smi)" in r.stdout
+    assert "WARNING: `nvidia-smi -L` exited with status 127" in r.stderr
+    r = _cli(monkeypatch, "no-gpu", "detect")
+    assert (r.exit_code, r.stdout) == (0, "vendor: cpu (from no GPU tool found)\nno GPU\n")
+
+
+def test_cli_lock_host_solves_for_this_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100"]\n')
+    r = _cli(monkeypatch, "h100", "lock", "--host", str(spec))
+    assert r.exit_code == 0, r.output
+    assert "host: gpus = ['H100'], driver = 535.129.03, vendor = nvidia" in r.stderr
+    lock = (tmp_path / "envsolve.lock").read_text()
+    assert 'gpu_archs = [\n    "sm_90",\n]' in lock and '"A100"' not in lock.split("[[environments.gpu_models]]")[0]

@@ -1,0 +1,136 @@
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from envsolve import detect as det
+from envsolve import lock as lockfile
+from envsolve.cli import main
+from envsolve.doctor import Finding, check, pick_environment
+from envsolve.graph import CompatGraph
+
+from .conftest import resolve
+from .test_detect import _DETECT, HOSTS, host
+
+H100_TORCH = '[frameworks]\ntorch = "==2.7.1"\n[hardware]\ngpus = ["H100"]\n'
+
+
+def environment(text: str, graph: CompatGraph) -> dict[str, Any]:
+    data = lockfile.build(project="p", spec_name="project.toml", spec_bytes=b"", data_version="", data_digest="",
+                          resolutions=resolve(text, graph))
+    return data["environments"][0]  # type: ignore[no-any-return]
+
+
+def by(findings: list[Finding], kind: str) -> list[tuple[str, str]]:
+    return [(f.level, f.message) for f in findings if f.check == kind]
+
+
+def test_driver_native_minor_version_or_too_old(real_graph: CompatGraph) -> None:
+    native_lock = environment(H100_TORCH, real_graph)  # CUDA 12.6, native (driver >= 560.28.03)
+    assert (native_lock["cuda"], native_lock["compat"]) == ("12.6", "native")
+    [(level, msg)] = by(check(native_lock, host("h100", real_graph), real_graph, installed={}, tools={}), "driver")
+    assert level == "warn" and msg.startswith("driver 535.129.03 runs CUDA 12.6 only by minor-version "
+                                              "compatibility (>= 525.60.13), not natively (>= 560.28.03)")
+    minor_lock = environment(H100_TORCH + 'driver = "535.129.03"\n', real_graph)
+    assert by(check(minor_lock, host("h100", real_graph), real_graph, installed={}, tools={}), "driver") == [
+        ("ok", "driver 535.129.03 runs CUDA 12.6 by minor-version compatibility (CUDA 12.x needs >= 525.60.13), "
+               "as the lock expects")]
+    assert by(check(native_lock, host("driver-only", real_graph), real_graph, installed={}, tools={}), "driver") == [
+        ("ok", "driver 580.173.02 runs CUDA 12.6 natively (needs >= 560.28.03)")]
+    old = check(native_lock, host("t4-driver460", real_graph), real_graph, installed={}, tools={})
+    assert by(old, "driver") == [("fail", "driver 460.32.03 is too old for CUDA 12.6: it needs 560.28.03 (native) "
+                                          "or 525.60.13 (minor-version compatibility)")]
+    assert next(f.fix for f in old if f.check == "driver").startswith("upgrade the NVIDIA driver to >= 560.28.03")
+
+
+def test_each_gpu_against_the_locked_builds(real_graph: CompatGraph) -> None:
+    lock = environment(H100_TORCH, real_graph)
+    assert by(check(lock, host("h100", real_graph), real_graph, installed={}, tools={}), "gpu") == [
+        ("ok", "GPU 0 NVIDIA H100 80GB HBM3 (sm_90) is served by torch 2.7.1 (cu126)")]
+    t4 = check(lock, host("t4-driver460", real_graph), real_graph, installed={}, tools={})
+    assert by(t4, "gpu") == [("warn", "GPU 0 Tesla T4 (sm_75) is not among the lock's GPUs (sm_90), but the locked "
+                                      "builds carry code for it (torch 2.7.1 (cu126))")]
+    old = environment('[frameworks]\ntorch = "==2.5.1"\n[hardware]\ngpus = ["A100"]\n', real_graph)
+    blackwell = host("no-gpu", real_graph, {"ENVSOLVE_GPUS": "RTX 5090", "ENVSOLVE_DRIVER": "570.86.15"})
+    findings = check(old, blackwell, real_graph, installed={}, tools={})
+    assert by(findings, "gpu") == [("fail", "GPU 0 RTX 5090 (sm_120) is not served by torch 2.5.1 (cu124): it "
+                                            "carries code for sm_50, sm_60, sm_70, sm_75, sm_80, sm_86, sm_90")]
+    assert "add 'RTX 5090' to [hardware] gpus and re-lock" in next(f.fix for f in findings if f.check == "gpu")
+
+
+def test_wrong_accelerator_or_no_gpu(real_graph: CompatGraph) -> None:
+    lock = environment(H100_TORCH, real_graph)
+    assert by(check(lock, host("mi300x", real_graph), real_graph, installed={}, tools={}), "host") == [
+        ("fail", "environment 'default' needs an NVIDIA GPU (CUDA 12.6) but this host has AMD GPUs")]
+    only = by(check(lock, host("driver-only", real_graph), real_graph, installed={}, tools={}), "host")
+    assert ("fail", "the NVIDIA driver is present (/proc/driver/nvidia/version) but no GPU is visible") in only
+    amd = environment('[frameworks]\ntorch = "==2.7.1"\n[hardware]\ngpus = ["MI300X"]\n', real_graph)
+    assert by(check(amd, host("mi300x", real_graph), real_graph, installed={}, tools={}), "gpu")[0][0] == "ok"
+
+
+def test_installed_versions_and_variants(real_graph: CompatGraph) -> None:
+    lock = environment(H100_TORCH, real_graph)  # torch 2.7.1 cu126, the default index's build
+    facts = host("h100", real_graph)
+
+    def pkg(installed: dict[str, str]) -> list[tuple[str, str]]:
+        return by(check(lock, facts, real_graph, installed=installed, tools={}), "package")
+
+    assert pkg({"torch": "2.7.1"}) == [("ok", "torch 2.7.1 matches the lock")]
+    assert pkg({"torch": "2.7.1+cu118"}) == [("fail", "torch 2.7.1+cu118 is the cu118 build; the lock has cu126")]
+    assert pkg({"torch": "2.6.0"}) == [("fail", "torch 2.6.0 is installed; the lock has 2.7.1")]
+    assert pkg({}) == [("warn", "none of the locked frameworks is installed in this Python; checked the machine only")]
+
+
+def test_container_toolkit_when_docker_is_there(real_graph: CompatGraph) -> None:
+    lock = environment(H100_TORCH, real_graph)
+    facts = host("h100", real_graph)
+    missing = check(lock, facts, real_graph, installed={}, tools={"docker": True})
+    assert by(missing, "container")[0][0] == "fail"
+    assert by(check(lock, facts, real_graph, installed={}, tools={"docker": True, "nvidia-ctk": True}),
+              "container") == [("ok", "Docker and the NVIDIA container toolkit are installed")]
+    assert by(check(lock, facts, real_graph, installed={}, tools={}), "container") == []
+
+
+def test_pick_environment_by_accelerator(real_graph: CompatGraph) -> None:
+    text = H100_TORCH + '[targets.amd]\ngpus = ["MI300X"]\n'
+    data = lockfile.build(project="p", spec_name="project.toml", spec_bytes=b"", data_version="", data_digest="",
+                          resolutions=resolve(text, real_graph))
+    assert pick_environment(data, host("mi300x", real_graph))["name"] == "amd"  # type: ignore[index]
+    assert pick_environment(data, host("h100", real_graph))["name"] == "default"  # type: ignore[index]
+    assert pick_environment(data, host("h100", real_graph), "nope") is None
+
+
+@pytest.fixture
+def h100_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = HOSTS / "h100"
+    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={}, path=str(d / "bin"), root=d / "root", nvml=False))
+    monkeypatch.setattr(det, "docker_tools", lambda: {"docker": False})
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "==2.7.1"\n')
+    assert CliRunner().invoke(main, ["lock", "--host", str(spec)]).exit_code == 0
+    return tmp_path / "envsolve.lock"
+
+
+def test_cli_doctor_passes_on_the_host_it_was_locked_for(h100_lock: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(det, "installed_versions", lambda names: {"torch": "2.7.1"})
+    r = CliRunner().invoke(main, ["doctor", str(h100_lock)])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0] == (f"checking environment 'default' of {h100_lock} on this host "
+                                        "(nvidia, from nvidia-smi --query-gpu)")
+    assert "OK    driver: driver 535.129.03 runs CUDA 12.6 by minor-version compatibility" in r.stdout
+    assert r.stdout.endswith("all checks passed (1 warning(s))\n")
+
+
+def test_cli_doctor_exit_1_with_each_fix(h100_lock: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(det, "installed_versions", lambda names: {"torch": "2.7.1+cu118"})
+    monkeypatch.setattr(det, "docker_tools", lambda: {"docker": True})
+    r = CliRunner().invoke(main, ["doctor", str(h100_lock)])
+    assert r.exit_code == 1
+    assert "fail  package: torch 2.7.1+cu118 is the cu118 build; the lock has cu126\n" in r.stdout.lower()
+    assert "      fix: install nvidia-container-toolkit" in r.stdout
+    assert r.stderr == ("ERROR: 2 check(s) failed, 1 warning(s)\n"
+                        "TIP: apply the fixes above, then run `envsolve doctor` again\n")
+    r = CliRunner().invoke(main, ["doctor", str(h100_lock), "--target", "gpu"])
+    assert r.exit_code == 2 and "has no environment 'gpu' (it has: default)" in r.stderr
+    assert CliRunner().invoke(main, ["doctor", str(h100_lock.parent / "missing.lock")]).exit_code == 2
