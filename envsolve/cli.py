@@ -80,8 +80,10 @@ def main(matrices: Path | None) -> None:
               help="json also prints the lock's structure on stdout.")
 @click.option("--check", is_flag=True, help="Exit 1, changing nothing, when the lock on disk is stale.")
 @click.option("--render", "then_render", is_flag=True, help="Then render the lock's artifacts (see `render`).")
+@click.option("--host", is_flag=True, help="Solve the default target for this machine's GPUs and driver "
+              "(see `envsolve detect`).")
 @_handles_errors
-def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_render: bool) -> None:
+def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_render: bool, host: bool) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock."""
     from . import lock as lockfile
     from .detect import index_urls
@@ -89,6 +91,8 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
 
     graph = _graph()
     spec, blob = _read_spec(spec_path, graph)
+    if host:
+        spec = _for_host(spec, graph)
     resolutions = solve_explained(graph, spec)
     urls = index_urls(dict(spec.indexes))
     data = lockfile.build(project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
@@ -97,6 +101,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
                           urls=urls)
     text = lockfile.dumps(data)
     out = output or spec_path.parent / "envsolve.lock"
+    _warn_data_version(out, graph.data_version)
     for name in sorted({p.index for r in resolutions for p in r.packages} - set(urls)):
         click.echo(f"WARNING: index '{name}' has no URL; the lock uses ${{ENVSOLVE_INDEX_{name.upper()}}}. "
                    f"Set [indexes] {name} = URL in {spec_path.name} or ENVSOLVE_INDEX_{name.upper()}.", err=True)
@@ -174,6 +179,108 @@ def render_cmd(lock_path: Path, output: Path | None, target: str | None) -> None
         click.echo(f"wrote {path}")
 
 
+@main.command(name="matrix")
+@click.argument("matrix_path", required=False, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "json"]), default="table",
+              show_default=True)
+@click.option("--max-jobs", type=click.IntRange(min=1), help="Split --format github into shards of N jobs.")
+@click.option("--shard", type=click.IntRange(min=1), help="With --max-jobs: print only shard K (from 1).")
+@click.option("--render", "render_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Write each valid cell's artifacts under DIR/<cell id>/.")
+@click.option("--check", is_flag=True, help="Exit 1 when an [[include]] cell is invalid.")
+@click.option("--check-images", type=click.Path(path_type=Path, dir_okay=False),
+              help="Validate existing images described in a JSON file instead.")
+@_handles_errors
+def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: int | None,
+               render_dir: Path | None, check: bool, check_images: Path | None) -> None:
+    """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output."""
+    from . import grid
+
+    g = _graph()
+    if check_images is not None:
+        _check_images(g, check_images, fmt)
+        return
+    if matrix_path is None:
+        raise SpecError([Problem("matrix", "", "no matrix file given")],
+                        tip="run `envsolve matrix images.toml` (or --check-images images.json)")
+    ms = grid.parse_matrix(_read_text(matrix_path), str(matrix_path), g)
+    results = grid.solve_cells(g, ms, ms.cells())
+    folder = str(render_dir) if render_dir else "envsolve-matrix"
+    if fmt == "table":
+        click.echo(grid.table(results), nl=False)
+    elif fmt == "json":
+        click.echo(json.dumps(grid.everything(ms, results, folder), indent=1))
+    elif fmt == "bake":
+        click.echo(json.dumps(grid.bake(ms, results, folder), indent=1))
+    else:
+        valid = sum(1 for r in results if r.valid)
+        if valid > grid.GITHUB_JOB_LIMIT and not max_jobs:
+            click.echo(f"WARNING: {valid} jobs exceed GitHub's limit of {grid.GITHUB_JOB_LIMIT} per matrix; "
+                       "split them with --max-jobs 256", err=True)
+        out = grid.github(ms, results, folder, max_jobs)
+        if shard is not None:
+            shards = out.get("shards", [out])
+            if shard > len(shards):
+                raise SpecError([Problem("--shard", str(shard), f"there are {len(shards)} shards")])
+            out = shards[shard - 1]
+        click.echo(json.dumps(out, separators=(",", ":")))
+    if render_dir is not None:
+        _render_cells(g, ms, results, render_dir)
+    if check and (bad := grid.check_includes(results)):
+        raise _Stale(f"{len(bad)} [[include]] cell(s) invalid: " + "; ".join(f"{r.cell.id}: {r.reason}" for r in bad),
+                     tip="change the include, or the data it needs")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError([Problem(str(path), "", "no such file")]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError([Problem(str(path), "", f"cannot be read: {e}")]) from None
+
+
+def _render_cells(g: CompatGraph, ms: Any, results: list[Any], root: Path) -> None:
+    """Each valid cell's artifacts under root/<cell id>/, through the renderer."""
+    from . import lock as lockfile
+    from .detect import index_urls
+    from .render import render
+
+    urls = index_urls({})
+    texts = {}
+    for r in results:
+        if not r.valid:
+            continue
+        data = lockfile.build(project=ms.repository, spec_name=Path(ms.path).name, spec_bytes=ms.path.encode(),
+                              data_version=g.data_version, data_digest=g.digest, resolutions=[r.resolution],
+                              urls=urls)
+        for name, text in render(data, data["environments"][0]).items():
+            texts[root / r.cell.id / name] = text
+    for path, text in texts.items():
+        lockfile.write_atomic(path, text)
+    click.echo(f"rendered {len(texts) // 4} cells under {root}", err=True)
+
+
+def _check_images(g: CompatGraph, path: Path, fmt: str) -> None:
+    from . import grid
+
+    try:
+        data = json.loads(_read_text(path))
+    except json.JSONDecodeError as e:
+        raise SpecError([Problem(str(path), f"line {e.lineno}", f"is not valid JSON: {e.msg}")]) from None
+    images = data.get("images") if isinstance(data, dict) else data
+    verdicts = grid.check_images(g, images, str(path))
+    if fmt == "json":
+        click.echo(json.dumps([{"name": v.name, "ok": v.ok, "problems": list(v.problems)} for v in verdicts], indent=1))
+    else:
+        for v in verdicts:
+            click.echo(f"  {'ok  ' if v.ok else 'FAIL'}  {v.name}" + ("" if v.ok else ": " + "; ".join(v.problems)))
+    failing = [v for v in verdicts if not v.ok]
+    if failing:
+        raise _Stale(f"{len(failing)} of {len(verdicts)} images would fail",
+                     tip="rebuild them from a cell that `envsolve matrix` lists as valid")
+
+
 @main.command()
 @click.argument("spec_path", default="project.toml", type=click.Path(path_type=Path))
 @click.option("--all", "verbose", is_flag=True, help="List every rejected alternative.")
@@ -242,6 +349,219 @@ def data(validate: bool) -> None:
         versions = sorted((r.version for r in m.releases if r.package == fw), reverse=True)
         if versions:
             click.echo(f"  newest {fw}: {versions[0]}")
+    _echo_newest_packages(m)
+
+
+def _host_facts(graph: CompatGraph) -> Any:
+    from .detect import complete, detect
+
+    return complete(detect(), graph)
+
+
+def _for_host(spec: ProjectSpec, graph: CompatGraph) -> ProjectSpec:
+    """The spec with [hardware] gpus/driver/vendor taken from this machine (other keys kept)."""
+    import tomli_w
+
+    from .detect import hardware_table
+    from .spec import parse_spec
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    facts = _host_facts(graph)
+    table = hardware_table(facts, graph)
+    data = tomllib.loads(spec.raw_text)
+    hw = {k: v for k, v in data.get("hardware", {}).items() if k not in ("gpus", "driver", "vendor")}
+    if table["vendor"] != "nvidia":
+        hw.pop("cuda", None)
+    if table["vendor"] != "amd":
+        hw.pop("rocm", None)
+    data["hardware"] = {**hw, **table}
+    for w in facts.warnings:
+        click.echo(f"WARNING: host: {w}", err=True)
+    click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in table.items()), err=True)
+    return parse_spec(tomli_w.dumps(data), spec.path, graph)
+
+
+@main.command(name="detect")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "toml"]), default="text", show_default=True,
+              help="toml prints a [hardware] table to paste into project.toml.")
+@_handles_errors
+def detect_cmd(fmt: str) -> None:
+    """Describe this machine's accelerators: vendor, driver, the CUDA it runs, each GPU."""
+    import tomli_w
+
+    from .detect import hardware_table, model_name
+
+    graph = _graph()
+    facts = _host_facts(graph)
+    if fmt == "json":
+        click.echo(json.dumps(facts.to_dict(), indent=2))
+    elif fmt == "toml":
+        click.echo(f"# {facts.vendor} host, from {facts.source}" + (f", driver {facts.driver}" if facts.driver else ""))
+        click.echo(tomli_w.dumps({"hardware": hardware_table(facts, graph)}), nl=False)
+    else:
+        click.echo(f"vendor: {facts.vendor} (from {facts.source})")
+        if facts.platform != "linux":
+            click.echo(f"platform: {facts.platform}" + (f" {facts.l4t}" if facts.l4t else ""))
+        if facts.driver:
+            click.echo(f"driver: {facts.driver}")
+        if facts.cuda_driver_max:
+            click.echo(f"CUDA the driver runs: up to {facts.cuda_driver_max} (from {facts.cuda_driver_max_from})")
+        if facts.rocm:
+            click.echo(f"ROCm: {facts.rocm}")
+        for g in facts.gpus:
+            what = g.gfx or (f"compute capability {g.compute_capability}" if g.compute_capability else "arch unknown")
+            known = model_name(g, graph)
+            mem = f", {g.memory_mib} MiB" if g.memory_mib else ""
+            click.echo(f"GPU {g.index}: {g.name} ({what}{mem})" + (f" -> {known}" if known and known != g.name else ""))
+            for m in g.mig:
+                click.echo(f"  MIG {m.profile}" + (f" {m.uuid}" if m.uuid else ""))
+        if not facts.gpus:
+            click.echo("no GPU")
+    for w in facts.warnings:
+        click.echo(f"WARNING: {w}", err=True)
+
+
+class _Unhealthy(EnvsolveError):
+    exit_code = 1
+
+
+@main.command()
+@click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
+@click.option("--target", help="Check this environment of the lock (default: the one for this machine).")
+@_handles_errors
+def doctor(lock_path: Path, target: str | None) -> None:
+    """Check this machine (or container) against a lock: driver, GPUs, installed frameworks, Docker."""
+    from . import lock as lockfile
+    from .detect import docker_tools, installed_versions
+    from .doctor import check, pick_environment
+    from .errors import LockError
+
+    data = lockfile.read(lock_path)
+    graph = _graph()
+    facts = _host_facts(graph)
+    env = pick_environment(data, facts, target)
+    if env is None:
+        names = ", ".join(e["name"] for e in data["environments"])
+        raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
+                        tip="pass one of those to --target, or leave --target out")
+    findings = check(env, facts, graph, installed=installed_versions(p["name"] for p in env["packages"]),
+                     tools=docker_tools())
+    click.echo(f"checking environment '{env['name']}' of {lock_path} on this "
+               f"{'container' if facts.container else 'host'} ({facts.vendor}, from {facts.source})")
+    for f in findings:
+        click.echo(f"{f.level.upper():4}  {f.check}: {f.message}")
+        if f.fix and f.level != "ok":
+            click.echo(f"      fix: {f.fix}")
+    fails = sum(f.level == "fail" for f in findings)
+    warns = sum(f.level == "warn" for f in findings)
+    if fails:
+        raise _Unhealthy(f"{fails} check(s) failed, {warns} warning(s)", tip="apply the fixes above, then run "
+                         "`envsolve doctor` again")
+    click.echo(f"all checks passed ({warns} warning(s))")
+
+
+def _echo_newest_packages(m: Any) -> None:
+    """The newest companion, CUDA toolkit and cuDNN release the data knows (`envsolve data`)."""
+    from packaging.version import InvalidVersion, Version
+
+    for comp in ("torchvision", "torchaudio", "jaxlib"):
+        found = []
+        for v in (v for r in m.releases for name, v in r.companions if name == comp):
+            try:
+                found.append(Version(v))
+            except InvalidVersion:
+                continue
+        if found:
+            click.echo(f"  newest {comp}: {max(found)}")
+    if m.toolkits:
+        click.echo(f"  newest CUDA toolkit: {max(m.toolkits, key=lambda t: t.version).version}")
+    for major in sorted({c.cuda_major for c in m.cudnn}):
+        click.echo(f"  newest cuDNN for CUDA {major}: "
+                   f"{max((c for c in m.cudnn if c.cuda_major == major), key=lambda c: c.version).version}")
+
+
+def _warn_data_version(out: Path, installed: str) -> None:
+    """Warn when the lock on disk was made with other data than the installed matrices."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    try:
+        old = tomllib.loads(out.read_text(encoding="utf-8")).get("data_version")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return
+    if not isinstance(old, str) or old == installed:
+        return
+    if old < installed:
+        click.echo(f"WARNING: {out} was made with data {old}; the installed data is {installed}, "
+                   "so the lock may change (see `envsolve data`).", err=True)
+    else:
+        click.echo(f"WARNING: {out} was made with newer data ({old}) than this envsolve has ({installed}); "
+                   "upgrade envsolve or pass --matrices.", err=True)
+
+
+@main.command()
+@click.option("--index-url", metavar="URL", help="Simple-API root of the index to read "
+              "(default: PIP_INDEX_URL, else pip's configuration, else pip's default).")
+@click.option("--package", "packages", multiple=True, metavar="NAME",
+              help="Only this package (repeatable; default: the frameworks, their companions and the "
+                   "CUDA, cuDNN and triton packages).")
+@click.option("--diff/--write", "diff_only", default=True, show_default=True,
+              help="Print what is new or changed (writes nothing), or add the new rows to the matrices.")
+@click.option("--data-version", metavar="YYYY-MM-DD",
+              help="data_version of the files --write changes (default: today).")
+@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), envvar="ENVSOLVE_CACHE_DIR",
+              help="Cache of index answers (default: ~/.cache/envsolve; env ENVSOLVE_CACHE_DIR).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("--timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+              help="Seconds to wait for each answer.")
+@click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Retries of a request that failed or answered 429/5xx.")
+@click.option("--backoff", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Seconds before the first retry; doubled for each further one.")
+@_handles_errors
+def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, data_version: str | None,
+            cache_dir: Path | None, no_cache: bool, timeout: float, retries: int, backoff: float) -> None:
+    """Compare the matrices with the package index; with --write, add the new releases."""
+    import datetime
+
+    from .detect import index_urls
+    from .matrix import data_dir, load_dir
+    from .refresh import DEFAULT_PACKAGES, IndexClient, apply, default_cache_dir, render, survey
+
+    if data_version is not None:
+        try:
+            datetime.date.fromisoformat(data_version)
+        except ValueError:
+            raise SpecError([Problem("--data-version", data_version, "is not a date such as 2026-11-22")]) from None
+    url = index_url or index_urls({}).get("pypi", "")
+    if not url:
+        raise SpecError([Problem("--index-url", "", "no package index is configured")],
+                        tip="pass --index-url URL or set PIP_INDEX_URL")
+    root = click.get_current_context().find_root().params.get("matrices") or data_dir()
+    m = load_dir(root)
+
+    def progress(line: str) -> None:
+        click.echo(f"refresh: {line}", err=True)
+
+    client = IndexClient(url, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
+                         timeout=timeout, retries=retries, backoff=backoff, progress=progress)
+    plan = survey(client, m, packages or DEFAULT_PACKAGES, progress)
+    click.echo(render(plan), nl=False)
+    if diff_only:
+        if plan.rows:
+            click.echo(f"{len(plan.rows)} new row(s); run `envsolve refresh --write` to add them")
+        return
+    written = apply(plan, root, data_version or datetime.date.today().isoformat())
+    for path in written:
+        click.echo(f"wrote {path}")
+    if not written:
+        click.echo("nothing to write")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,6 +14,7 @@ __all__ = [
     "SpecError",
     "MatrixError",
     "LockError",
+    "RefreshError",
     "Unsatisfiable",
     "Clash",
     "Problem",
@@ -65,6 +66,12 @@ class MatrixError(_ManyProblems):
 
 class LockError(EnvsolveError):
     """A lock file is missing, hand-edited, or of another format version."""
+
+
+class RefreshError(EnvsolveError):
+    """The package index could not be read (unreachable, missing project, altered file)."""
+
+    exit_code = 1
 
 
 @dataclass(frozen=True, slots=True)
