@@ -123,11 +123,11 @@ def test_github_warns_past_256_jobs_and_prints_one_shard(tmp_path: Path) -> None
     assert r2.exit_code == 0 and len(json.loads(r2.stdout)["include"]) == n - 256 and "WARNING" not in r2.stderr
 
 
-def test_bake_file_has_the_structure_buildx_documents(example: Path, tmp_path: Path) -> None:
-    runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path):
-        r = runner.invoke(main, ["matrix", str(example), "--format", "bake", "--render", "out"])
-        assert Path("out", "py3_12-torch2_7_1-cu128-ubuntu22_04", "Dockerfile").is_file()
+def test_bake_file_has_the_structure_buildx_documents(example: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # --render out is relative to the working directory
+    r = CliRunner().invoke(main, ["matrix", str(example), "--format", "bake", "--render", "out"])
+    assert (tmp_path / "out" / "py3_12-torch2_7_1-cu128-ubuntu22_04" / "Dockerfile").is_file()
     data = json.loads(r.stdout)
     assert set(data) == {"group", "target"}
     assert data["group"]["default"]["targets"] == list(data["target"])
