@@ -95,9 +95,6 @@ class CompatGraph:
         a = arch(name)
         return self._arch.get(a.name.removesuffix(a.suffix))
 
-    def gpus_of_arch(self, name: str) -> list[Gpu]:
-        return sorted((g for g in self.m.gpus if g.arch == name), key=lambda g: g.name)
-
     # -- CUDA, drivers, libraries ----------------------------------------------------
 
     def cuda_major(self, major: int) -> CudaMajor | None:
@@ -245,7 +242,7 @@ class CompatGraph:
         for t in m.toolkits:
             for a in t.archs:
                 yield node_id("cuda", t.version.raw), node_id("arch", a), "supports"
-            yield node_id("cuda", t.version.raw), _branch_for(self, t.driver_min), "requires"
+            yield node_id("cuda", t.version.raw), node_id("driver", f"R{t.driver_min.major}"), "requires"
         for br in m.branches:
             for info in m.archs:
                 if info.vendor == "nvidia" and info.family not in br.unsupported_families:
@@ -293,7 +290,3 @@ class CompatGraph:
 
 def _build_id(b: Build) -> str:
     return node_id("build", f"{b.package}=={b.raw}+{b.variant}")
-
-
-def _branch_for(g: CompatGraph, driver: Dotted) -> str:
-    return node_id("driver", f"R{driver.major}")

@@ -231,3 +231,51 @@ def test_cli_lock_host_solves_for_this_machine(monkeypatch: pytest.MonkeyPatch, 
     assert "host: gpus = ['H100'], driver = 535.129.03, vendor = nvidia" in r.stderr
     lock = (tmp_path / "envsolve.lock").read_text()
     assert 'gpu_archs = [\n    "sm_90",\n]' in lock and '"A100"' not in lock.split("[[environments.gpu_models]]")[0]
+
+
+class _Mem:
+    def __init__(self, mib: int) -> None:
+        self.total = mib << 20
+
+
+def _fake_pynvml(fail_init: Exception | None = None) -> object:
+    """A stand-in for nvidia-ml-py answering with the H100 recording's values (tests/fixtures/hosts/h100)."""
+    import types
+
+    m = types.ModuleType("pynvml")
+
+    def init() -> None:
+        if fail_init is not None:
+            raise fail_init
+
+    m.nvmlInit = init  # type: ignore[attr-defined]
+    m.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
+    m.nvmlSystemGetDriverVersion = lambda: b"535.129.03"  # type: ignore[attr-defined]  # old bindings return bytes
+    m.nvmlSystemGetCudaDriverVersion_v2 = lambda: 12020  # type: ignore[attr-defined]
+    m.nvmlDeviceGetCount = lambda: 1  # type: ignore[attr-defined]
+    m.nvmlDeviceGetHandleByIndex = lambda i: ("gpu", i)  # type: ignore[attr-defined]
+    m.nvmlDeviceGetCudaComputeCapability = lambda h: (9, 0)  # type: ignore[attr-defined]
+    m.nvmlDeviceGetMigMode = lambda h: (0, 0)  # type: ignore[attr-defined]
+    m.nvmlDeviceGetName = lambda h: "NVIDIA H100 80GB HBM3"  # type: ignore[attr-defined]
+    m.nvmlDeviceGetMemoryInfo = lambda h: _Mem(81559)  # type: ignore[attr-defined]
+    m.nvmlDeviceGetUUID = lambda h: "GPU-00000000-0000-0000-0000-000000000000"  # type: ignore[attr-defined]
+    return m
+
+
+def test_nvml_is_the_first_source_when_it_loads(monkeypatch: pytest.MonkeyPatch, real_graph: CompatGraph) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", _fake_pynvml())
+    f = det.complete(det.detect(environ={}, path="", root=HOSTS / "no-gpu" / "root"), real_graph)
+    assert (f.vendor, f.source, f.driver, f.cuda_driver_max, f.cuda_driver_max_from) == (
+        "nvidia", "NVML", "535.129.03", "12.2", "NVML")
+    (g,) = f.gpus
+    assert (g.name, g.compute_capability, g.memory_mib) == ("NVIDIA H100 80GB HBM3", "9.0", 81559)
+    assert det.hardware_table(f, real_graph)["gpus"] == ["H100"]
+
+
+def test_nvml_that_cannot_start_falls_back_to_nvidia_smi(monkeypatch: pytest.MonkeyPatch,
+                                                         real_graph: CompatGraph) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", _fake_pynvml(RuntimeError("NVML Shared Library Not Found")))
+    d = HOSTS / "h100"
+    f = det.complete(det.detect(environ={}, path=str(d / "bin"), root=d / "root"), real_graph)
+    assert f.vendor == "nvidia" and f.driver == "535.129.03" and f.source != "NVML"
+    assert "NVML could not start: NVML Shared Library Not Found" in f.warnings
