@@ -118,11 +118,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
             raise _Stale(f"{out} {why}", tip=f"run `envsolve lock {spec_path}` and commit the result")
         click.echo(f"{out} is up to date")
         return
-    try:
-        lockfile.write_atomic(out, text)
-    except OSError as e:
-        raise SpecError([Problem(str(out), "", f"cannot be written: {e.strerror or e}")],
-                        tip="choose another path with -o, or fix the folder's permissions") from None
+    _write_all({out: text}, tip="choose another path with -o, or fix the folder's permissions")
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, sort_keys=False))
     def summary(line: str) -> None:
@@ -143,6 +139,17 @@ class _Stale(EnvsolveError):
     exit_code = 1
 
 
+def _write_all(texts: dict[Path, str], tip: str) -> None:
+    """Write generated files atomically; an unwritable path is a user error, not a traceback."""
+    from . import lock as lockfile
+
+    for path, text in texts.items():
+        try:
+            lockfile.write_atomic(path, text)
+        except OSError as e:
+            raise SpecError([Problem(str(path), "", f"cannot be written: {e.strerror or e}")], tip=tip) from None
+
+
 def _render(lock_path: Path, out_dir: Path | None, target: str | None) -> list[Path]:
     """Render every environment (or ``target``) of a lock; write only when all rendered."""
     from . import lock as lockfile
@@ -158,12 +165,7 @@ def _render(lock_path: Path, out_dir: Path | None, target: str | None) -> list[P
     texts = {root / e["name"] / name: text
              for e in data["environments"] if target in (None, e["name"])
              for name, text in render(data, e, lock_path.name).items()}
-    for path, text in texts.items():
-        try:
-            lockfile.write_atomic(path, text)
-        except OSError as e:
-            raise SpecError([Problem(str(path), "", f"cannot be written: {e.strerror or e}")],
-                            tip="choose another folder with -o") from None
+    _write_all(texts, tip="choose another folder with -o")
     return list(texts)
 
 
@@ -256,8 +258,7 @@ def _render_cells(g: CompatGraph, ms: Any, results: list[Any], root: Path) -> No
                               urls=urls)
         for name, text in render(data, data["environments"][0]).items():
             texts[root / r.cell.id / name] = text
-    for path, text in texts.items():
-        lockfile.write_atomic(path, text)
+    _write_all(texts, tip="choose another folder with --render")
     click.echo(f"rendered {len(texts) // 4} cells under {root}", err=True)
 
 
@@ -468,7 +469,9 @@ def _echo_newest_packages(m: Any) -> None:
     """The newest companion, CUDA toolkit and cuDNN release the data knows (`envsolve data`)."""
     from packaging.version import InvalidVersion, Version
 
-    for comp in ("torchvision", "torchaudio", "jaxlib"):
+    from .spec import COMPANIONS
+
+    for comp in COMPANIONS:
         found = []
         for v in (v for r in m.releases for name, v in r.companions if name == comp):
             try:

@@ -17,12 +17,12 @@ from packaging.version import InvalidVersion, Version
 from .detect import GpuInfo, HostFacts, model_name
 from .graph import CompatGraph, arch
 from .matrix import Build
+from .solve import ACCELERATOR
 from .versions import Arch, parse_dotted, parse_driver
 
 __all__ = ["Finding", "check", "pick_environment"]
 
 LEVELS = ("ok", "warn", "fail")
-_ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,7 +41,7 @@ def pick_environment(lock: Mapping[str, Any], facts: HostFacts, target: str | No
     envs: list[dict[str, Any]] = list(lock["environments"])
     if target is not None:
         return next((e for e in envs if e["name"] == target), None)
-    want = _ACCELERATOR.get(facts.vendor, "cpu")
+    want = ACCELERATOR.get(facts.vendor, "cpu")
     return next((e for e in envs if e["accelerator"] == want), envs[0])
 
 
@@ -52,7 +52,7 @@ def check(env: Mapping[str, Any], facts: HostFacts, graph: CompatGraph, *,
     out += _accelerator(env, facts)
     if env["accelerator"] == "cuda" and facts.vendor == "nvidia":
         out += _driver(env, facts, graph)
-    if env["accelerator"] != "cpu" and _ACCELERATOR.get(facts.vendor) == env["accelerator"]:
+    if env["accelerator"] != "cpu" and ACCELERATOR.get(facts.vendor) == env["accelerator"]:
         for g in facts.gpus:
             out.append(_gpu(env, g, facts, graph))
     out += _packages(env, installed, graph)
@@ -65,7 +65,7 @@ def _accelerator(env: Mapping[str, Any], facts: HostFacts) -> list[Finding]:
     name = env["name"]
     if acc == "cpu":
         return [Finding(level="ok", check="host", message=f"environment '{name}' runs on the CPU; any host will do")]
-    have = _ACCELERATOR.get(facts.vendor, facts.vendor)
+    have = ACCELERATOR.get(facts.vendor, facts.vendor)
     stack = f"CUDA {env['cuda']}" if acc == "cuda" else f"ROCm {env['rocm']}"
     vendor = "NVIDIA" if acc == "cuda" else "AMD"
     if have == acc and facts.gpus:

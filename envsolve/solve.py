@@ -24,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 from .errors import Clash, Unsatisfiable
 from .graph import CompatGraph, arch
 from .matrix import Build, Gpu, Image, Release
-from .spec import FrameworkReq, GpuReq, ProjectSpec, Target
+from .spec import COMPANIONS, FrameworkReq, GpuReq, ProjectSpec, Target
 from .versions import Dotted, parse_python_minor
 
 __all__ = ["Candidate", "PackagePin", "Reporter", "Resolution", "solve", "solve_target"]
@@ -256,24 +256,20 @@ def _in_range(raw: str, version: Version) -> bool:
 
 def _memo_key(spec: ProjectSpec, t: Target, req: FrameworkReq) -> tuple[object, ...]:
     """What a framework's candidates depend on: the Python range, companion ranges, target, range."""
-    companions = tuple((f.name, f.raw) for f in spec.frameworks if f.name in ("torchvision", "torchaudio", "jaxlib"))
+    companions = tuple((f.name, f.raw) for f in spec.frameworks if f.name in COMPANIONS)
     return (spec.python_raw, companions, t, req.name, req.raw, req.backend)
 
 
 def _companion_problem(spec: ProjectSpec, rel: Release) -> str:
     comps = dict(rel.companions)
     for req in spec.frameworks:
-        if req.name in ("torchvision", "torchaudio", "jaxlib") and rel.package == _owner(req.name):
+        if COMPANIONS.get(req.name) == rel.package:
             v = comps.get(req.name)
             if v is None:
                 return f"no {req.name} release pairs with it"
             if not req.specifier.contains(v, prereleases=True):
                 return f"it pairs with {req.name} {v}, outside {req.name} {req.raw!r}"
     return ""
-
-
-def _owner(companion: str) -> str:
-    return "jax" if companion == "jaxlib" else "torch"
 
 
 def candidates(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq,
@@ -287,7 +283,7 @@ def candidates(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq,
         if (why := _companion_problem(spec, rel)):
             reporter.rejected(t.name, subject, why)
             continue
-        if not rel.python or not _pythons(spec, rel, None) and req.name == "keras":
+        if not rel.python or (req.name == "keras" and not _pythons(spec, rel, None)):
             has = ", ".join(rel.python)
             reporter.rejected(t.name, subject, f"has no wheel for Python {spec.python_raw} (it has {has})")
             continue
@@ -452,7 +448,7 @@ def needed(spec: ProjectSpec) -> list[FrameworkReq]:
     """The frameworks to resolve: those asked for, the owners of companions, Keras' backend."""
     reqs = {f.name: f for f in spec.frameworks if f.name in ORDER}
     for f in spec.frameworks:
-        owner = _owner(f.name) if f.name not in ORDER else f.name
+        owner = COMPANIONS.get(f.name, f.name)
         reqs.setdefault(owner, FrameworkReq(name=owner, specifier=SpecifierSet(), raw="*"))
     backend = keras_backend(spec)
     if backend:
@@ -498,7 +494,7 @@ def solve_target(g: CompatGraph, spec: ProjectSpec, t: Target,
         raise Unsatisfiable(t.name, [Clash(subject="frameworks together", reason=w)
                                      for w in list(search.clashes)[:5]])
     for c in found:
-        rep.chosen(t.name, c.label, _why_chosen(c, t))
+        rep.chosen(t.name, c.label, _why_chosen(c))
     return _resolution(g, spec, t, found, backend)
 
 
@@ -559,19 +555,9 @@ def _why_none(g: CompatGraph, spec: ProjectSpec, t: Target, req: FrameworkReq) -
     return Clash(subject=subject, reason=f"no {name} build serves {hw}: " + "; ".join(texts))
 
 
-class _Collect(Reporter):
-    def __init__(self) -> None:
-        self.rejections: list[tuple[str, str]] = []
-        self.choices: list[tuple[str, str]] = []
-
-    def rejected(self, target: str, subject: str, reason: str) -> None:
-        self.rejections.append((subject, reason))
-
-    def chosen(self, target: str, subject: str, reason: str) -> None:
-        self.choices.append((subject, reason))
 
 
-def _why_chosen(c: Candidate, t: Target) -> str:
+def _why_chosen(c: Candidate) -> str:
     if c.build is None:
         return "newest release that fits"
     b = c.build
@@ -658,7 +644,7 @@ def _resolution(g: CompatGraph, spec: ProjectSpec, t: Target, found: list[Candid
     builds = [c.build for c in found if c.build]
     cudas = [b.cuda for b in builds if b.cuda]
     rocms = [b.rocm for b in builds if b.rocm]
-    accel = "cuda" if t.vendor == "nvidia" else "rocm" if t.vendor == "amd" else "cpu"
+    accel = ACCELERATOR[t.vendor]
     driver_mins = [c.driver_min for c in found if c.driver_min]
     compat = "minor-version" if any(c.compat == "minor-version" for c in found) else (
         "native" if t.vendor == "nvidia" else "")

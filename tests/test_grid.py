@@ -208,3 +208,10 @@ def test_check_images_bad_json_exit_2(tmp_path: Path) -> None:
     p.write_text("{")
     r = CliRunner().invoke(main, ["matrix", "--check-images", str(p)])
     assert r.exit_code == 2 and "is not valid JSON" in r.output
+
+
+def test_render_into_an_unwritable_place_is_a_clear_error(example: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = CliRunner().invoke(main, ["matrix", str(example), "--render", str(blocker / "cells")])
+    assert r.exit_code == 2 and "cannot be written" in r.output and "Traceback" not in r.output
