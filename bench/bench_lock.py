@@ -50,13 +50,13 @@ def time_cli(spec: Path, runs: int) -> list[float]:
 
 
 def every_combination() -> tuple[int, int, float]:
+    from envsolve.data import load
     from envsolve.errors import Unsatisfiable
-    from envsolve.graph import CompatGraph
-    from envsolve.matrix import load
+    from envsolve.provider import Provider
     from envsolve.solve import solve_target
     from envsolve.spec import parse_spec
 
-    g = CompatGraph(load())
+    g = Provider(load())
     hardware = [f'gpus = ["{gpu.name}"]' for gpu in sorted(g.m.gpus, key=lambda x: x.name)] + ['vendor = "cpu"']
     specs = []
     for hw in hardware:

@@ -22,25 +22,26 @@ OSES = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "bookworm", "trixie"]
 
 
 def matrix_text(oses: list[str]) -> str:
-    from envsolve.graph import CompatGraph
-    from envsolve.matrix import load
+    from envsolve.data import load
+    from envsolve.provider import Provider
 
-    torch = sorted(r.raw for r in CompatGraph(load()).releases("torch"))
+    torch = sorted(r.raw for r in Provider(load()).releases("torch"))
     q = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731
     return (f"[matrix]\npython = {q(['3.10', '3.11', '3.12', '3.13', '3.14'])}\ntorch = {q(torch)}\n"
             f"accelerator = {q(ACCELERATORS)}\nos = {q(oses)}\ngpus = [\"A100\", \"H100\", \"MI300X\"]\n")
 
 
 def in_process(text: str) -> tuple[int, int, float]:
-    from envsolve import grid
-    from envsolve.graph import CompatGraph
-    from envsolve.matrix import load
+    from envsolve.data import load
+    from envsolve.matrix.cells import solve_cells
+    from envsolve.matrix.spec import parse_matrix
+    from envsolve.provider import Provider
 
-    g = CompatGraph(load())  # fresh memo tables
+    g = Provider(load())  # fresh memo tables
     t0 = time.perf_counter()
-    ms = grid.parse_matrix(text, "bench.toml", g)
+    ms = parse_matrix(text, "bench.toml", g)
     cells = ms.cells()
-    results = grid.solve_cells(g, ms, cells)
+    results = solve_cells(g, ms, cells)
     return len(cells), sum(r.valid for r in results), time.perf_counter() - t0
 
 

@@ -14,9 +14,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from .errors import EnvsolveError, Problem, SpecError, Unsatisfiable
+from .files import write_all
 
 if TYPE_CHECKING:
-    from .graph import CompatGraph
+    from .host import HostFacts
+    from .matrix.cells import CellResult
+    from .matrix.spec import MatrixSpec
+    from .provider import Provider
     from .spec import ProjectSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,15 +44,15 @@ def _handles_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _graph() -> CompatGraph:
-    from .graph import CompatGraph
-    from .matrix import load
+def _provider() -> Provider:
+    from .data import load
+    from .provider import Provider
 
     root = click.get_current_context().find_root().params.get("matrices")
-    return CompatGraph(load(root))
+    return Provider(load(root))
 
 
-def _read_spec(path: Path, graph: CompatGraph) -> tuple[ProjectSpec, bytes]:
+def _read_spec(path: Path, graph: Provider) -> tuple[ProjectSpec, bytes]:
     from .spec import parse_spec
 
     try:
@@ -86,10 +90,10 @@ def main(matrices: Path | None) -> None:
 def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_render: bool, host: bool) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock."""
     from . import lock as lockfile
-    from .detect import index_urls
-    from .explain import solve_explained
+    from .config import index_urls
+    from .solve import solve_explained
 
-    graph = _graph()
+    graph = _provider()
     spec, blob = _read_spec(spec_path, graph)
     if host:
         spec = _for_host(spec, graph)
@@ -118,9 +122,9 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
             raise _Stale(f"{out} {why}", tip=f"run `envsolve lock {spec_path}` and commit the result")
         click.echo(f"{out} is up to date")
         return
-    _write_all({out: text}, tip="choose another path with -o, or fix the folder's permissions")
+    write_all({out: text}, tip="choose another path with -o, or fix the folder's permissions")
     if fmt == "json":
-        click.echo(json.dumps(data, indent=2, sort_keys=False))
+        click.echo(json.dumps(data.to_dict(), indent=2, sort_keys=False))
     def summary(line: str) -> None:
         click.echo(line, err=fmt == "json")  # keep stdout pure JSON with --format json
 
@@ -139,17 +143,6 @@ class _Stale(EnvsolveError):
     exit_code = 1
 
 
-def _write_all(texts: dict[Path, str], tip: str) -> None:
-    """Write generated files atomically; an unwritable path is a user error, not a traceback."""
-    from . import lock as lockfile
-
-    for path, text in texts.items():
-        try:
-            lockfile.write_atomic(path, text)
-        except OSError as e:
-            raise SpecError([Problem(str(path), "", f"cannot be written: {e.strerror or e}")], tip=tip) from None
-
-
 def _render(lock_path: Path, out_dir: Path | None, target: str | None) -> list[Path]:
     """Render every environment (or ``target``) of a lock; write only when all rendered."""
     from . import lock as lockfile
@@ -157,15 +150,15 @@ def _render(lock_path: Path, out_dir: Path | None, target: str | None) -> list[P
     from .render import render
 
     data = lockfile.read(lock_path)
-    names = [e["name"] for e in data["environments"]]
+    names = [e.name for e in data.environments]
     if target is not None and target not in names:
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {', '.join(names)})",
                         tip="pass one of those to --target, or leave --target out for all")
     root = out_dir or lock_path.parent / "envsolve-out"
-    texts = {root / e["name"] / name: text
-             for e in data["environments"] if target in (None, e["name"])
+    texts = {root / e.name / name: text
+             for e in data.environments if target in (None, e.name)
              for name, text in render(data, e, lock_path.name).items()}
-    _write_all(texts, tip="choose another folder with -o")
+    write_all(texts, tip="choose another folder with -o")
     return list(texts)
 
 
@@ -196,30 +189,35 @@ def render_cmd(lock_path: Path, output: Path | None, target: str | None) -> None
 def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: int | None,
                render_dir: Path | None, check: bool, check_images: Path | None) -> None:
     """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output."""
-    from . import grid
+    from .matrix import formats
+    from .matrix.cells import check_includes, solve_cells
+    from .matrix.spec import parse_matrix
 
-    g = _graph()
+    if shard is not None and not max_jobs:
+        raise SpecError([Problem("--shard", str(shard), "needs --max-jobs N, which cuts the jobs into shards")],
+                        tip="add --max-jobs 256 (GitHub's limit per matrix), or leave --shard out")
+    g = _provider()
     if check_images is not None:
         _check_images(g, check_images, fmt)
         return
     if matrix_path is None:
         raise SpecError([Problem("matrix", "", "no matrix file given")],
                         tip="run `envsolve matrix images.toml` (or --check-images images.json)")
-    ms = grid.parse_matrix(_read_text(matrix_path), str(matrix_path), g)
-    results = grid.solve_cells(g, ms, ms.cells())
+    ms = parse_matrix(_read_text(matrix_path), str(matrix_path), g)
+    results = solve_cells(g, ms, ms.cells())
     folder = str(render_dir) if render_dir else "envsolve-matrix"
     if fmt == "table":
-        click.echo(grid.table(results), nl=False)
+        click.echo(formats.table(results), nl=False)
     elif fmt == "json":
-        click.echo(json.dumps(grid.everything(ms, results, folder), indent=1))
+        click.echo(json.dumps(formats.everything(ms, results, folder), indent=1))
     elif fmt == "bake":
-        click.echo(json.dumps(grid.bake(ms, results, folder), indent=1))
+        click.echo(json.dumps(formats.bake(ms, results, folder), indent=1))
     else:
         valid = sum(1 for r in results if r.valid)
-        if valid > grid.GITHUB_JOB_LIMIT and not max_jobs:
-            click.echo(f"WARNING: {valid} jobs exceed GitHub's limit of {grid.GITHUB_JOB_LIMIT} per matrix; "
+        if valid > formats.GITHUB_JOB_LIMIT and not max_jobs:
+            click.echo(f"WARNING: {valid} jobs exceed GitHub's limit of {formats.GITHUB_JOB_LIMIT} per matrix; "
                        "split them with --max-jobs 256", err=True)
-        out = grid.github(ms, results, folder, max_jobs)
+        out = formats.github(ms, results, folder, max_jobs)
         if shard is not None:
             shards = out.get("shards", [out])
             if shard > len(shards):
@@ -228,7 +226,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
         click.echo(json.dumps(out, separators=(",", ":")))
     if render_dir is not None:
         _render_cells(g, ms, results, render_dir)
-    if check and (bad := grid.check_includes(results)):
+    if check and (bad := check_includes(results)):
         raise _Stale(f"{len(bad)} [[include]] cell(s) invalid: " + "; ".join(f"{r.cell.id}: {r.reason}" for r in bad),
                      tip="change the include, or the data it needs")
 
@@ -242,35 +240,35 @@ def _read_text(path: Path) -> str:
         raise SpecError([Problem(str(path), "", f"cannot be read: {e}")]) from None
 
 
-def _render_cells(g: CompatGraph, ms: Any, results: list[Any], root: Path) -> None:
+def _render_cells(g: Provider, ms: MatrixSpec, results: list[CellResult], root: Path) -> None:
     """Each valid cell's artifacts under root/<cell id>/, through the renderer."""
     from . import lock as lockfile
-    from .detect import index_urls
+    from .config import index_urls
     from .render import render
 
     urls = index_urls({})
     texts = {}
     for r in results:
-        if not r.valid:
+        if r.resolution is None:
             continue
         data = lockfile.build(project=ms.repository, spec_name=Path(ms.path).name, spec_bytes=ms.path.encode(),
                               data_version=g.data_version, data_digest=g.digest, resolutions=[r.resolution],
                               urls=urls)
-        for name, text in render(data, data["environments"][0]).items():
+        for name, text in render(data, data.environments[0]).items():
             texts[root / r.cell.id / name] = text
-    _write_all(texts, tip="choose another folder with --render")
+    write_all(texts, tip="choose another folder with --render")
     click.echo(f"rendered {len(texts) // 4} cells under {root}", err=True)
 
 
-def _check_images(g: CompatGraph, path: Path, fmt: str) -> None:
-    from . import grid
+def _check_images(g: Provider, path: Path, fmt: str) -> None:
+    from .matrix.images import check_images
 
     try:
         data = json.loads(_read_text(path))
     except json.JSONDecodeError as e:
         raise SpecError([Problem(str(path), f"line {e.lineno}", f"is not valid JSON: {e.msg}")]) from None
     images = data.get("images") if isinstance(data, dict) else data
-    verdicts = grid.check_images(g, images, str(path))
+    verdicts = check_images(g, images, str(path))
     if fmt == "json":
         click.echo(json.dumps([{"name": v.name, "ok": v.ok, "problems": list(v.problems)} for v in verdicts], indent=1))
     else:
@@ -288,9 +286,10 @@ def _check_images(g: CompatGraph, path: Path, fmt: str) -> None:
 @_handles_errors
 def explain(spec_path: Path, verbose: bool) -> None:
     """Say why each choice was made and which alternatives were rejected, and why."""
-    from .explain import ExplainReporter, solve_explained
+    from .explain import ExplainReporter
+    from .solve import solve_explained
 
-    graph = _graph()
+    graph = _provider()
     spec, _ = _read_spec(spec_path, graph)
     rep = ExplainReporter()
     try:
@@ -310,14 +309,12 @@ def explain(spec_path: Path, verbose: bool) -> None:
 @_handles_errors
 def graph(around: str | None, depth: int, fmt: str) -> None:
     """Export the compatibility graph (DOT or JSON)."""
-    from .export import to_dot, to_json
+    from .export import neighbourhood, to_dot, to_json, to_nx
 
-    g = _graph()
-    sub = g.nx
+    whole = to_nx(_provider())
+    sub = whole
     if around:
-        from .export import neighbourhood
-
-        sub = neighbourhood(g.nx, around, depth)
+        sub = neighbourhood(whole, around, depth)
         if sub.number_of_nodes() == 0:
             raise SpecError([Problem("--around", around, "matches no node")],
                             tip="try a GPU (H100), an arch (sm_90), or a build (torch==2.7.1)")
@@ -329,7 +326,8 @@ def graph(around: str | None, depth: int, fmt: str) -> None:
 @_handles_errors
 def data(validate: bool) -> None:
     """Show the data version, counts per kind and the newest release of each framework."""
-    from .matrix import FRAMEWORKS, data_dir, load
+    from .data import data_dir, load
+    from .domain import FRAMEWORKS
 
     root = click.get_current_context().find_root().params.get("matrices") or data_dir()
     m = load(root)
@@ -353,37 +351,24 @@ def data(validate: bool) -> None:
     _echo_newest_packages(m)
 
 
-def _host_facts(graph: CompatGraph) -> Any:
-    from .detect import complete, detect
+def _host_facts(graph: Provider) -> HostFacts:
+    from .detect import detect
+    from .host import complete
 
     return complete(detect(), graph)
 
 
-def _for_host(spec: ProjectSpec, graph: CompatGraph) -> ProjectSpec:
-    """The spec with [hardware] gpus/driver/vendor taken from this machine (other keys kept)."""
-    import tomli_w
-
-    from .detect import hardware_table
-    from .spec import parse_spec
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+def _for_host(spec: ProjectSpec, graph: Provider) -> ProjectSpec:
+    """The spec with its default target describing this machine (see :func:`envsolve.spec.for_host`)."""
+    from .host import hardware_table
+    from .spec import for_host
 
     facts = _host_facts(graph)
-    table = hardware_table(facts, graph)
-    data = tomllib.loads(spec.raw_text)
-    hw = {k: v for k, v in data.get("hardware", {}).items() if k not in ("gpus", "driver", "vendor")}
-    if table["vendor"] != "nvidia":
-        hw.pop("cuda", None)
-    if table["vendor"] != "amd":
-        hw.pop("rocm", None)
-    data["hardware"] = {**hw, **table}
     for w in facts.warnings:
         click.echo(f"WARNING: host: {w}", err=True)
-    click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in table.items()), err=True)
-    return parse_spec(tomli_w.dumps(data), spec.path, graph)
+    host = for_host(spec, facts, graph)
+    click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in hardware_table(facts, graph).items()), err=True)
+    return host
 
 
 @main.command(name="detect")
@@ -394,9 +379,9 @@ def detect_cmd(fmt: str) -> None:
     """Describe this machine's accelerators: vendor, driver, the CUDA it runs, each GPU."""
     import tomli_w
 
-    from .detect import hardware_table, model_name
+    from .host import hardware_table, model_name
 
-    graph = _graph()
+    graph = _provider()
     facts = _host_facts(graph)
     if fmt == "json":
         click.echo(json.dumps(facts.to_dict(), indent=2))
@@ -442,16 +427,16 @@ def doctor(lock_path: Path, target: str | None) -> None:
     from .errors import LockError
 
     data = lockfile.read(lock_path)
-    graph = _graph()
+    graph = _provider()
     facts = _host_facts(graph)
     env = pick_environment(data, facts, target)
     if env is None:
-        names = ", ".join(e["name"] for e in data["environments"])
+        names = ", ".join(e.name for e in data.environments)
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
                         tip="pass one of those to --target, or leave --target out")
-    findings = check(env, facts, graph, installed=installed_versions(p["name"] for p in env["packages"]),
+    findings = check(env, facts, graph, installed=installed_versions(p.name for p in env.packages),
                      tools=docker_tools())
-    click.echo(f"checking environment '{env['name']}' of {lock_path} on this "
+    click.echo(f"checking environment '{env.name}' of {lock_path} on this "
                f"{'container' if facts.container else 'host'} ({facts.vendor}, from {facts.source})")
     for f in findings:
         click.echo(f"{f.level.upper():4}  {f.check}: {f.message}")
@@ -469,7 +454,7 @@ def _echo_newest_packages(m: Any) -> None:
     """The newest companion, CUDA toolkit and cuDNN release the data knows (`envsolve data`)."""
     from packaging.version import InvalidVersion, Version
 
-    from .spec import COMPANIONS
+    from .domain import COMPANIONS
 
     for comp in COMPANIONS:
         found = []
@@ -533,8 +518,8 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, d
     """Compare the matrices with the package index; with --write, add the new releases."""
     import datetime
 
-    from .detect import index_urls
-    from .matrix import data_dir, load_dir
+    from .config import index_urls
+    from .data import data_dir, load_dir
     from .refresh import DEFAULT_PACKAGES, IndexClient, apply, default_cache_dir, render, survey
 
     if data_version is not None:

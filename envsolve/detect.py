@@ -1,14 +1,9 @@
-"""The only module that reads the host: settings from the environment and pip's configuration,
-the accelerators (drivers, GPUs), the installed frameworks and the container tools.
-
-Index URLs are never written into envsolve: the default index is pip's own (its configuration,
-``PIP_INDEX_URL``, or pip's built-in default), and every other index comes from the user's
-settings (``[indexes]`` in project.toml, or ``ENVSOLVE_INDEX_<NAME>``).
+"""The only module that probes the machine: the accelerators (drivers, GPUs), the installed
+frameworks and the container tools. What it finds is a :class:`~envsolve.host.HostFacts`.
 """
 
 from __future__ import annotations
 
-import configparser
 import csv
 import io
 import json
@@ -17,85 +12,17 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from xml.etree import ElementTree
 
-if TYPE_CHECKING:
-    from .graph import CompatGraph
+from .host import GpuInfo, HostFacts, MigDevice
 
-__all__ = ["DEFAULT_TIMEOUT", "GpuInfo", "HostFacts", "MigDevice", "complete", "detect", "docker_tools",
-           "gfx_from_target_version", "hardware_table", "index_urls", "installed_versions", "parse_amd_smi",
-           "parse_proc_version", "parse_rocminfo", "parse_smi_csv", "parse_smi_list", "parse_smi_xml",
-           "pip_config"]
-
-_TORCH_INDEX = re.compile(r"/whl/?$")
-
-
-def _pip_config_files(env: Mapping[str, str]) -> list[Path]:
-    """pip's configuration files, lowest precedence first (pip's own order)."""
-    files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
-    home = Path.home()
-    xdg = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-    files += [home / ".pip" / "pip.conf", xdg / "pip" / "pip.conf"]
-    files.append(Path(sys.prefix) / "pip.conf")
-    if env.get("PIP_CONFIG_FILE"):
-        files.append(Path(env["PIP_CONFIG_FILE"]))
-    return files
-
-
-def pip_config(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``index-url`` and ``extra-index-url`` as pip would see them."""
-    env = os.environ if environ is None else environ
-    out: dict[str, str] = {}
-    if env.get("PIP_CONFIG_FILE") != os.devnull:
-        for path in _pip_config_files(env):
-            parser = configparser.RawConfigParser()
-            try:
-                parser.read(path, encoding="utf-8")
-            except (OSError, configparser.Error, UnicodeDecodeError):
-                continue
-            for section in ("global", "install"):
-                for key in ("index-url", "extra-index-url"):
-                    if parser.has_option(section, key):
-                        out[key] = parser.get(section, key).strip()
-    for key, var in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL")):
-        if env.get(var):
-            out[key] = env[var].strip()
-    return out
-
-
-def _pip_default_index() -> str:
-    """pip's built-in default index, read from pip itself (never written here)."""
-    try:
-        from pip._internal.models.index import PyPI  # noqa: PLC0415 - only when needed
-
-        return str(PyPI.simple_url)
-    except Exception:  # pip absent or reorganised: leave the placeholder to the lock
-        return ""
-
-
-def index_urls(spec_indexes: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Symbolic index name -> URL: project.toml, then ENVSOLVE_INDEX_*, then pip's settings."""
-    env = os.environ if environ is None else environ
-    cfg = pip_config(env)
-    urls: dict[str, str] = {}
-    if cfg.get("index-url"):
-        urls["pypi"] = cfg["index-url"].rstrip("/")
-    for url in cfg.get("extra-index-url", "").split():
-        if _TORCH_INDEX.search(url):
-            urls.setdefault("pytorch", url.rstrip("/"))
-    for key, value in env.items():
-        if key.startswith("ENVSOLVE_INDEX_") and value.strip():
-            urls[key[len("ENVSOLVE_INDEX_"):].lower()] = value.strip().rstrip("/")
-    urls.update(spec_indexes)
-    if "pypi" not in urls and (default := _pip_default_index()):
-        urls["pypi"] = default.rstrip("/")
-    return urls
-
+__all__ = ["DEFAULT_TIMEOUT", "detect", "docker_tools", "gfx_from_target_version", "installed_versions",
+           "parse_amd_smi", "parse_proc_version", "parse_rocminfo", "parse_smi_csv", "parse_smi_list",
+           "parse_smi_xml"]
 
 # ------------------------------------------------------------------------ accelerators
 #
@@ -112,78 +39,6 @@ _CUDA_IN_SMI = re.compile(r"CUDA(?: UMD)? Version:\s*([0-9]+\.[0-9]+)")
 _PROC_VERSION = re.compile(r"Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+)+)")
 _SMI_L_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)")
 _SMI_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MigDevice:
-    """A MIG instance of a GPU: its profile (``1g.20gb``) and UUID, as nvidia-smi lists them."""
-
-    profile: str
-    uuid: str = ""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GpuInfo:
-    """One GPU as the host reports it; the name is kept exactly as the tool printed it."""
-
-    index: int
-    name: str
-    compute_capability: str = ""  # NVIDIA, e.g. "9.0"
-    gfx: str = ""  # AMD, e.g. "gfx942"
-    memory_mib: int | None = None
-    uuid: str = ""
-    mig: tuple[MigDevice, ...] = ()
-
-    @property
-    def arch(self) -> str:
-        """``sm_90`` or ``gfx942``; "" when unknown."""
-        if self.gfx:
-            return self.gfx
-        return "sm_" + self.compute_capability.replace(".", "") if self.compute_capability else ""
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"index": self.index, "name": self.name}
-        if self.gfx:
-            d["gfx"] = self.gfx
-        else:
-            d["compute_capability"] = self.compute_capability or None
-        d["memory_mib"] = self.memory_mib
-        d["uuid"] = self.uuid or None
-        if self.mig:
-            d["mig"] = [{"profile": m.profile, "uuid": m.uuid or None} for m in self.mig]
-        return d
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HostFacts:
-    """What :func:`detect` found: the facts, where they came from, and what went wrong."""
-
-    vendor: str  # nvidia | amd | cpu
-    driver: str = ""  # raw, as the tool printed it ("580.159.04")
-    cuda_driver_max: str = ""  # the newest CUDA major.minor the driver runs
-    cuda_driver_max_from: str = ""  # the tool that said so, or "toolkit driver floors"
-    rocm: str = ""  # the ROCm install's version (/opt/rocm/.info/version)
-    gpus: tuple[GpuInfo, ...] = ()
-    source: str = ""  # the source the GPUs came from
-    platform: str = "linux"  # linux | wsl2 | jetson
-    l4t: str = ""  # Jetson's L4T release ("R35.3.1")
-    container: bool = False  # inside a Docker/Podman container
-    warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "vendor": self.vendor,
-            "driver": self.driver or None,
-            "cuda_driver_max": self.cuda_driver_max or None,
-            "cuda_driver_max_from": self.cuda_driver_max_from or None,
-            "rocm": self.rocm or None,
-            "platform": self.platform,
-            "l4t": self.l4t or None,
-            "container": self.container,
-            "source": self.source,
-            "gpus": [g.to_dict() for g in self.gpus],
-            "warnings": list(self.warnings),
-        }
 
 
 @dataclass(slots=True)
@@ -610,65 +465,6 @@ def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None,
                      cuda_driver_max_from=facts.cuda_driver_max_from if cuda else "", rocm=rocm,
                      gpus=gpus, source=source, platform=platform, l4t=l4t, container=container,
                      warnings=tuple(probe.warnings))
-
-
-# -- facts the data completes, and what the doctor needs besides ------------------------------
-
-
-def complete(facts: HostFacts, graph: CompatGraph) -> HostFacts:
-    """Fill what the tools did not say from the data: a GPU's compute capability from its model
-    name (nvidia-smi -q -x and old drivers do not print it), and the newest CUDA the driver runs
-    from the toolkits' driver floors when no tool reported it."""
-    from .versions import parse_driver
-
-    gpus = []
-    for g in facts.gpus:
-        cc, gfx = g.compute_capability, g.gfx
-        if not cc and not gfx and (model := graph.gpu(g.name)) is not None:
-            info = graph.arch_info(model.arch)
-            if model.vendor == "amd":
-                gfx = model.arch
-            elif info is not None and info.compute_capability:
-                cc = info.compute_capability
-        gpus.append(GpuInfo(index=g.index, name=g.name, compute_capability=cc, gfx=gfx,
-                            memory_mib=g.memory_mib, uuid=g.uuid, mig=g.mig))
-    cuda, cuda_from = facts.cuda_driver_max, facts.cuda_driver_max_from
-    warnings = list(facts.warnings)
-    if facts.vendor == "nvidia" and facts.driver and not cuda and facts.platform != "jetson":
-        try:
-            best = graph.cuda_max_for_driver(parse_driver(facts.driver))
-        except ValueError:
-            warnings.append(f"driver version {facts.driver!r} is not an NVIDIA driver version such as 535.104.05")
-            best = None
-        if best is not None:
-            cuda, cuda_from = "{}.{}".format(*best.prefix(2)), "toolkit driver floors"
-    return HostFacts(vendor=facts.vendor, driver=facts.driver, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from,
-                     rocm=facts.rocm, gpus=tuple(gpus), source=facts.source, platform=facts.platform, l4t=facts.l4t,
-                     container=facts.container, warnings=tuple(warnings))
-
-
-def model_name(g: GpuInfo, graph: CompatGraph) -> str:
-    """envsolve's name for a GPU (``H100``), else its architecture (``sm_90``, ``gfx942``), else ""."""
-    model = graph.gpu(g.name)
-    return model.name if model is not None else g.arch
-
-
-def hardware_table(facts: HostFacts, graph: CompatGraph) -> dict[str, Any]:
-    """The ``[hardware]`` table of project.toml that describes this host."""
-    from .versions import parse_driver
-
-    table: dict[str, Any] = {}
-    names = [n for n in (model_name(g, graph) for g in facts.gpus) if n]
-    if names:
-        table["gpus"] = sorted(set(names), key=names.index)
-    if facts.vendor == "nvidia" and facts.driver:
-        try:
-            parse_driver(facts.driver)
-            table["driver"] = facts.driver
-        except ValueError:  # Jetson's L4T version is not a desktop driver version
-            pass
-    table["vendor"] = facts.vendor if facts.vendor in ("nvidia", "amd") and names else "cpu"
-    return table
 
 
 def installed_versions(names: Iterable[str]) -> dict[str, str]:

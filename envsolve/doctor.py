@@ -1,7 +1,8 @@
 """Pure checks of a host's facts against a lock: each finding says what is wrong and the fix.
 
-:func:`check` takes what :mod:`envsolve.detect` found (the driver, the GPUs, the installed
-frameworks, the container tools) and the compatibility graph for the driver and CUDA facts
+:func:`check` takes the host's facts (:mod:`envsolve.host`, which :mod:`envsolve.detect` fills: the
+driver, the GPUs, the installed frameworks, the container tools) and the provider for the driver
+and CUDA facts
 (toolkit driver floors, the minor-version compatibility floor of each CUDA major, the arch lists
 of the locked builds). It reads nothing itself.
 """
@@ -10,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .detect import GpuInfo, HostFacts, model_name
-from .graph import CompatGraph, arch
-from .matrix import Build
-from .solve import ACCELERATOR
-from .versions import Arch, parse_dotted, parse_driver
+from .data import Build
+from .domain import ACCELERATOR, serves
+from .host import GpuInfo, HostFacts, model_name
+from .lock import Environment, Lock
+from .provider import Provider
+from .versions import parse_arch, parse_dotted, parse_driver
 
 __all__ = ["Finding", "check", "pick_environment"]
 
@@ -35,24 +36,23 @@ class Finding:
     fix: str = ""
 
 
-def pick_environment(lock: Mapping[str, Any], facts: HostFacts, target: str | None = None) -> dict[str, Any] | None:
+def pick_environment(lock: Lock, facts: HostFacts, target: str | None = None) -> Environment | None:
     """The lock environment to check: ``target``, else the first for this host's accelerator,
     else the only one; None when ``target`` names none."""
-    envs: list[dict[str, Any]] = list(lock["environments"])
     if target is not None:
-        return next((e for e in envs if e["name"] == target), None)
+        return lock.environment(target)
     want = ACCELERATOR.get(facts.vendor, "cpu")
-    return next((e for e in envs if e["accelerator"] == want), envs[0])
+    return next((e for e in lock.environments if e.accelerator == want), lock.environments[0])
 
 
-def check(env: Mapping[str, Any], facts: HostFacts, graph: CompatGraph, *,
+def check(env: Environment, facts: HostFacts, graph: Provider, *,
           installed: Mapping[str, str], tools: Mapping[str, bool]) -> list[Finding]:
     """Every finding for environment ``env`` of a lock on the host ``facts`` describes."""
     out = [Finding(level="warn", check="host", message=w) for w in facts.warnings]
     out += _accelerator(env, facts)
-    if env["accelerator"] == "cuda" and facts.vendor == "nvidia":
+    if env.accelerator == "cuda" and facts.vendor == "nvidia":
         out += _driver(env, facts, graph)
-    if env["accelerator"] != "cpu" and ACCELERATOR.get(facts.vendor) == env["accelerator"]:
+    if env.accelerator != "cpu" and ACCELERATOR.get(facts.vendor) == env.accelerator:
         for g in facts.gpus:
             out.append(_gpu(env, g, facts, graph))
     out += _packages(env, installed, graph)
@@ -60,13 +60,13 @@ def check(env: Mapping[str, Any], facts: HostFacts, graph: CompatGraph, *,
     return out
 
 
-def _accelerator(env: Mapping[str, Any], facts: HostFacts) -> list[Finding]:
-    acc = env["accelerator"]
-    name = env["name"]
+def _accelerator(env: Environment, facts: HostFacts) -> list[Finding]:
+    acc = env.accelerator
+    name = env.name
     if acc == "cpu":
         return [Finding(level="ok", check="host", message=f"environment '{name}' runs on the CPU; any host will do")]
     have = ACCELERATOR.get(facts.vendor, facts.vendor)
-    stack = f"CUDA {env['cuda']}" if acc == "cuda" else f"ROCm {env['rocm']}"
+    stack = f"CUDA {env.cuda}" if acc == "cuda" else f"ROCm {env.rocm}"
     vendor = "NVIDIA" if acc == "cuda" else "AMD"
     if have == acc and facts.gpus:
         return []
@@ -90,7 +90,7 @@ def _no_gpu_fix(facts: HostFacts, acc: str) -> str:
             "the GPUs, or lock a target for this one (`envsolve lock --host`)")
 
 
-def _driver(env: Mapping[str, Any], facts: HostFacts, graph: CompatGraph) -> list[Finding]:
+def _driver(env: Environment, facts: HostFacts, graph: Provider) -> list[Finding]:
     if facts.platform == "jetson":
         return [Finding(level="warn", check="driver",
                         message=f"Jetson ({facts.l4t or 'L4T'}): the CUDA this board runs is fixed by its "
@@ -101,7 +101,7 @@ def _driver(env: Mapping[str, Any], facts: HostFacts, graph: CompatGraph) -> lis
                         fix="set ENVSOLVE_DRIVER to the driver version, or install nvidia-smi")]
     try:
         have = parse_driver(facts.driver)
-        cuda = parse_dotted(env["cuda"], "CUDA version")
+        cuda = parse_dotted(env.cuda, "CUDA version")
     except ValueError as e:
         return [Finding(level="warn", check="driver", message=str(e))]
     native = graph.native_driver_min(cuda)
@@ -113,7 +113,7 @@ def _driver(env: Mapping[str, Any], facts: HostFacts, graph: CompatGraph) -> lis
         return [Finding(level="ok", check="driver",
                         message=f"driver {facts.driver} runs CUDA {cu} natively (needs >= {native})")]
     if minor_floor is not None and have >= minor_floor:
-        if env.get("compat") == "minor-version":
+        if env.compat == "minor-version":
             return [Finding(level="ok", check="driver",
                             message=f"driver {facts.driver} runs CUDA {cu} by minor-version compatibility "
                                     f"(CUDA {cuda.major}.x needs >= {minor_floor}), as the lock expects")]
@@ -130,38 +130,30 @@ def _driver(env: Mapping[str, Any], facts: HostFacts, graph: CompatGraph) -> lis
                     fix=f"upgrade the NVIDIA driver to >= {native or minor_floor}, {relock}")]
 
 
-def _builds(env: Mapping[str, Any], graph: CompatGraph) -> list[Build]:
+def _builds(env: Environment, graph: Provider) -> list[Build]:
     """The graph's records of the locked builds (those the data knows)."""
     found = []
-    for p in env["packages"]:
-        for r in graph.releases(p["name"]):
-            if r.raw == p["version"]:
-                found += [b for b in graph.builds(r) if b.variant == p["variant"]]
+    for p in env.packages:
+        for r in graph.releases(p.name):
+            if r.raw == p.version:
+                found += [b for b in graph.builds(r) if b.variant == p.variant]
     return found
 
 
-def _serves(b: Build, gpu: Arch, native: bool) -> bool:
-    if gpu.vendor == "amd":
-        return gpu.name in b.gfx
-    if any(arch(a).sass_runs_on(gpu) for a in b.archs):
-        return True
-    return native and any(arch(a).ptx_jits_to(gpu) for a in b.ptx)
-
-
-def _gpu(env: Mapping[str, Any], g: GpuInfo, facts: HostFacts, graph: CompatGraph) -> Finding:
+def _gpu(env: Environment, g: GpuInfo, facts: HostFacts, graph: Provider) -> Finding:
     label = model_name(g, graph) or g.name
     shown = f"GPU {g.index} {g.name}"
     if not g.arch:
         return Finding(level="warn", check="gpu",
                        message=f"{shown}: its architecture is unknown (not in the data, and the tool did not say)",
                        fix="set ENVSOLVE_GPUS to its architecture (e.g. sm_90 or gfx942), or update envsolve's data")
-    a = arch(g.arch)
-    locked = list(env["gpu_archs"])
-    builds = [b for b in _builds(env, graph) if b.accelerator == env["accelerator"]]
+    a = parse_arch(g.arch)
+    locked = list(env.gpu_archs)
+    builds = [b for b in _builds(env, graph) if b.accelerator == env.accelerator]
     relock = f"add '{label}' to [hardware] gpus and re-lock (or `envsolve lock --host`)"
     if builds:
-        native = env.get("compat") == "native"
-        missing = [b for b in builds if not _serves(b, a, native)]
+        native = env.compat == "native"
+        missing = [b for b in builds if not serves(b, a, native=native)]
         if missing:
             b = missing[0]
             code = ", ".join((*b.archs, *b.gfx)) or "none"
@@ -175,7 +167,7 @@ def _gpu(env: Mapping[str, Any], g: GpuInfo, facts: HostFacts, graph: CompatGrap
                            message=f"{shown} ({a.name}) is not among the lock's GPUs ({', '.join(locked)}), "
                                    f"but the locked builds carry code for it ({names})", fix=relock)
         return Finding(level="ok", check="gpu", message=f"{shown} ({a.name}) is served by {names}")
-    if a.name in locked or any(arch(x).sass_runs_on(a) for x in locked if x.startswith("sm_")):
+    if a.name in locked or any(parse_arch(x).sass_runs_on(a) for x in locked if x.startswith("sm_")):
         return Finding(level="ok", check="gpu", message=f"{shown} ({a.name}) is among the GPUs the lock was solved for")
     return Finding(level="fail", check="gpu",
                    message=f"{shown} ({a.name}) is not among the GPUs the lock was solved for "
@@ -183,45 +175,45 @@ def _gpu(env: Mapping[str, Any], g: GpuInfo, facts: HostFacts, graph: CompatGrap
                    fix=relock)
 
 
-def _packages(env: Mapping[str, Any], installed: Mapping[str, str], graph: CompatGraph) -> list[Finding]:
-    pkgs = list(env["packages"])
-    if pkgs and not any(p["name"] in installed for p in pkgs):
+def _packages(env: Environment, installed: Mapping[str, str], graph: Provider) -> list[Finding]:
+    pkgs = list(env.packages)
+    if pkgs and not any(p.name in installed for p in pkgs):
         return [Finding(level="warn", check="package",
                         message="none of the locked frameworks is installed in this Python; checked the "
                                 "machine only", fix="run the doctor inside the environment to check it as well")]
     out = []
     for p in pkgs:
-        want = p["version"] + (f"+{p['variant']}" if p["index"] == "pytorch" else "")
-        install = f"pip install '{p['name']}=={want}'" + (f" --index-url {p['index_url']}" if p["index_url"] else "")
-        have = installed.get(p["name"])
+        want = p.requirement.split("==", 1)[1]
+        install = f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
+        have = installed.get(p.name)
         if have is None:
-            out.append(Finding(level="fail", check="package", message=f"{p['name']} {want} is locked but not installed",
+            out.append(Finding(level="fail", check="package", message=f"{p.name} {want} is locked but not installed",
                                fix=install))
             continue
         try:
             hv, wv = Version(have), Version(want)
         except InvalidVersion:
             out.append(Finding(level="warn", check="package",
-                               message=f"{p['name']}: installed version {have!r} is not a valid version"))
+                               message=f"{p.name}: installed version {have!r} is not a valid version"))
             continue
         if hv.public != wv.public:
             out.append(Finding(level="fail", check="package",
-                               message=f"{p['name']} {have} is installed; the lock has {want}", fix=install))
-        elif hv.local and hv.local != p["variant"]:
+                               message=f"{p.name} {have} is installed; the lock has {want}", fix=install))
+        elif hv.local and hv.local != p.variant:
             out.append(Finding(level="fail", check="package",
-                               message=f"{p['name']} {have} is the {hv.local} build; the lock has {p['variant']}",
+                               message=f"{p.name} {have} is the {hv.local} build; the lock has {p.variant}",
                                fix=install))
-        elif not hv.local and p["index"] == "pytorch":
+        elif not hv.local and p.index == "pytorch":
             out.append(Finding(level="fail", check="package",
-                               message=f"{p['name']} {have} is the default index's build; the lock has the "
-                                       f"{p['variant']} build", fix=install))
+                               message=f"{p.name} {have} is the default index's build; the lock has the "
+                                       f"{p.variant} build", fix=install))
         else:
-            out.append(Finding(level="ok", check="package", message=f"{p['name']} {have} matches the lock"))
+            out.append(Finding(level="ok", check="package", message=f"{p.name} {have} matches the lock"))
     return out
 
 
-def _container(env: Mapping[str, Any], facts: HostFacts, tools: Mapping[str, bool]) -> list[Finding]:
-    if env["accelerator"] != "cuda" or facts.container or not tools.get("docker"):
+def _container(env: Environment, facts: HostFacts, tools: Mapping[str, bool]) -> list[Finding]:
+    if env.accelerator != "cuda" or facts.container or not tools.get("docker"):
         return []
     if tools.get("nvidia-ctk") or tools.get("nvidia-container-runtime"):
         return [Finding(level="ok", check="container", message="Docker and the NVIDIA container toolkit are installed")]

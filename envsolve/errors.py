@@ -18,6 +18,7 @@ __all__ = [
     "Unsatisfiable",
     "Clash",
     "Problem",
+    "Problems",
 ]
 
 
@@ -46,6 +47,32 @@ class Problem:
     def __str__(self) -> str:
         loc = f"{self.file}: {self.where}" if self.where else self.file
         return f"{loc}: {self.message}"
+
+
+class Problems:
+    """The one problem collector: parsers add every problem they find, then raise them at once."""
+
+    def __init__(self, file: str = "") -> None:
+        self.file = file
+        self.items: list[Problem] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def add(self, file: str, where: str, message: str) -> None:
+        """A problem in ``file`` at ``where`` (a key path such as ``hardware.gpus[0]``)."""
+        self.items.append(Problem(file, where, message))
+
+    def bad(self, where: str, message: str) -> None:
+        """A problem in this collector's own file."""
+        self.add(self.file, where, message)
+
+    def extend(self, problems: Sequence[Problem]) -> None:
+        self.items.extend(problems)
+
+    def raise_if_any(self, cls: type[_ManyProblems], tip: str | None = None) -> None:
+        if self.items:
+            raise cls(self.items, tip=tip)
 
 
 class _ManyProblems(EnvsolveError):

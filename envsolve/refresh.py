@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -28,8 +27,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from . import index as ix
+from .data import Matrices, load_dir
+from .data import cache_dir as default_cache_dir
+from .domain import COMPANIONS_OF, FRAMEWORKS
 from .errors import EnvsolveError, MatrixError, RefreshError
-from .matrix import FRAMEWORKS, Matrices, load_dir
+from .files import write_atomic
 from .versions import parse_python_minor
 
 __all__ = [
@@ -51,7 +53,6 @@ DEFAULT_PACKAGES = (
     # CUDA 13's runtime is published without the -cu13 suffix (that name holds a placeholder)
     "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "cuda-toolkit",
 )
-COMPANIONS = {"torch": ("torchvision", "torchaudio"), "jax": ("jaxlib",)}
 # jax is a pure wheel: the Pythons of a jax release are those its jaxlib has wheels for
 PYTHONS_FROM = {"jax": "jaxlib"}
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -60,14 +61,6 @@ _METADATA_TRIES = 3  # wheels of one release whose metadata file is tried before
 
 def _quiet(_: str) -> None:
     return None
-
-
-def default_cache_dir() -> Path:
-    """``ENVSOLVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/envsolve``, else ``~/.cache/envsolve``."""
-    if os.environ.get("ENVSOLVE_CACHE_DIR"):
-        return Path(os.environ["ENVSOLVE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "envsolve"
 
 
 # ---------------------------------------------------------------------------- the client
@@ -116,21 +109,10 @@ class _Cache:
                 "last_modified": answer.last_modified}
         try:  # a cache that cannot be written only costs a later request
             paths[0].parent.mkdir(parents=True, exist_ok=True)
-            _write_bytes(paths[1], answer.body)
-            _write_bytes(paths[0], json.dumps(meta, sort_keys=True).encode())
+            write_atomic(paths[1], answer.body)
+            write_atomic(paths[0], json.dumps(meta, sort_keys=True).encode())
         except OSError:
             pass
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class IndexClient:
@@ -319,7 +301,7 @@ def survey(client: IndexClient, m: Matrices, packages: Sequence[str] = DEFAULT_P
     compare them with ``m``: the rows to add, and what needs a person."""
     names: list[str] = []
     for p in packages:
-        for n in (canonicalize_name(p), *COMPANIONS.get(canonicalize_name(p), ())):
+        for n in (canonicalize_name(p), *COMPANIONS_OF.get(canonicalize_name(p), ())):
             if n not in names:
                 names.append(n)
     pages: dict[str, dict[Version, tuple[ix.DistFile, ...]]] = {}
@@ -401,7 +383,7 @@ def _has_cp_tags(files: Iterable[ix.DistFile]) -> bool:
 def _companion_map(s: _Survey, fw: str, progress: Callable[[str], None]) -> dict[str, dict[str, str]]:
     """framework version -> {companion: version}, from the companions' own ``fw==X`` pins."""
     out: dict[str, dict[str, str]] = {}
-    for comp in COMPANIONS["torch"] if fw == "torch" else ():  # jaxlib follows jax's own pin
+    for comp in COMPANIONS_OF["torch"] if fw == "torch" else ():  # jaxlib follows jax's own pin
         known = {v for r in s.m.releases if r.package == fw for c, v in r.companions if c == comp}
         top = max((Version(v) for v in known), default=None)
         for cv, files in s.pages.get(comp, {}).items():
@@ -441,7 +423,7 @@ def _new_release(s: _Survey, fw: str, v: Version, companions: dict[str, str]) ->
     if md is None:
         curate.append("the index serves no metadata file for its wheels: pins and requirements need curation")
     if fw == "torch":
-        for comp in COMPANIONS["torch"]:
+        for comp in COMPANIONS_OF["torch"]:
             if comp not in companions and comp in s.pages:
                 curate.append(f"no {comp} release on the index pins torch=={raw}")
         if companions:
@@ -655,7 +637,6 @@ def apply(plan: Plan, root: Path, data_version: str) -> list[Path]:
     Every changed file is validated together with the rest (``load_dir``) before any is written;
     each is then replaced atomically. Returns the files written.
     """
-    from .lock import write_atomic
 
     by_file: dict[str, list[Row]] = {}
     for r in plan.rows:

@@ -1,8 +1,8 @@
 """``project.toml`` into a frozen :class:`ProjectSpec`.
 
-Parsing collects every problem (file, key, value, what to do) and raises one
-:class:`SpecError`. GPU names are resolved against the compatibility graph, with a
-"did you mean" for near misses.
+Each section has its own small parser; all of them add to one problem collector, and every
+problem (file, key, value, what to do) is raised at once as one :class:`SpecError`. GPU names
+are resolved through the provider, with a "did you mean" for near misses.
 """
 
 from __future__ import annotations
@@ -10,31 +10,32 @@ from __future__ import annotations
 import difflib
 import re
 import sys
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from .errors import Problem, SpecError
-from .graph import CompatGraph, arch
-from .versions import Arch, Dotted, parse_dotted, parse_driver
+from .config import check_url
+from .domain import COMPANIONS, FRAMEWORKS, KERAS_BACKENDS
+from .errors import Problem, Problems, SpecError
+from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
+
+if TYPE_CHECKING:
+    from .host import HostFacts
+    from .provider import Provider
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["FrameworkReq", "GpuReq", "ProjectSpec", "Target", "parse_gpus", "parse_spec", "FRAMEWORK_NAMES"]
+__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "Target", "for_host", "parse_gpus", "parse_spec"]
 
-# Frameworks the solver resolves; companions follow the framework they belong to.
-FRAMEWORK_NAMES = ("torch", "tensorflow", "jax", "keras")
-COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "jaxlib": "jax"}
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras"}
 VENDORS = ("nvidia", "amd", "cpu")
 FLAVORS = ("base", "runtime", "devel")
-KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 _APT = re.compile(r"^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?$")
 _CONDA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(::[A-Za-z0-9_.\-]+)?([ =<>!~*,.|0-9A-Za-z_+]*)$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -93,10 +94,11 @@ class ProjectSpec:
         return next((f for f in self.frameworks if f.name == name), None)
 
 
+_HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm"}
 _SECTIONS = {
     "project": {"name", "python", "description"},
-    "frameworks": None,  # free keys, checked against FRAMEWORK_NAMES and COMPANIONS
-    "hardware": {"gpus", "driver", "vendor", "cuda", "rocm"},
+    "frameworks": None,  # free keys, checked against FRAMEWORKS and COMPANIONS
+    "hardware": None,  # checked with each target, so a typo is reported once
     "packages": {"pip", "conda", "apt"},
     "container": {"os", "flavor"},
     "targets": None,
@@ -104,14 +106,21 @@ _SECTIONS = {
 }
 
 
-class _Parser:
-    def __init__(self, path: str, graph: CompatGraph) -> None:
-        self.path = path
-        self.graph = graph
-        self.problems: list[Problem] = []
+def _unknown(key: str, allowed: Any) -> str:
+    """"unknown key (allowed: ...)", with a "did you mean" for a near miss."""
+    names = sorted(allowed)
+    near = difflib.get_close_matches(key, names, 1)
+    return f"unknown key (allowed: {', '.join(names)})" + (f"; did you mean '{near[0]}'?" if near else "")
 
-    def bad(self, key: str, message: str) -> None:
-        self.problems.append(Problem(self.path, key, message))
+
+class _Parser:
+    """The section parsers of project.toml; each adds what is wrong to one collector."""
+
+    def __init__(self, path: str, provider: Provider) -> None:
+        self.path = path
+        self.provider = provider
+        self.problems = Problems(path)
+        self.bad = self.problems.bad
 
     def _str(self, table: dict[str, Any], key: str, where: str) -> str:
         v = table.get(key, "")
@@ -129,6 +138,67 @@ class _Parser:
             return SpecifierSet()
         return spec
 
+    def sections(self, data: dict[str, Any]) -> None:
+        """Unknown sections, sections that are not tables, unknown keys of fixed sections."""
+        for section, value in data.items():
+            if section not in _SECTIONS:
+                near = difflib.get_close_matches(section, list(_SECTIONS), 1)
+                tip = f"; did you mean [{near[0]}]?" if near else ""
+                self.bad(section, f"unknown section (allowed: {', '.join(_SECTIONS)}){tip}")
+            elif not isinstance(value, dict):
+                self.bad(section, f"must be a table [{section}], not {value!r}")
+            elif (allowed := _SECTIONS[section]) is not None:
+                for key in value:
+                    if key not in allowed:
+                        self.bad(f"{section}.{key}", _unknown(key, allowed))
+
+    def project(self, table: dict[str, Any]) -> tuple[str, str, SpecifierSet]:
+        """(name, Python range as written, Python range)."""
+        name = self._str(table, "name", "project") or "project"
+        if not _NAME.fullmatch(name):
+            self.bad("project.name", f"{name!r} must be letters, digits, '.', '_' or '-'")
+        python_raw = self._str(table, "python", "project") or "*"
+        return name, python_raw, self._specifier(python_raw, "project.python")
+
+    def targets(self, hardware: dict[str, Any], extra: Any) -> list[Target]:
+        """The default target from [hardware], then each [targets.NAME] in name order."""
+        out = []
+        if (t := self.target("default", hardware, {}, "hardware")) is not None:
+            out.append(t)
+        if not isinstance(extra, dict):
+            return out
+        for name in sorted(extra):
+            if not _NAME.fullmatch(name) or name == "default":
+                self.bad(f"targets.{name}", f"{name!r}: target names are letters, digits, '.', '_' or '-' "
+                         "and not 'default'")
+            elif (t := self.target(name, extra[name], hardware, f"targets.{name}")) is not None:
+                out.append(t)
+        return out
+
+    def container(self, table: dict[str, Any]) -> tuple[str, str]:
+        """(os, flavor)."""
+        os_ = self._str(table, "os", "container")
+        if os_ and not _NAME.fullmatch(os_):
+            self.bad("container.os", f"{os_!r} is not an OS name such as ubuntu22.04")
+        flavor = self._str(table, "flavor", "container")
+        if flavor and flavor not in FLAVORS:
+            self.bad("container.flavor", f"{flavor!r} must be one of {', '.join(FLAVORS)}")
+        return os_, flavor
+
+    def indexes(self, table: Any) -> tuple[tuple[str, str], ...]:
+        """[indexes] name = URL, each URL checked before it can reach a generated file."""
+        out: list[tuple[str, str]] = []
+        if not isinstance(table, dict):
+            return ()
+        for key, value in sorted(table.items()):
+            if not _NAME.fullmatch(key):
+                self.bad(f"indexes.{key}", f"{key!r}: index names are letters, digits, '.', '_' or '-'")
+            elif (why := check_url(value)) is not None:
+                self.bad(f"indexes.{key}", why)
+            else:
+                out.append((key.lower(), value.rstrip("/")))
+        return tuple(out)
+
     def frameworks(self, table: Any) -> list[FrameworkReq]:
         if not isinstance(table, dict):
             self.bad("frameworks", "must be a table such as [frameworks] torch = '>=2.4'")
@@ -137,8 +207,8 @@ class _Parser:
         for name, value in table.items():
             key = f"frameworks.{name}"
             canon = name.lower()
-            if canon not in FRAMEWORK_NAMES and canon not in COMPANIONS:
-                known = list(FRAMEWORK_NAMES) + list(COMPANIONS)
+            if canon not in FRAMEWORKS and canon not in COMPANIONS:
+                known = list(FRAMEWORKS) + list(COMPANIONS)
                 hint = ALIASES.get(canon) or next(iter(difflib.get_close_matches(canon, known, 1)), None)
                 tip = f"; did you mean '{hint}'?" if hint else ""
                 self.bad(key, f"unknown framework {name!r} (known: {', '.join(known)}){tip}")
@@ -172,19 +242,19 @@ class _Parser:
         if not isinstance(label, str) or not label.strip():
             self.bad(key, f"{label!r} is not a GPU name")
             return None
-        model = self.graph.gpu(label)
+        model = self.provider.gpu(label)
         if model is not None:
-            info = self.graph.arch_info(model.arch)
-            return GpuReq(label=label, name=model.name, arch=arch(model.arch),
+            info = self.provider.arch_info(model.arch)
+            return GpuReq(label=label, name=model.name, arch=parse_arch(model.arch),
                           family=info.family if info else "", vendor=model.vendor)
         try:
-            a = arch(label)
+            a = parse_arch(label)
         except ValueError:
-            near = self.graph.gpu_suggestions(label)
+            near = self.provider.gpu_suggestions(label)
             tip = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
             self.bad(key, f"unknown GPU {label!r}{tip} (or write an architecture: sm_80, 8.0, gfx942)")
             return None
-        info = self.graph.arch_info(a.name)
+        info = self.provider.arch_info(a.name)
         if info is None:
             self.bad(key, f"architecture {label!r} ({a.name}) is not in the data (matrices/gpus.toml)")
             return None
@@ -195,8 +265,8 @@ class _Parser:
             self.bad(where, "must be a table")
             return None
         for key in table:
-            if key not in _SECTIONS["hardware"]:  # type: ignore[operator]
-                self.bad(f"{where}.{key}", "unknown key (allowed: cuda, driver, gpus, rocm, vendor)")
+            if key not in _HARDWARE:
+                self.bad(f"{where}.{key}", _unknown(key, _HARDWARE))
         merged = {**base, **table}
         if "gpus" in table and "vendor" not in table:
             merged.pop("vendor", None)  # the target's own GPUs decide its vendor
@@ -216,8 +286,9 @@ class _Parser:
         vendors = {g.vendor for g in gpus}
         if len(vendors) > 1:
             self.bad(f"{where}.gpus", "mixes NVIDIA and AMD GPUs; put each vendor in its own [targets.NAME]")
+            return None
         if not vendor:
-            vendor = vendors.pop() if len(vendors) == 1 else "cpu"
+            vendor = vendors.pop() if vendors else "cpu"
         elif vendors and vendor not in vendors:
             self.bad(f"{where}.vendor", f"is {vendor!r} but the GPUs listed are {', '.join(sorted(vendors))}")
         if vendor == "cpu" and gpus:
@@ -287,57 +358,33 @@ def _check_apt(item: str) -> str | None:
         f"{item!r} is not a Debian package name; write e.g. 'libgl1' or 'libgl1=1.7.0-1'")
 
 
-def parse_spec(text: str, path: str, graph: CompatGraph) -> ProjectSpec:
-    """Parse project.toml text; raise :class:`SpecError` listing every problem."""
-    p = _Parser(path, graph)
+def _loads(text: str, path: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError([Problem(path, "", f"is not valid TOML: {e}")],
                         tip="fix the TOML syntax at the line named above") from None
-    for section, value in data.items():
-        if section not in _SECTIONS:
-            near = difflib.get_close_matches(section, list(_SECTIONS), 1)
-            tip = f"; did you mean [{near[0]}]?" if near else ""
-            p.bad(section, f"unknown section (allowed: {', '.join(_SECTIONS)}){tip}")
-        elif not isinstance(value, dict):
-            p.bad(section, f"must be a table [{section}], not {value!r}")
-        elif (allowed := _SECTIONS[section]) is not None:
-            for key in value:
-                if key not in allowed:
-                    p.bad(f"{section}.{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
-    proj = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
-    name = p._str(proj, "name", "project") or "project"
-    if not _NAME.match(name):
-        p.bad("project.name", f"{name!r} must be letters, digits, '.', '_' or '-'")
-    python_raw = p._str(proj, "python", "project") or "*"
-    python = p._specifier(python_raw, "project.python")
+    except RecursionError:
+        raise SpecError([Problem(path, "", "nests tables or arrays too deeply to be a project file")],
+                        tip="a project.toml is a few flat tables; see examples/project.toml") from None
+    return data
+
+
+def _table(data: dict[str, Any], section: str) -> dict[str, Any]:
+    value = data.get(section, {})
+    return value if isinstance(value, dict) else {}
+
+
+def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
+    """Parse project.toml text; raise :class:`SpecError` listing every problem."""
+    data = _loads(text, path)
+    p = _Parser(path, provider)
+    p.sections(data)
+    name, python_raw, python = p.project(_table(data, "project"))
     frameworks = p.frameworks(data.get("frameworks", {}))
-    hardware = data.get("hardware", {}) if isinstance(data.get("hardware"), dict) else {}
-    targets = []
-    if (t := p.target("default", hardware, {}, "hardware")) is not None:
-        targets.append(t)
-    extra = data.get("targets", {})
-    if isinstance(extra, dict):
-        for tname in sorted(extra):
-            if not _NAME.match(tname) or tname == "default":
-                p.bad(f"targets.{tname}", "target names are letters, digits, '.', '_' or '-' and not 'default'")
-                continue
-            if (t := p.target(tname, extra[tname], hardware, f"targets.{tname}")) is not None:
-                targets.append(t)
-    pkgs = data.get("packages", {}) if isinstance(data.get("packages"), dict) else {}
-    container = data.get("container", {}) if isinstance(data.get("container"), dict) else {}
-    flavor = p._str(container, "flavor", "container")
-    if flavor and flavor not in FLAVORS:
-        p.bad("container.flavor", f"{flavor!r} must be one of {', '.join(FLAVORS)}")
-    indexes = data.get("indexes", {})
-    index_items: list[tuple[str, str]] = []
-    if isinstance(indexes, dict):
-        for k, v in sorted(indexes.items()):
-            if not isinstance(v, str) or not re.match(r"^(https?|file)://\S+$", v):
-                p.bad(f"indexes.{k}", f"{v!r} must be an index URL (http, https or file)")
-            else:
-                index_items.append((k, v.rstrip("/")))
+    targets = p.targets(_table(data, "hardware"), data.get("targets", {}))
+    pkgs = _table(data, "packages")
+    os_, flavor = p.container(_table(data, "container"))
     spec = ProjectSpec(
         path=path,
         name=name,
@@ -348,20 +395,47 @@ def parse_spec(text: str, path: str, graph: CompatGraph) -> ProjectSpec:
         pip=tuple(p.str_list(pkgs, "pip", _check_pip, "requirement")),
         conda=tuple(p.str_list(pkgs, "conda", _check_conda, "package")),
         apt=tuple(p.str_list(pkgs, "apt", _check_apt, "package")),
-        os=p._str(container, "os", "container"),
+        os=os_,
         flavor=flavor,
-        indexes=tuple(index_items),
+        indexes=p.indexes(data.get("indexes", {})),
         raw_text=text,
     )
-    if p.problems:
-        raise SpecError(p.problems, tip=f"edit {path} at the keys named above, then run envsolve again")
+    p.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above, then run envsolve again")
     return spec
 
 
-def parse_gpus(graph: CompatGraph, names: list[Any], path: str, key: str) -> tuple[GpuReq, ...]:
+def parse_gpus(provider: Provider, names: list[Any], path: str, key: str) -> tuple[GpuReq, ...]:
     """GPU names or architectures as [hardware] gpus reads them; raise :class:`SpecError`."""
-    p = _Parser(path, graph)
+    p = _Parser(path, provider)
     gpus = tuple(g for i, name in enumerate(names) if (g := p.gpu(name, f"{key}[{i}]")) is not None)
-    if p.problems:
-        raise SpecError(p.problems, tip=f"edit {path} at the keys named above")
+    p.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above")
     return gpus
+
+
+def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> ProjectSpec:
+    """``spec`` with its default target describing this host (GPUs, driver, vendor); a CUDA or
+    ROCm pin of ``[hardware]`` is kept when it fits the host's vendor. A GPU the data does not
+    know is taken by the architecture the tools reported; one with neither is an error naming
+    where it came from."""
+    p = _Parser(facts.source or "this host", provider)
+    gpus: list[GpuReq] = []
+    for g in facts.gpus:
+        label = g.name if provider.gpu(g.name) is not None or not g.arch else g.arch
+        if not label:
+            p.bad(f"GPU {g.index}", f"{g.name!r} is not in envsolve's data and the tools did not report "
+                                    "its architecture")
+        elif (req := p.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
+            gpus.append(req)
+    p.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
+                            "(or gfx942), or update envsolve's data")
+    vendor = facts.vendor if facts.vendor in ("nvidia", "amd") and gpus else "cpu"
+    driver = None
+    if vendor == "nvidia" and facts.driver:
+        try:
+            driver = parse_driver(facts.driver)
+        except ValueError:  # Jetson's L4T version is not a desktop driver version
+            driver = None
+    base = spec.targets[0]
+    host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=driver,
+                  cuda=base.cuda if vendor == "nvidia" else None, rocm=base.rocm if vendor == "amd" else None)
+    return replace(spec, targets=(host, *spec.targets[1:]))

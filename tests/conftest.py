@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from envsolve.graph import CompatGraph
-from envsolve.matrix import data_dir, load_dir
+from envsolve.data import data_dir, load_dir
+from envsolve.provider import Provider
 from envsolve.solve import Resolution, solve
 from envsolve.spec import ProjectSpec, parse_spec
 
@@ -27,17 +27,23 @@ def update_goldens(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture(scope="session")
-def fixture_graph() -> CompatGraph:
-    return CompatGraph(load_dir(FIXTURE))
+def fixture_graph() -> Provider:
+    return Provider(load_dir(FIXTURE))
 
 
 @pytest.fixture(scope="session")
-def real_graph() -> CompatGraph:
-    return CompatGraph(load_dir(data_dir()))
+def real_graph() -> Provider:
+    return Provider(load_dir(data_dir()))
+
+
+@pytest.fixture(scope="session")
+def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("envsolve-cache")
 
 
 @pytest.fixture(autouse=True)
-def _indexes(monkeypatch: pytest.MonkeyPatch) -> None:
+def _indexes(monkeypatch: pytest.MonkeyPatch, _cache_dir: Path) -> None:
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(_cache_dir))  # never the user's own cache
     for k, v in TEST_INDEXES.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
@@ -45,11 +51,11 @@ def _indexes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
 
 
-def spec_of(text: str, graph: CompatGraph) -> ProjectSpec:
+def spec_of(text: str, graph: Provider) -> ProjectSpec:
     return parse_spec(text, "project.toml", graph)
 
 
-def resolve(text: str, graph: CompatGraph) -> list[Resolution]:
+def resolve(text: str, graph: Provider) -> list[Resolution]:
     return solve(graph, spec_of(text, graph))
 
 

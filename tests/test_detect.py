@@ -1,54 +1,30 @@
+"""Accelerators: recorded outputs of real machines, served by fake tools on PATH."""
+
+import json
+import shutil
 from pathlib import Path
 
-from envsolve.detect import index_urls, pip_config
+import pytest
+from click.testing import CliRunner
 
-
-def test_index_urls_follow_spec_then_env_then_pip_config(tmp_path: Path) -> None:
-    conf = tmp_path / "pip.conf"
-    conf.write_text("[global]\nindex-url = https://mirror.invalid/simple\n"
-                    "extra-index-url = file:///opt/wheels https://mirror.invalid/torch/whl/\n")
-    env = {"PIP_CONFIG_FILE": str(conf)}
-    assert pip_config(env)["index-url"] == "https://mirror.invalid/simple"
-    urls = index_urls({}, env)
-    assert urls["pypi"] == "https://mirror.invalid/simple"
-    assert urls["pytorch"] == "https://mirror.invalid/torch/whl"  # recognised by its /whl path
-    env["ENVSOLVE_INDEX_PYTORCH"] = "https://other.invalid/whl/"
-    assert index_urls({}, env)["pytorch"] == "https://other.invalid/whl"
-    assert index_urls({"pytorch": "https://spec.invalid/whl"}, env)["pytorch"] == "https://spec.invalid/whl"
-
-
-def test_pip_index_url_environment_wins_over_files(tmp_path: Path) -> None:
-    conf = tmp_path / "pip.conf"
-    conf.write_text("[global]\nindex-url = https://a.invalid/simple\n")
-    env = {"PIP_CONFIG_FILE": str(conf), "PIP_INDEX_URL": "https://b.invalid/simple"}
-    assert index_urls({}, env)["pypi"] == "https://b.invalid/simple"
-
-
-# -- accelerators: recorded outputs of real machines, served by fake tools on PATH -----------
-
-import json  # noqa: E402
-import shutil  # noqa: E402
-
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-
-from envsolve import detect as det  # noqa: E402
-from envsolve.cli import main  # noqa: E402
-from envsolve.graph import CompatGraph  # noqa: E402
-from envsolve.versions import parse_driver  # noqa: E402
+from envsolve import detect as det
+from envsolve.cli import main
+from envsolve.host import HostFacts, MigDevice, complete, hardware_table
+from envsolve.provider import Provider
+from envsolve.versions import parse_driver
 
 HOSTS = Path(__file__).parent / "fixtures" / "hosts"
 _DETECT = det.detect
 
 
-def host(machine: str, graph: CompatGraph, env: dict[str, str] | None = None,
-         timeout: float = 5.0) -> det.HostFacts:
+def host(machine: str, graph: Provider, env: dict[str, str] | None = None,
+         timeout: float = 5.0) -> HostFacts:
     d = HOSTS / machine
-    return det.complete(det.detect(environ=env or {}, path=str(d / "bin"), root=d / "root", timeout=timeout,
+    return complete(det.detect(environ=env or {}, path=str(d / "bin"), root=d / "root", timeout=timeout,
                                    nvml=False), graph)
 
 
-def test_h100_from_the_csv_query_and_the_table(real_graph: CompatGraph) -> None:
+def test_h100_from_the_csv_query_and_the_table(real_graph: Provider) -> None:
     f = host("h100", real_graph)
     assert (f.vendor, f.driver, f.cuda_driver_max, f.cuda_driver_max_from) == ("nvidia", "535.129.03", "12.2",
                                                                               "nvidia-smi")
@@ -56,21 +32,21 @@ def test_h100_from_the_csv_query_and_the_table(real_graph: CompatGraph) -> None:
     assert (g.name, g.compute_capability, g.memory_mib, g.uuid) == ("NVIDIA H100 80GB HBM3", "9.0", 81559, "")
     # the fake has no `nvidia-smi -L` recording and exits 127: reported, not raised
     assert f.warnings == ("`nvidia-smi -L` exited with status 127: nvidia-smi: no recording for '-L'",)
-    assert det.hardware_table(f, real_graph) == {"gpus": ["H100"], "driver": "535.129.03", "vendor": "nvidia"}
+    assert hardware_table(f, real_graph) == {"gpus": ["H100"], "driver": "535.129.03", "vendor": "nvidia"}
 
 
-def test_a100_reports_its_mig_instances(real_graph: CompatGraph) -> None:
+def test_a100_reports_its_mig_instances(real_graph: Provider) -> None:
     f = host("a100-mig", real_graph)
     (g,) = f.gpus
     assert g.uuid == "GPU-7fdaf0a5-179b-f636-d15d-daf243e3ff16" and len(g.mig) == 7
-    assert g.mig[0] == det.MigDevice(profile="1g.10gb", uuid="MIG-feb88891-0321-5fef-9c87-d4af3b54259e")
+    assert g.mig[0] == MigDevice(profile="1g.10gb", uuid="MIG-feb88891-0321-5fef-9c87-d4af3b54259e")
     assert f.warnings == ()
     # a container given one MIG instance sees that GPU with that instance only
     one = host("a100-mig", real_graph, {"CUDA_VISIBLE_DEVICES": "MIG-a25704ba-3a06-5299-a795-fd7cf4d13973"})
     assert [m.uuid for m in one.gpus[0].mig] == ["MIG-a25704ba-3a06-5299-a795-fd7cf4d13973"]
 
 
-def test_old_driver_without_compute_cap_falls_back_to_the_xml(real_graph: CompatGraph) -> None:
+def test_old_driver_without_compute_cap_falls_back_to_the_xml(real_graph: Provider) -> None:
     f = host("t4-driver460", real_graph)
     assert (f.source, f.driver, f.cuda_driver_max) == ("nvidia-smi -q -x", "460.32.03", "11.2")
     (g,) = f.gpus
@@ -78,13 +54,13 @@ def test_old_driver_without_compute_cap_falls_back_to_the_xml(real_graph: Compat
     assert f.warnings[0].endswith('exited with status 2: Field "compute_cap" is not a valid field to query.')
 
 
-def test_wsl2_finds_nvidia_smi_outside_path(real_graph: CompatGraph) -> None:
+def test_wsl2_finds_nvidia_smi_outside_path(real_graph: Provider) -> None:
     f = host("rtx4090-wsl", real_graph)
     assert (f.platform, f.driver, f.cuda_driver_max) == ("wsl2", "591.74", "13.1")
-    assert det.hardware_table(f, real_graph)["gpus"] == ["RTX 4090"]
+    assert hardware_table(f, real_graph)["gpus"] == ["RTX 4090"]
 
 
-def test_driver_only_host_uses_proc_and_derives_cuda_from_the_data(real_graph: CompatGraph) -> None:
+def test_driver_only_host_uses_proc_and_derives_cuda_from_the_data(real_graph: Provider) -> None:
     f = host("driver-only", real_graph)
     assert (f.vendor, f.driver, f.source, f.gpus) == ("nvidia", "580.173.02", "/proc/driver/nvidia/version", ())
     assert f.cuda_driver_max_from == "toolkit driver floors"
@@ -94,40 +70,40 @@ def test_driver_only_host_uses_proc_and_derives_cuda_from_the_data(real_graph: C
                for w in f.warnings)
 
 
-def test_mi300x_from_rocminfo(real_graph: CompatGraph) -> None:
+def test_mi300x_from_rocminfo(real_graph: Provider) -> None:
     f = host("mi300x", real_graph)
     (g,) = f.gpus
     assert (f.vendor, f.driver, g.name, g.gfx, g.memory_mib, g.uuid) == (
         "amd", "6.12.12", "AMD Instinct MI300X", "gfx942", 196592, "GPU-8af705259683161c")
-    assert det.hardware_table(f, real_graph) == {"gpus": ["MI300X"], "vendor": "amd"}
+    assert hardware_table(f, real_graph) == {"gpus": ["MI300X"], "vendor": "amd"}
     assert host("mi300x", real_graph, {"ROCR_VISIBLE_DEVICES": "1"}).gpus == ()
 
 
-def test_mi350x_from_amd_smi_json(real_graph: CompatGraph) -> None:
+def test_mi350x_from_amd_smi_json(real_graph: Provider) -> None:
     f = host("mi350x-amdsmi", real_graph)
     (g,) = f.gpus
     assert (f.source, f.driver, g.name, g.gfx) == ("amd-smi", "6.18.3", "AMD Instinct MI350X", "gfx950")
 
 
-def test_jetson_and_no_gpu(real_graph: CompatGraph) -> None:
+def test_jetson_and_no_gpu(real_graph: Provider) -> None:
     j = host("jetson-orin", real_graph)
     assert (j.platform, j.l4t, j.driver, j.cuda_driver_max) == ("jetson", "R35.3.1", "35.3.1", "")
-    assert "driver" not in det.hardware_table(j, real_graph)  # an L4T version is not a desktop driver
+    assert "driver" not in hardware_table(j, real_graph)  # an L4T version is not a desktop driver
     cpu = host("no-gpu", real_graph)
     assert (cpu.vendor, cpu.gpus, cpu.warnings) == ("cpu", (), ())
-    assert det.hardware_table(cpu, real_graph) == {"vendor": "cpu"}
+    assert hardware_table(cpu, real_graph) == {"vendor": "cpu"}
 
 
-def test_overrides_for_build_hosts(real_graph: CompatGraph) -> None:
+def test_overrides_for_build_hosts(real_graph: Provider) -> None:
     f = host("no-gpu", real_graph, {"ENVSOLVE_GPUS": "H100, sm_80", "ENVSOLVE_DRIVER": "550.54.15"})
     assert (f.vendor, f.driver, f.source) == ("nvidia", "550.54.15", "ENVSOLVE_GPUS, ENVSOLVE_DRIVER")
     assert [g.compute_capability for g in f.gpus] == ["9.0", "8.0"]
-    assert det.hardware_table(f, real_graph)["gpus"] == ["H100", "sm_80"]
+    assert hardware_table(f, real_graph)["gpus"] == ["H100", "sm_80"]
     amd = host("h100", real_graph, {"ENVSOLVE_GPUS": "gfx942"})
     assert (amd.vendor, amd.gpus[0].gfx) == ("amd", "gfx942")
 
 
-def test_cuda_visible_devices_by_index_and_uuid(real_graph: CompatGraph) -> None:
+def test_cuda_visible_devices_by_index_and_uuid(real_graph: Provider) -> None:
     assert host("h100", real_graph, {"CUDA_VISIBLE_DEVICES": ""}).gpus == ()
     hidden = host("a100-mig", real_graph, {"CUDA_VISIBLE_DEVICES": "3,0"})
     assert hidden.gpus == () and "CUDA_VISIBLE_DEVICES='3,0' leaves 0 of 1 GPUs visible" in hidden.warnings
@@ -143,7 +119,7 @@ def _machine(tmp_path: Path, tool: str, files: dict[str, str]) -> Path:
     return tmp_path
 
 
-def test_a_hung_tool_is_stopped_and_reported(tmp_path: Path, real_graph: CompatGraph) -> None:
+def test_a_hung_tool_is_stopped_and_reported(tmp_path: Path, real_graph: Provider) -> None:
     import time
 
     d = _machine(tmp_path, "nvidia-smi", {"nvidia-smi.query-gpu.hang": "", "nvidia-smi.q_x.hang": ""})
@@ -262,20 +238,20 @@ def _fake_pynvml(fail_init: Exception | None = None) -> object:
     return m
 
 
-def test_nvml_is_the_first_source_when_it_loads(monkeypatch: pytest.MonkeyPatch, real_graph: CompatGraph) -> None:
+def test_nvml_is_the_first_source_when_it_loads(monkeypatch: pytest.MonkeyPatch, real_graph: Provider) -> None:
     monkeypatch.setitem(__import__("sys").modules, "pynvml", _fake_pynvml())
-    f = det.complete(det.detect(environ={}, path="", root=HOSTS / "no-gpu" / "root"), real_graph)
+    f = complete(det.detect(environ={}, path="", root=HOSTS / "no-gpu" / "root"), real_graph)
     assert (f.vendor, f.source, f.driver, f.cuda_driver_max, f.cuda_driver_max_from) == (
         "nvidia", "NVML", "535.129.03", "12.2", "NVML")
     (g,) = f.gpus
     assert (g.name, g.compute_capability, g.memory_mib) == ("NVIDIA H100 80GB HBM3", "9.0", 81559)
-    assert det.hardware_table(f, real_graph)["gpus"] == ["H100"]
+    assert hardware_table(f, real_graph)["gpus"] == ["H100"]
 
 
 def test_nvml_that_cannot_start_falls_back_to_nvidia_smi(monkeypatch: pytest.MonkeyPatch,
-                                                         real_graph: CompatGraph) -> None:
+                                                         real_graph: Provider) -> None:
     monkeypatch.setitem(__import__("sys").modules, "pynvml", _fake_pynvml(RuntimeError("NVML Shared Library Not Found")))
     d = HOSTS / "h100"
-    f = det.complete(det.detect(environ={}, path=str(d / "bin"), root=d / "root"), real_graph)
+    f = complete(det.detect(environ={}, path=str(d / "bin"), root=d / "root"), real_graph)
     assert f.vendor == "nvidia" and f.driver == "535.129.03" and f.source != "NVML"
     assert "NVML could not start: NVML Shared Library Not Found" in f.warnings

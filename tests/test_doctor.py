@@ -1,5 +1,4 @@
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -8,7 +7,8 @@ from envsolve import detect as det
 from envsolve import lock as lockfile
 from envsolve.cli import main
 from envsolve.doctor import Finding, check, pick_environment
-from envsolve.graph import CompatGraph
+from envsolve.lock import Environment
+from envsolve.provider import Provider
 
 from .conftest import resolve
 from .test_detect import _DETECT, HOSTS, host
@@ -16,19 +16,19 @@ from .test_detect import _DETECT, HOSTS, host
 H100_TORCH = '[frameworks]\ntorch = "==2.7.1"\n[hardware]\ngpus = ["H100"]\n'
 
 
-def environment(text: str, graph: CompatGraph) -> dict[str, Any]:
+def environment(text: str, graph: Provider) -> Environment:
     data = lockfile.build(project="p", spec_name="project.toml", spec_bytes=b"", data_version="", data_digest="",
                           resolutions=resolve(text, graph))
-    return data["environments"][0]  # type: ignore[no-any-return]
+    return data.environments[0]
 
 
 def by(findings: list[Finding], kind: str) -> list[tuple[str, str]]:
     return [(f.level, f.message) for f in findings if f.check == kind]
 
 
-def test_driver_native_minor_version_or_too_old(real_graph: CompatGraph) -> None:
+def test_driver_native_minor_version_or_too_old(real_graph: Provider) -> None:
     native_lock = environment(H100_TORCH, real_graph)  # CUDA 12.6, native (driver >= 560.28.03)
-    assert (native_lock["cuda"], native_lock["compat"]) == ("12.6", "native")
+    assert (native_lock.cuda, native_lock.compat) == ("12.6", "native")
     [(level, msg)] = by(check(native_lock, host("h100", real_graph), real_graph, installed={}, tools={}), "driver")
     assert level == "warn" and msg.startswith("driver 535.129.03 runs CUDA 12.6 only by minor-version "
                                               "compatibility (>= 525.60.13), not natively (>= 560.28.03)")
@@ -44,7 +44,7 @@ def test_driver_native_minor_version_or_too_old(real_graph: CompatGraph) -> None
     assert next(f.fix for f in old if f.check == "driver").startswith("upgrade the NVIDIA driver to >= 560.28.03")
 
 
-def test_each_gpu_against_the_locked_builds(real_graph: CompatGraph) -> None:
+def test_each_gpu_against_the_locked_builds(real_graph: Provider) -> None:
     lock = environment(H100_TORCH, real_graph)
     assert by(check(lock, host("h100", real_graph), real_graph, installed={}, tools={}), "gpu") == [
         ("ok", "GPU 0 NVIDIA H100 80GB HBM3 (sm_90) is served by torch 2.7.1 (cu126)")]
@@ -59,7 +59,7 @@ def test_each_gpu_against_the_locked_builds(real_graph: CompatGraph) -> None:
     assert "add 'RTX 5090' to [hardware] gpus and re-lock" in next(f.fix for f in findings if f.check == "gpu")
 
 
-def test_wrong_accelerator_or_no_gpu(real_graph: CompatGraph) -> None:
+def test_wrong_accelerator_or_no_gpu(real_graph: Provider) -> None:
     lock = environment(H100_TORCH, real_graph)
     assert by(check(lock, host("mi300x", real_graph), real_graph, installed={}, tools={}), "host") == [
         ("fail", "environment 'default' needs an NVIDIA GPU (CUDA 12.6) but this host has AMD GPUs")]
@@ -69,7 +69,7 @@ def test_wrong_accelerator_or_no_gpu(real_graph: CompatGraph) -> None:
     assert by(check(amd, host("mi300x", real_graph), real_graph, installed={}, tools={}), "gpu")[0][0] == "ok"
 
 
-def test_installed_versions_and_variants(real_graph: CompatGraph) -> None:
+def test_installed_versions_and_variants(real_graph: Provider) -> None:
     lock = environment(H100_TORCH, real_graph)  # torch 2.7.1 cu126, the default index's build
     facts = host("h100", real_graph)
 
@@ -82,7 +82,7 @@ def test_installed_versions_and_variants(real_graph: CompatGraph) -> None:
     assert pkg({}) == [("warn", "none of the locked frameworks is installed in this Python; checked the machine only")]
 
 
-def test_container_toolkit_when_docker_is_there(real_graph: CompatGraph) -> None:
+def test_container_toolkit_when_docker_is_there(real_graph: Provider) -> None:
     lock = environment(H100_TORCH, real_graph)
     facts = host("h100", real_graph)
     missing = check(lock, facts, real_graph, installed={}, tools={"docker": True})
@@ -92,12 +92,12 @@ def test_container_toolkit_when_docker_is_there(real_graph: CompatGraph) -> None
     assert by(check(lock, facts, real_graph, installed={}, tools={}), "container") == []
 
 
-def test_pick_environment_by_accelerator(real_graph: CompatGraph) -> None:
+def test_pick_environment_by_accelerator(real_graph: Provider) -> None:
     text = H100_TORCH + '[targets.amd]\ngpus = ["MI300X"]\n'
     data = lockfile.build(project="p", spec_name="project.toml", spec_bytes=b"", data_version="", data_digest="",
                           resolutions=resolve(text, real_graph))
-    assert pick_environment(data, host("mi300x", real_graph))["name"] == "amd"  # type: ignore[index]
-    assert pick_environment(data, host("h100", real_graph))["name"] == "default"  # type: ignore[index]
+    assert pick_environment(data, host("mi300x", real_graph)).name == "amd"  # type: ignore[union-attr]
+    assert pick_environment(data, host("h100", real_graph)).name == "default"  # type: ignore[union-attr]
     assert pick_environment(data, host("h100", real_graph), "nope") is None
 
 

@@ -1,67 +1,219 @@
-import shutil
+"""`envsolve matrix`: hand-checked cells from real releases, the GitHub and bake outputs, shards,
+--check, --render and --check-images."""
+
+import json
+import re
 from pathlib import Path
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
-from envsolve.errors import MatrixError
-from envsolve.matrix import data_dir, load_dir
+from envsolve.cli import main
+from envsolve.matrix import formats
+from envsolve.matrix.cells import CellResult, solve_cells
+from envsolve.matrix.spec import parse_matrix
+from envsolve.provider import Provider
 
+ISSUE_EXAMPLE = '''
+[matrix]
+python = ["3.10", "3.11", "3.12"]
+torch = ["2.4.1", "2.7.1", "2.9.1"]
+accelerator = ["cpu", "cu118", "cu126", "cu128", "rocm6.2"]
+os = ["ubuntu22.04"]
+gpus = ["A100", "RTX 5090"]
 
-def test_shipped_matrices_load_and_validate() -> None:
-    m = load_dir(data_dir())
-    assert m.data_version >= "2026-11-22"
-    assert m.digest.startswith("sha256:")
-    for rows in (m.archs, m.gpus, m.toolkits, m.branches, m.cudnn, m.rocm, m.releases, m.builds, m.images):
-        assert rows, "every kind of data is present"
-        for r in rows:
-            assert r.source.strip()
-            if r.confidence == "low":
-                assert r.note, f"{r} is low confidence without a note saying how it was inferred"
+[[include]]
+python = "3.12"
+torch = "2.7.1"
+accelerator = "cu128"
 
-
-def test_shipped_data_reaches_todays_releases() -> None:
-    m = load_dir(data_dir())
-    newest = {p: max(r.version for r in m.releases if r.package == p) for p in ("torch", "tensorflow", "jax", "keras")}
-    assert str(newest["torch"]) >= "2.15.0"
-    assert newest["tensorflow"].release >= (2, 21)
-    assert newest["jax"].release >= (0, 12)
-    assert newest["keras"].release >= (3, 15, 1)
-    assert max(t.version for t in m.toolkits).major == 13
-
-
-def test_every_problem_is_reported_at_once_with_file_row_and_key(tmp_path: Path) -> None:
-    src = Path(__file__).parent / "fixtures" / "matrices"
-    for f in src.glob("*.toml"):
-        shutil.copy(f, tmp_path)
-    gpus = tmp_path / "gpus.toml"
-    gpus.write_text(gpus.read_text().replace('arch = "sm_80"', 'arch = "sm_81"', 1))
-    torch = tmp_path / "torch.toml"
-    text = torch.read_text().replace('source = "tests fixture"', 'sauce = "x"', 1)
-    torch.write_text(text.replace('variant = "cu118"', 'variant = "cu118"\ncolour = "red"', 1))
-    (tmp_path / "broken.toml").write_text("schema = 1\nkind = [")
-    with pytest.raises(MatrixError) as e:
-        load_dir(tmp_path)
-    msg = str(e.value)
-    assert "gpus.toml: gpu (A100).arch: 'sm_81' has no [[arch]] row" in msg
-    assert "torch.toml: release[0] (version 2.3.1).sauce: unknown key" in msg
-    assert "torch.toml: release[0] (version 2.3.1).source: missing" in msg
-    assert ".colour: unknown key" in msg
-    assert "broken.toml: is not valid TOML" in msg
-    assert len(e.value.problems) >= 5
+[[exclude]]
+accelerator = "rocm6.2"
+python = "3.12"
+'''
 
 
-def test_two_default_builds_of_one_release_are_refused(tmp_path: Path) -> None:
-    src = Path(__file__).parent / "fixtures" / "matrices"
-    for f in src.glob("*.toml"):
-        shutil.copy(f, tmp_path)
-    t = tmp_path / "torch.toml"
-    t.write_text(t.read_text().replace('variant = "cu118"\naccelerator = "cuda"\ndefault = false',
-                                       'variant = "cu118"\naccelerator = "cuda"\ndefault = true', 1))
-    with pytest.raises(MatrixError, match="second default build"):
-        load_dir(tmp_path)
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    p = tmp_path / "images.toml"
+    p.write_text(ISSUE_EXAMPLE)
+    return p
 
 
-def test_wrong_schema_version_is_named(tmp_path: Path) -> None:
-    (tmp_path / "x.toml").write_text('schema = 2\ndata_version = "2026-01-01"\nkind = "gpus"\n')
-    with pytest.raises(MatrixError, match="x.toml: schema: is 2; this envsolve reads schema 1"):
-        load_dir(tmp_path)
+def results(graph: Provider, text: str = ISSUE_EXAMPLE) -> dict[str, CellResult]:
+    ms = parse_matrix(text, "images.toml", graph)
+    return {r.cell.id: r for r in solve_cells(graph, ms, ms.cells())}
+
+
+def test_product_plus_includes_minus_excludes(real_graph: Provider) -> None:
+    res = results(real_graph)
+    assert len(res) == 3 * 3 * 5 - 3  # rocm6.2 x python 3.12 excluded
+    assert "py3_12-torch2_7_1-rocm6_2-ubuntu22_04" not in res
+    assert res["py3_12-torch2_7_1-cu128-ubuntu22_04"].cell.included
+
+
+def test_hand_checked_cells_from_real_releases(real_graph: Provider) -> None:
+    res = results(real_graph)
+    # torch 2.7.1 cu128 compiles sm_80 and sm_120: A100 and RTX 5090 both run it
+    ok = res["py3_12-torch2_7_1-cu128-ubuntu22_04"].resolution
+    assert ok is not None and ok.cuda == "12.8" and ok.base_image == "nvidia/cuda:12.8.1-base-ubuntu22.04"
+    assert [(p.name, p.version, p.variant) for p in ok.packages] == [("torch", "2.7.1", "cu128")]
+    # CUDA 12.6 knows no sm_120, PTX or not
+    assert res["py3_11-torch2_7_1-cu126-ubuntu22_04"].reason == (
+        "torch 2.7.1 (cu126) has no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8")
+    # torch 2.4.1 stopped at cu124; torch 2.9.1 dropped cu118
+    assert res["py3_10-torch2_4_1-cu128-ubuntu22_04"].reason == "torch 2.4.1 has no CUDA 12.8 build (it has cu118, cu121, cu124)"
+    assert res["py3_10-torch2_9_1-cu118-ubuntu22_04"].reason == "torch 2.9.1 has no CUDA 11.8 build (it has cu126, cu128, cu129, cu130)"
+    # ROCm 6.2 builds exist for torch 2.5-2.7 only
+    assert res["py3_11-torch2_7_1-rocm6_2-ubuntu22_04"].valid
+    assert res["py3_11-torch2_9_1-rocm6_2-ubuntu22_04"].reason == "torch 2.9.1 has no ROCm 6.2 build (it has rocm6.3, rocm6.4)"
+    # CPU cells on Ubuntu run on the distribution image, Python from the pinned uv
+    cpu = res["py3_10-torch2_4_1-cpu-ubuntu22_04"].resolution
+    assert cpu is not None and cpu.base_image == "ubuntu:22.04" and cpu.python == "3.10"
+
+
+def test_github_output_in_a_real_workflow_parses_back(example: Path) -> None:
+    r = CliRunner().invoke(main, ["matrix", str(example), "--format", "github"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    workflow = f"""
+name: images
+on: push
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    strategy:
+      fail-fast: false
+      matrix: {r.stdout.strip()}
+    steps:
+      - uses: actions/checkout@v4
+      - run: docker build -t ${{{{ matrix.image }}}} -f ${{{{ matrix.dockerfile }}}} .
+        name: build ${{{{ matrix.id }}}} (torch ${{{{ matrix.torch }}}}, ${{{{ matrix.accelerator }}}})
+"""
+    doc = yaml.safe_load(workflow)
+    include = doc["jobs"]["build"]["strategy"]["matrix"]["include"]
+    assert include == data["include"] and len(include) == 17
+    used = set(re.findall(r"matrix\.(\w+)", workflow))
+    for job in include:
+        assert used <= set(job)
+        assert job["dockerfile"] == f"envsolve-matrix/{job['id']}/Dockerfile"
+        assert job["image"] == f"envsolve-matrix:{job['id']}"
+        assert {"python", "torch", "accelerator", "os"} <= set(job)
+    assert len({j["id"] for j in include}) == len(include)
+
+
+def test_shards_together_equal_the_whole(real_graph: Provider) -> None:
+    ms = parse_matrix(ISSUE_EXAMPLE, "images.toml", real_graph)
+    rs = solve_cells(real_graph, ms, ms.cells())
+    whole = formats.github(ms, rs, "d", None)["include"]
+    shards = formats.github(ms, rs, "d", 5)["shards"]
+    assert [len(s["include"]) for s in shards] == [5, 5, 5, 2]
+    assert [j for s in shards for j in s["include"]] == whole
+
+
+def test_github_warns_past_256_jobs_and_prints_one_shard(tmp_path: Path) -> None:
+    big = tmp_path / "big.toml"
+    big.write_text('[matrix]\npython = ["3.10", "3.11", "3.12", "3.13"]\ntorch = ["2.5.1", "2.6.0", "2.7.0", "2.7.1", '
+                   '"2.8.0", "2.9.0", "2.9.1", "2.10.0"]\naccelerator = ["cpu", "cu126", "cu128"]\n'
+                   'os = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "bookworm", "trixie"]\n')
+    r = CliRunner().invoke(main, ["matrix", str(big), "--format", "github"])
+    assert r.exit_code == 0
+    n = len(json.loads(r.stdout)["include"])
+    assert n > 256 and f"WARNING: {n} jobs exceed GitHub's limit of 256 per matrix" in r.stderr
+    r2 = CliRunner().invoke(main, ["matrix", str(big), "--format", "github", "--max-jobs", "256", "--shard", "2"])
+    assert r2.exit_code == 0 and len(json.loads(r2.stdout)["include"]) == n - 256 and "WARNING" not in r2.stderr
+
+
+def test_bake_file_has_the_structure_buildx_documents(example: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # --render out is relative to the working directory
+    r = CliRunner().invoke(main, ["matrix", str(example), "--format", "bake", "--render", "out"])
+    assert (tmp_path / "out" / "py3_12-torch2_7_1-cu128-ubuntu22_04" / "Dockerfile").is_file()
+    data = json.loads(r.stdout)
+    assert set(data) == {"group", "target"}
+    assert data["group"]["default"]["targets"] == list(data["target"])
+    for name, t in data["target"].items():
+        assert re.fullmatch(r"[a-zA-Z0-9_-]+", name)  # buildx target names
+        assert t == {"context": f"out/{name}", "dockerfile": "Dockerfile",
+                     "tags": [f"envsolve-matrix:{name}"], "platforms": ["linux/amd64"]}
+
+
+def test_render_writes_each_valid_cell_and_check_flags_invalid_includes(example: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cells"
+    r = CliRunner().invoke(main, ["matrix", str(example), "--render", str(out), "--check"])
+    assert r.exit_code == 0, r.output
+    cells = sorted(p.name for p in out.iterdir())
+    assert len(cells) == 17 and "py3_12-torch2_7_1-cu128-ubuntu22_04" in cells
+    files = sorted(p.name for p in (out / "py3_12-torch2_7_1-cu128-ubuntu22_04").iterdir())
+    assert files == ["Dockerfile", "environment.yml", "requirements.txt", "smoke_test.py"]
+    assert "torch==2.7.1+cu128" in (out / "py3_12-torch2_7_1-cu128-ubuntu22_04" / "requirements.txt").read_text()
+    bad = example.read_text().replace('torch = "2.7.1"\naccelerator = "cu128"', 'torch = "2.4.1"\naccelerator = "cu128"')
+    example.write_text(bad)
+    r = CliRunner().invoke(main, ["matrix", str(example), "--check"])
+    assert r.exit_code == 1
+    assert "ERROR: 1 [[include]] cell(s) invalid: py3_12-torch2_4_1-cu128-ubuntu22_04: torch 2.4.1 has no CUDA 12.8 build" in r.output
+
+
+def test_json_lists_pruned_cells_with_reasons(example: Path) -> None:
+    data = json.loads(CliRunner().invoke(main, ["matrix", str(example), "--format", "json"]).stdout)
+    assert data["valid"] == 17 and data["pruned"] == 25
+    pruned = {c["id"]: c["reason"] for c in data["cells"] if not c["valid"]}
+    assert pruned["py3_10-torch2_9_1-cu118-ubuntu22_04"].startswith("torch 2.9.1 has no CUDA 11.8 build")
+
+
+def test_output_is_deterministic(example: Path) -> None:
+    runs = [CliRunner().invoke(main, ["matrix", str(example), "--format", f]).stdout for f in ("json", "json")]
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('[matrix]\npyhton = ["3.12"]\ntorch = ["2.7.1"]\n', "images.toml: matrix.pyhton: unknown axis"),
+    ('[matrix]\ntorch = ["2.7.9"]\n', "matrix.torch: torch '2.7.9' is not a release in the data; did you mean 2.7.1, 2.7.0?"),
+    ('[matrix]\ntorch = ["2.7.1"]\naccelerator = ["cuda128"]\n', "'cuda128' is not an accelerator"),
+    ('[matrix]\npython = ["3.12"]\n', "names no framework axis"),
+    ('[matrix]\ntorch = ["2.7.1"]\npython = ["3.12"]\n[[include]]\ntorch = "2.9.1"\n',
+     "include[0]: is outside the product, so it must name every axis (missing: python)"),
+    ('[matrix]\ntorch = ["2.7.1"]\ngpus = ["A1000"]\n', "matrix.gpus[0]: unknown GPU 'A1000'"),
+])
+def test_bad_matrix_files_exit_2_naming_the_key(text: str, expected: str, tmp_path: Path) -> None:
+    p = tmp_path / "images.toml"
+    p.write_text(text)
+    r = CliRunner().invoke(main, ["matrix", str(p)])
+    assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output
+
+
+def test_check_images_reports_each_image_that_would_fail(tmp_path: Path) -> None:
+    images = [
+        {"name": "good", "python": "3.12", "frameworks": {"torch": "2.7.1+cu128"}, "cuda": "12.8", "gpus": ["RTX 5090"]},
+        {"name": "old-torch-new-gpu", "python": "3.12", "frameworks": {"torch": "2.5.1+cu124"}, "gpus": ["RTX 5090"]},
+        {"name": "wrong-cuda-label", "python": "3.11", "frameworks": {"torch": "2.7.1+cu126"}, "cuda": "12.8"},
+        {"name": "py-too-new", "python": "3.14", "frameworks": {"torch": "2.4.1"}},
+        {"name": "tf-and-torch", "python": "3.12", "frameworks": {"torch": "2.7.1", "tensorflow": "2.18.0"}, "gpus": ["A100"]},
+    ]
+    p = tmp_path / "images.json"
+    p.write_text(json.dumps({"images": images}))
+    r = CliRunner().invoke(main, ["matrix", "--check-images", str(p)])
+    assert r.exit_code == 1
+    lines = r.output.splitlines()
+    assert lines[0] == "  ok    good"
+    assert lines[1].startswith("  FAIL  old-torch-new-gpu: torch 2.5.1 (cu124): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8")
+    assert lines[2] == "  FAIL  wrong-cuda-label: torch 2.7.1 (cu126) is built for CUDA 12.6, the image says 12.8"
+    assert "py-too-new: torch 2.4.1 (cu121): has no wheel for Python ==3.14.*" in lines[3]
+    assert ("tf-and-torch: tensorflow 2.18.0 (cuda) bundles cuDNN 9.3.0.75 but torch 2.7.1 (cu126) bundles cuDNN "
+            "9.5.1.17: one environment holds one nvidia-cudnn-cu12") in lines[4]
+    assert "ERROR: 4 of 5 images would fail" in r.output
+
+
+def test_check_images_bad_json_exit_2(tmp_path: Path) -> None:
+    p = tmp_path / "images.json"
+    p.write_text("{")
+    r = CliRunner().invoke(main, ["matrix", "--check-images", str(p)])
+    assert r.exit_code == 2 and "is not valid JSON" in r.output
+
+
+def test_render_into_an_unwritable_place_is_a_clear_error(example: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = CliRunner().invoke(main, ["matrix", str(example), "--render", str(blocker / "cells")])
+    assert r.exit_code == 2 and "cannot be written" in r.output and "Traceback" not in r.output

@@ -5,14 +5,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
+from envsolve.data import Build, load_dir
 from envsolve.errors import Unsatisfiable
-from envsolve.graph import CompatGraph
-from envsolve.matrix import Build, load_dir
+from envsolve.provider import Provider
 from envsolve.solve import Resolution, solve
 
 from .conftest import FIXTURE, spec_of
 
-G = CompatGraph(load_dir(FIXTURE))
+G = Provider(load_dir(FIXTURE))
 NVIDIA = sorted(g.name for g in G.m.gpus if g.vendor == "nvidia")
 AMD = sorted(g.name for g in G.m.gpus if g.vendor == "amd")
 DRIVERS = ["418.67", "450.80.02", "470.239.06", "525.60.13", "528.24.02", "535.104.05", "550.54.14",

@@ -23,9 +23,9 @@ from werkzeug import Request, Response
 
 from envsolve import index as ix
 from envsolve.cli import main
+from envsolve.data import data_dir, load_dir
 from envsolve.errors import RefreshError
-from envsolve.graph import CompatGraph
-from envsolve.matrix import data_dir, load_dir
+from envsolve.provider import Provider
 from envsolve.refresh import IndexClient, survey
 
 from .conftest import FIXTURE
@@ -200,7 +200,7 @@ def test_write_adds_valid_sourced_rows_as_a_new_data_version(index: HTTPServer, 
     jax_cpu = next(b for b in m.builds if b.package == "jax" and b.raw == "0.11.0")
     assert (jax_cpu.variant, jax_cpu.default, dict(jax_cpu.pins)) == ("cpu", True, {"jaxlib": "<=0.11.0,>=0.11.0"})
     assert tomllib.loads(after["cuda.toml"].decode())["data_version"] == "2000-01-01"
-    CompatGraph(m)  # the solver's graph still builds from the written data
+    Provider(m)  # the solver's graph still builds from the written data
     again = refresh(matrices, index.url_for("/simple"))
     assert again.exit_code == 0 and "new rows:" not in again.stdout
 
@@ -359,7 +359,7 @@ def test_data_shows_the_newest_companions_and_cuda() -> None:
 @pytest.mark.network
 def test_real_index_has_keras_with_metadata(tmp_path: Path) -> None:
     """Reads one small project through pip's configured index; skips when it cannot be reached."""
-    from envsolve.detect import index_urls
+    from envsolve.config import index_urls
 
     url = index_urls({}, REAL_ENV).get("pypi")
     if not url or not url.startswith(("http://", "https://")):

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from envsolve import lock as lockfile
 from envsolve.cli import main
-from envsolve.graph import CompatGraph
-from envsolve.render import ARTIFACTS, render, requirement
+from envsolve.provider import Provider
+from envsolve.render import ARTIFACTS, render
 
 HERE = Path(__file__).parent
 LOCKS = sorted((HERE / "cases").glob("*/expected.lock"))
@@ -26,7 +26,7 @@ GOLDEN_CASES = ["keras-torch-rtx4090", "fleet-three-targets", "h100-tensorflow-2
 
 def rendered(lock_path: Path) -> dict[str, dict[str, str]]:
     data = lockfile.read(lock_path)
-    return {e["name"]: render(data, e) for e in data["environments"]}
+    return {e.name: render(data, e) for e in data.environments}
 
 
 def test_every_case_lock_is_rendered() -> None:
@@ -60,18 +60,18 @@ def test_rendering_is_deterministic() -> None:
     assert rendered(lock) == rendered(lock)
 
 
-def test_dockerfiles_parse_and_start_from_an_image_the_data_knows(real_graph: CompatGraph, tmp_path: Path) -> None:
+def test_dockerfiles_parse_and_start_from_an_image_the_data_knows(real_graph: Provider, tmp_path: Path) -> None:
     from dockerfile_parse import DockerfileParser
 
     known = {i.ref(f, o) for i in real_graph.m.images for f in i.flavors for o in i.os}
     for lock_path in LOCKS:
         data = lockfile.read(lock_path)
-        for env in data["environments"]:
+        for env in data.environments:
             parser = DockerfileParser(path=str(tmp_path / "Dockerfile"))  # it writes what it parses
             parser.content = render(data, env)["Dockerfile"]
             froms = [i["value"] for i in parser.structure if i["instruction"] == "FROM"]
-            assert froms == [env["base_image"]], lock_path
-            assert env["base_image"] in known, f"{lock_path}: {env['base_image']} is not in images.toml"
+            assert froms == [env.base_image], lock_path
+            assert env.base_image in known, f"{lock_path}: {env.base_image} is not in images.toml"
             instructions = [i["instruction"] for i in parser.structure]
             assert instructions[-2:] == ["USER", "CMD"] and "LABEL" in instructions
 
@@ -98,33 +98,25 @@ def test_conda_environments_are_valid_match_specs() -> None:
 
     for lock_path in LOCKS:
         data = lockfile.read(lock_path)
-        for env in data["environments"]:
+        for env in data.environments:
             doc = yaml.safe_load(render(data, env)["environment.yml"])
             assert doc["channels"] == ["conda-forge"]
             specs = [d for d in doc["dependencies"] if isinstance(d, str)]
-            assert specs[0] == f"python={env['python']}"
+            assert specs[0] == f"python={env.python}"
             for s in specs:
                 MatchSpec(s)  # raises on an invalid spec
             pip = next((d["pip"] for d in doc["dependencies"] if isinstance(d, dict)), [])
-            for p in env["packages"]:
-                assert (p["conda"] and set(p["conda"]) <= set(specs)) or requirement(p) in pip
+            for p in env.packages:
+                assert (p.conda and set(p.conda) <= set(specs)) or p.requirement in pip
 
 
 def test_requirements_pin_every_package_exactly_with_its_index() -> None:
     data = lockfile.read(HERE / "cases" / "rtx5090-torch-newest" / "expected.lock")
-    text = render(data, data["environments"][0])["requirements.txt"]
+    text = render(data, data.environments[0])["requirements.txt"]
     lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
     assert lines[0] == "--index-url https://index.invalid/simple"
     assert all(ln.split("==")[1][0].isdigit() for ln in lines[1:] if not ln.startswith("--"))
-    assert "lock" in text.splitlines()[0] and data["lock_digest"] in text
-
-
-def test_pytorch_index_builds_carry_their_local_label() -> None:
-    pkg = {"name": "torch", "version": "2.7.1", "variant": "cu128", "index": "pytorch", "extra": ""}
-    assert requirement(pkg) == "torch==2.7.1+cu128"
-    assert requirement({**pkg, "index": "pypi", "variant": "cu126"}) == "torch==2.7.1"
-    assert requirement({"name": "tensorflow", "version": "2.18.0", "variant": "cuda", "index": "pypi",
-                        "extra": "and-cuda"}) == "tensorflow[and-cuda]==2.18.0"
+    assert "lock" in text.splitlines()[0] and data.lock_digest in text
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -240,9 +232,9 @@ def test_default_index_requirements_resolve_on_the_index(tmp_path: Path) -> None
         pytest.skip("pip < 24 checks Requires-Python against this interpreter, not --python-version")
     for case in ("h100-torch-newest", "keras-tensorflow-a10", "h100-jax-newest"):
         data = lockfile.read(HERE / "cases" / case / "expected.lock")
-        env = data["environments"][0]
-        reqs = [requirement(p) for p in env["packages"] if p["index"] == "pypi"]
-        py = env["python"].replace(".", "")
+        env = data.environments[0]
+        reqs = [p.requirement for p in env.packages if p.index == "pypi"]
+        py = env.python.replace(".", "")
         out = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--target", str(tmp_path / "t"),
              "--report", str(tmp_path / "r.json"), "--only-binary=:all:", "--python-version", py,
@@ -251,6 +243,6 @@ def test_default_index_requirements_resolve_on_the_index(tmp_path: Path) -> None
         assert out.returncode == 0, f"{case}: {out.stderr[-2000:]}"
         installed = {i["metadata"]["name"].lower(): i["metadata"]["version"]
                      for i in json.loads((tmp_path / "r.json").read_text())["install"]}
-        for p in env["packages"]:
-            if p["index"] == "pypi":
-                assert installed[p["name"].lower()] == p["version"], case
+        for p in env.packages:
+            if p.index == "pypi":
+                assert installed[p.name.lower()] == p.version, case

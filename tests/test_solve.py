@@ -3,24 +3,25 @@
 import pytest
 
 from envsolve.errors import Unsatisfiable
-from envsolve.explain import ExplainReporter, solve_explained
-from envsolve.graph import CompatGraph
+from envsolve.explain import ExplainReporter
+from envsolve.provider import Provider
+from envsolve.solve import solve_explained
 
 from .conftest import pkg, resolve, spec_of
 
 
-def one(text: str, g: CompatGraph):  # type: ignore[no-untyped-def]
+def one(text: str, g: Provider):  # type: ignore[no-untyped-def]
     (r,) = resolve(text, g)
     return r
 
 
-def unsat(text: str, g: CompatGraph) -> Unsatisfiable:
+def unsat(text: str, g: Provider) -> Unsatisfiable:
     with pytest.raises(Unsatisfiable) as e:
         solve_explained(g, spec_of(text, g))
     return e.value
 
 
-def test_newest_torch_default_build_when_it_serves_every_gpu(fixture_graph: CompatGraph) -> None:
+def test_newest_torch_default_build_when_it_serves_every_gpu(fixture_graph: Provider) -> None:
     r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100", "H100"]', fixture_graph)
     assert pkg(r, "torch") == ("2.7.1", "cu126")
     assert (r.python, r.cuda, r.cudnn, r.compat, r.driver_min) == ("3.13", "12.6", "9.5.1.17", "native", "560.28.03")
@@ -28,7 +29,7 @@ def test_newest_torch_default_build_when_it_serves_every_gpu(fixture_graph: Comp
     assert r.base_image == "nvidia/cuda:12.6.3-base-ubuntu24.04"
 
 
-def test_new_gpu_on_old_framework_is_explained_in_gpu_terms(fixture_graph: CompatGraph) -> None:
+def test_new_gpu_on_old_framework_is_explained_in_gpu_terms(fixture_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = "==2.5.1"\n[hardware]\ngpus = ["RTX 5090"]', fixture_graph)
     assert e.exit_code == 1
     assert e.clashes[0].reason == ("torch 2.5.1 has no build for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8, "
@@ -36,14 +37,14 @@ def test_new_gpu_on_old_framework_is_explained_in_gpu_terms(fixture_graph: Compa
     assert e.fixes[0] == "torch >= 2.7.1 works (for example torch 2.7.1 cu128)"
 
 
-def test_ptx_of_an_older_cuda_does_not_serve_a_gpu_that_cuda_does_not_know(fixture_graph: CompatGraph) -> None:
+def test_ptx_of_an_older_cuda_does_not_serve_a_gpu_that_cuda_does_not_know(fixture_graph: Provider) -> None:
     # cu126 carries sm_90 PTX, but CUDA 12.6 knows no sm_120: the cu128 build is taken.
     r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', fixture_graph)
     assert pkg(r, "torch") == ("2.7.1", "cu128")
     assert r.driver_min == "570.26"
 
 
-def test_ptx_serves_a_newer_gpu_only_with_native_driver_support(fixture_graph: CompatGraph) -> None:
+def test_ptx_serves_a_newer_gpu_only_with_native_driver_support(fixture_graph: Provider) -> None:
     # jax 0.4.30 cuda12 has SASS up to sm_80 and PTX for sm_90: H100 runs it through the JIT.
     r = one('[frameworks]\njax = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "535.104.05"', fixture_graph)
     assert pkg(r, "jax") == ("0.4.30", "cuda12") and r.compat == "native"
@@ -53,7 +54,7 @@ def test_ptx_serves_a_newer_gpu_only_with_native_driver_support(fixture_graph: C
     assert "a driver >= 530.30.02 (R530 or newer; with it: jax 0.4.30 cuda12)" in e.fixes
 
 
-def test_old_driver_takes_minor_version_compatibility_and_a_runnable_image(fixture_graph: CompatGraph) -> None:
+def test_old_driver_takes_minor_version_compatibility_and_a_runnable_image(fixture_graph: Provider) -> None:
     r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100"]\ndriver = "535.104.05"', fixture_graph)
     assert pkg(r, "torch") == ("2.7.1", "cu126")
     assert (r.compat, r.driver_min) == ("minor-version", "525.60.13")
@@ -61,43 +62,43 @@ def test_old_driver_takes_minor_version_compatibility_and_a_runnable_image(fixtu
     assert r.base_image == "nvidia/cuda:12.2.2-base-ubuntu22.04" or r.base_image.startswith("nvidia/cuda:12.1.1-")
 
 
-def test_driver_too_old_for_any_build(fixture_graph: CompatGraph) -> None:
+def test_driver_too_old_for_any_build(fixture_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100"]\ndriver = "450.51.06"', fixture_graph)
     assert "driver 450.51.06 is too old for CUDA 12.6: needs >= 560.28.03 " \
            "(or >= 525.60.13 by minor-version compatibility)" in e.clashes[0].reason
 
 
-def test_driver_that_predates_the_gpu(fixture_graph: CompatGraph) -> None:
+def test_driver_that_predates_the_gpu(fixture_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]\ndriver = "560.35.03"', fixture_graph)
     assert e.clashes[0].reason == ("predates RTX 5090 (sm_120): the first driver that knows sm_120 is 570.26 "
                                    "(shipped with CUDA 12.8.0)")
     assert e.fixes == ("a driver >= 570.26 (R570 or newer)",)
 
 
-def test_driver_branch_that_dropped_the_generation(fixture_graph: CompatGraph) -> None:
+def test_driver_branch_that_dropped_the_generation(fixture_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["P100"]\ndriver = "590.44.01"', fixture_graph)
     assert e.clashes[0].reason == "driver branch R590 no longer supports Pascal GPUs (P100 (sm_60))"
     assert e.fixes == ("run those GPUs on a driver of branch R570 or older",)
 
 
-def test_kepler_takes_the_last_build_with_its_sass_under_minor_version(fixture_graph: CompatGraph) -> None:
+def test_kepler_takes_the_last_build_with_its_sass_under_minor_version(fixture_graph: Provider) -> None:
     r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["K80"]', fixture_graph)
     assert pkg(r, "torch") == ("2.3.1", "cu118")
     assert (r.compat, r.driver_min) == ("minor-version", "450.80.02")
     assert r.base_image == "nvidia/cuda:11.4.3-base-ubuntu22.04"  # runs on R470, the last for Kepler
 
 
-def test_every_gpu_of_a_target_is_served_by_one_build(fixture_graph: CompatGraph) -> None:
+def test_every_gpu_of_a_target_is_served_by_one_build(fixture_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["K80", "RTX 5090"]', fixture_graph)
     assert any("K80" in f for f in e.fixes) and any("RTX 5090" in f for f in e.fixes)
 
 
-def test_cuda_pin_is_honoured(fixture_graph: CompatGraph) -> None:
+def test_cuda_pin_is_honoured(fixture_graph: Provider) -> None:
     r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100"]\ncuda = "11.8"', fixture_graph)
     assert pkg(r, "torch") == ("2.7.1", "cu118") and r.cuda == "11.8"
 
 
-def test_amd_gets_a_rocm_build_that_lists_the_gfx_target(fixture_graph: CompatGraph) -> None:
+def test_amd_gets_a_rocm_build_that_lists_the_gfx_target(fixture_graph: Provider) -> None:
     r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["MI300X"]', fixture_graph)
     assert pkg(r, "torch") == ("2.7.1", "rocm6.3") and r.accelerator == "rocm" and r.rocm == "6.3"
     assert r.base_image == "rocm/dev-ubuntu-22.04:6.3.3"
@@ -105,24 +106,24 @@ def test_amd_gets_a_rocm_build_that_lists_the_gfx_target(fixture_graph: CompatGr
     assert pkg(r, "torch") == ("2.5.1", "rocm6.2")
 
 
-def test_amd_without_a_rocm_build_is_not_silently_given_cpu(fixture_graph: CompatGraph) -> None:
+def test_amd_without_a_rocm_build_is_not_silently_given_cpu(fixture_graph: Provider) -> None:
     e = unsat('[frameworks]\ntensorflow = "*"\n[hardware]\ngpus = ["MI300X"]', fixture_graph)
     assert e.clashes[0].reason == "tensorflow 2.18.0 has no ROCm build (its builds: cpu, cuda)"
 
 
-def test_cpu_only(fixture_graph: CompatGraph) -> None:
+def test_cpu_only(fixture_graph: Provider) -> None:
     r = one('[frameworks]\ntorch = "*"\ntorchvision = "*"', fixture_graph)
     assert pkg(r, "torch") == ("2.7.1", "cpu") and pkg(r, "torchvision") == ("0.22.1", "cpu")
     assert (r.accelerator, r.cuda, r.compat) == ("cpu", "", "")
     assert r.base_image == "python:3.13.0-slim-bookworm"
 
 
-def test_companion_range_moves_torch(fixture_graph: CompatGraph) -> None:
+def test_companion_range_moves_torch(fixture_graph: Provider) -> None:
     r = one('[frameworks]\ntorch = "*"\ntorchvision = "<0.20"', fixture_graph)
     assert pkg(r, "torch")[0] == "2.3.1" and pkg(r, "torchvision")[0] == "0.18.1"
 
 
-def test_python_range_picks_the_newest_python_and_moves_releases(fixture_graph: CompatGraph) -> None:
+def test_python_range_picks_the_newest_python_and_moves_releases(fixture_graph: Provider) -> None:
     r = one('[project]\npython = "<3.9"\n[frameworks]\ntorch = "*"', fixture_graph)
     assert (r.python, pkg(r, "torch")[0]) == ("3.8", "2.3.1")
     e = unsat('[project]\npython = ">=3.14"\n[frameworks]\ntorch = "*"', fixture_graph)
@@ -130,41 +131,41 @@ def test_python_range_picks_the_newest_python_and_moves_releases(fixture_graph: 
     assert "Python 3.13 (with it: torch 2.7.1 cpu)" in e.fixes
 
 
-def test_bundled_cudnn_clash_between_torch_and_tensorflow(fixture_graph: CompatGraph) -> None:
+def test_bundled_cudnn_clash_between_torch_and_tensorflow(fixture_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = "*"\ntensorflow = "*"\n[hardware]\ngpus = ["A100"]', fixture_graph)
     assert any("bundles cuDNN 9.5.1.17 but tensorflow 2.18.0 (cuda) bundles cuDNN 9.3.0.75" in c.reason
                for c in e.clashes)
 
 
-def test_tensorflow_2_15_wants_keras_2(fixture_graph: CompatGraph) -> None:
+def test_tensorflow_2_15_wants_keras_2(fixture_graph: Provider) -> None:
     e = unsat('[frameworks]\ntensorflow = "==2.15.*"\nkeras = ">=3"\n[hardware]\ngpus = ["T4"]', fixture_graph)
     assert e.clashes[0].reason == "tensorflow 2.15.1 (cuda) requires keras<2.16,>=2.15.0, not 3.6.0"
     assert e.fixes[0] == "tensorflow >= 2.17.0 works (for example tensorflow 2.18.0 cuda)"
 
 
-def test_keras_backend_brings_its_framework(fixture_graph: CompatGraph) -> None:
+def test_keras_backend_brings_its_framework(fixture_graph: Provider) -> None:
     r = one('[frameworks]\nkeras = { version = ">=3", backend = "torch" }\n[hardware]\ngpus = ["T4"]', fixture_graph)
     assert pkg(r, "keras") == ("3.6.0", "any") and pkg(r, "torch") == ("2.7.1", "cu126")
     assert r.keras_backend == "torch"
 
 
-def test_frameworks_share_one_cuda_major(fixture_graph: CompatGraph) -> None:
+def test_frameworks_share_one_cuda_major(fixture_graph: Provider) -> None:
     r = one('[frameworks]\ntorch = "*"\njax = "*"\n[hardware]\ngpus = ["A100"]\ncuda = "12"', fixture_graph)
     assert pkg(r, "jax") == ("0.4.30", "cuda12") and pkg(r, "torch")[1].startswith("cu12")
 
 
-def test_several_targets_resolve_independently(fixture_graph: CompatGraph) -> None:
+def test_several_targets_resolve_independently(fixture_graph: Provider) -> None:
     rs = resolve('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\n[targets.amd]\ngpus = ["MI300X"]\n'
                  '[targets.cpu]\nvendor = "cpu"', fixture_graph)
     assert [(r.target.name, pkg(r, "torch")[1]) for r in rs] == [("default", "cu126"), ("amd", "rocm6.3"), ("cpu", "cpu")]
 
 
-def test_solving_is_deterministic(fixture_graph: CompatGraph) -> None:
+def test_solving_is_deterministic(fixture_graph: Provider) -> None:
     text = '[frameworks]\ntorch = "*"\nkeras = ">=3"\n[hardware]\ngpus = ["A100", "RTX 4090"]'
     assert resolve(text, fixture_graph) == resolve(text, fixture_graph)
 
 
-def test_explain_lists_choices_and_rejections(fixture_graph: CompatGraph) -> None:
+def test_explain_lists_choices_and_rejections(fixture_graph: Provider) -> None:
     rep = ExplainReporter()
     rs = solve_explained(fixture_graph, spec_of('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', fixture_graph), rep)
     text = rep.render(rs, verbose=True)

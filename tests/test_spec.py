@@ -3,7 +3,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envsolve.errors import SpecError
-from envsolve.graph import CompatGraph
+from envsolve.provider import Provider
 from envsolve.spec import parse_spec
 
 GOOD = '''
@@ -34,7 +34,7 @@ gpus = ["MI300X"]
 '''
 
 
-def test_full_spec_parses(fixture_graph: CompatGraph) -> None:
+def test_full_spec_parses(fixture_graph: Provider) -> None:
     s = parse_spec(GOOD, "project.toml", fixture_graph)
     assert s.name == "demo"
     assert [f.name for f in s.frameworks] == ["keras", "torch", "torchvision"]
@@ -48,12 +48,12 @@ def test_full_spec_parses(fixture_graph: CompatGraph) -> None:
     assert s.pip == ("einops", "numpy<2")
 
 
-def test_no_gpus_means_cpu(fixture_graph: CompatGraph) -> None:
+def test_no_gpus_means_cpu(fixture_graph: Provider) -> None:
     s = parse_spec('[frameworks]\ntorch = "*"\n', "p.toml", fixture_graph)
     assert s.targets[0].vendor == "cpu"
 
 
-def problems(text: str, graph: CompatGraph) -> str:
+def problems(text: str, graph: Provider) -> str:
     with pytest.raises(SpecError) as e:
         parse_spec(text, "project.toml", graph)
     return str(e.value)
@@ -79,11 +79,11 @@ def problems(text: str, graph: CompatGraph) -> str:
     ("[hardware]\ngpus = ['sm_81']\n", "architecture 'sm_81' (sm_81) is not in the data"),
     ("[hardware]\nvendor = 'amd'\ndriver = '535.104.05'\n", "'driver' and 'cuda' apply to NVIDIA GPUs only"),
 ])
-def test_bad_input_names_file_key_and_value(text: str, expected: str, fixture_graph: CompatGraph) -> None:
+def test_bad_input_names_file_key_and_value(text: str, expected: str, fixture_graph: Provider) -> None:
     assert expected in problems(text, fixture_graph)
 
 
-def test_every_problem_is_listed_together(fixture_graph: CompatGraph) -> None:
+def test_every_problem_is_listed_together(fixture_graph: Provider) -> None:
     msg = problems("[frameworks]\npytorch = '*'\n[hardware]\ngpus = ['A1000']\n", fixture_graph)
     assert msg.startswith("2 problems:")
 
@@ -97,7 +97,7 @@ values = st.recursive(st.one_of(st.text(max_size=12), st.integers(), st.booleans
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.dictionaries(keys, values, max_size=5))
-def test_no_generated_spec_crashes_the_parser(data: dict, fixture_graph: CompatGraph) -> None:  # type: ignore[type-arg]
+def test_no_generated_spec_crashes_the_parser(data: dict, fixture_graph: Provider) -> None:  # type: ignore[type-arg]
     import tomli_w
 
     try:
@@ -112,7 +112,7 @@ def test_no_generated_spec_crashes_the_parser(data: dict, fixture_graph: CompatG
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=200))
-def test_arbitrary_text_gives_spec_error_or_spec(text: str, fixture_graph: CompatGraph) -> None:
+def test_arbitrary_text_gives_spec_error_or_spec(text: str, fixture_graph: Provider) -> None:
     try:
         parse_spec(text, "project.toml", fixture_graph)
     except SpecError:

@@ -2,12 +2,18 @@
 
 Every file is checked against the schema in ``matrices/README.md``; every problem in every
 file is collected and reported at once (file, row, key) as one :class:`MatrixError`.
-Reads package data only.
+
+Parsing 500 KB of TOML costs more than everything else `envsolve lock` does, so the validated
+records are kept in a compiled cache (a pickle in the user's cache folder) keyed by the digest
+of the matrix files and of this module's own code: a change to either rebuilds it, a corrupt or
+unwritable cache is ignored, and nothing ever requires it. Reads package data and that cache only.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -16,8 +22,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .errors import MatrixError, Problem
-from .versions import Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
+from .domain import FRAMEWORKS
+from .errors import MatrixError, Problem, Problems
+from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,7 +46,9 @@ __all__ = [
     "Rocm",
     "Tool",
     "Toolkit",
+    "cache_dir",
     "data_dir",
+    "fold",
     "load",
     "load_dir",
 ]
@@ -47,7 +56,6 @@ __all__ = [
 SCHEMA = 1
 VENDORS = ("nvidia", "amd")
 ACCELERATORS = ("cuda", "rocm", "cpu")
-FRAMEWORKS = ("torch", "tensorflow", "jax", "keras")
 
 
 def data_dir() -> Path:
@@ -110,6 +118,7 @@ class Cudnn(_Row):
     version: Dotted
     cuda_major: int
     archs: tuple[str, ...]
+    code: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -153,6 +162,8 @@ class Build(_Row):
     pins: tuple[tuple[str, str], ...] = ()
     system_cuda: bool = False
     dist_version: str = ""
+    sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
+    ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -420,16 +431,8 @@ _KINDS: dict[str, dict[str, _Spec]] = {
 # ---------------------------------------------------------------------------- loading
 
 
-class _Collector:
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-
-    def add(self, file: str, where: str, message: str) -> None:
-        self.problems.append(Problem(file, where, message))
-
-
 def _parse_rows(
-    name: str, data: Mapping[str, Any], out: _Collector
+    name: str, data: Mapping[str, Any], out: Problems
 ) -> dict[str, list[Any]]:
     """Validate one parsed file; return its records by row table."""
     rows: dict[str, list[Any]] = {}
@@ -476,7 +479,7 @@ def _parse_row(
     cls: type,
     required: dict[str, Check],
     optional: dict[str, Check],
-    out: _Collector,
+    out: Problems,
     package: str,
     table: str,
 ) -> Any:
@@ -507,34 +510,47 @@ def _parse_row(
     if cls in (Release, Build):
         fields["package"] = package
         fields["raw"] = raw["version"]
+    if cls is Build:
+        fields["sass"] = tuple(parse_arch(a) for a in fields.get("archs", ()))
+        fields["ptx_code"] = tuple(parse_arch(a) for a in fields.get("ptx", ()))
+    if cls is Cudnn:
+        fields["code"] = tuple(parse_arch(a) for a in fields["archs"])
     return cls(**fields)
 
 
-def load_dir(root: Path) -> Matrices:
-    """Load every ``*.toml`` under ``root``; raise :class:`MatrixError` listing every problem."""
-    out = _Collector()
+def _files(root: Path) -> list[tuple[str, bytes]]:
+    """(file name, bytes) of every ``*.toml`` under ``root``, sorted by name."""
     files = sorted(root.glob("*.toml"))
     if not files:
         raise MatrixError([Problem(str(root), "", "holds no matrix files (*.toml)")])
+    return [(path.name, path.read_bytes()) for path in files]
+
+
+def _digest(files: list[tuple[str, bytes]]) -> str:
     digest = hashlib.sha256()
+    for name, blob in files:
+        digest.update(name.encode() + b"\0" + blob + b"\0")
+    return "sha256:" + digest.hexdigest()
+
+
+def _parse(root: Path, files: list[tuple[str, bytes]], digest: str) -> Matrices:
+    out = Problems()
     versions: list[str] = []
     rows: dict[str, list[Any]] = {}
-    for path in files:
-        blob = path.read_bytes()
-        digest.update(path.name.encode() + b"\0" + blob + b"\0")
+    for name, blob in files:
         try:
             data = tomllib.loads(blob.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            out.add(path.name, "", f"is not valid TOML: {e}")
+            out.add(name, "", f"is not valid TOML: {e}")
             continue
         if isinstance(data.get("data_version"), str):
             versions.append(data["data_version"])
-        for table, recs in _parse_rows(path.name, data, out).items():
+        for table, recs in _parse_rows(name, data, out).items():
             key = f"{data.get('kind')}.{table}"
             rows.setdefault(key, []).extend(recs)
     m = Matrices(
         data_version=max(versions, default="unknown"),
-        digest="sha256:" + digest.hexdigest(),
+        digest=digest,
         archs=tuple(rows.get("gpus.arch", [])),
         gpus=tuple(rows.get("gpus.gpu", [])),
         cuda_majors=tuple(rows.get("cuda.major", [])),
@@ -549,15 +565,18 @@ def load_dir(root: Path) -> Matrices:
         conda=tuple(rows.get("conda.package", [])),
     )
     _cross_check(m, out)
-    if out.problems:
-        raise MatrixError(
-            out.problems,
-            tip=f"fix the rows named above in {root} (schema: matrices/README.md)",
-        )
+    out.raise_if_any(MatrixError, tip=f"fix the rows named above in {root} (schema: matrices/README.md)")
     return m
 
 
-def _dupes(items: Iterable[tuple[str, str]], file: str, out: _Collector) -> None:
+def load_dir(root: Path) -> Matrices:
+    """Load and validate every ``*.toml`` under ``root`` (no cache); raise :class:`MatrixError`
+    listing every problem."""
+    files = _files(root)
+    return _parse(root, files, _digest(files))
+
+
+def _dupes(items: Iterable[tuple[str, str]], file: str, out: Problems) -> None:
     seen: set[str] = set()
     for key, what in items:
         if key in seen:
@@ -565,7 +584,7 @@ def _dupes(items: Iterable[tuple[str, str]], file: str, out: _Collector) -> None
         seen.add(key)
 
 
-def _cross_check(m: Matrices, out: _Collector) -> None:
+def _cross_check(m: Matrices, out: Problems) -> None:
     """Checks that span rows: references resolve, keys are unique, one default per release."""
     arch_names = {a.name for a in m.archs}
     families = {a.family for a in m.archs}
@@ -582,7 +601,7 @@ def _cross_check(m: Matrices, out: _Collector) -> None:
         if g.arch not in arch_names:
             out.add("gpus.toml", f"gpu ({g.name}).arch", f"{g.arch!r} has no [[arch]] row")
         for n in (g.name, *g.aliases):
-            k = _fold(n)
+            k = fold(n)
             if k in names and names[k] != g.name:
                 out.add("gpus.toml", f"gpu ({g.name})",
                         f"name or alias {n!r} is also used by {names[k]}")
@@ -626,20 +645,62 @@ def _cross_check(m: Matrices, out: _Collector) -> None:
                 out.add(file, where, f"arch {name!r} has no [[arch]] row in gpus.toml")
 
 
-def _fold(name: str) -> str:
+def fold(name: str) -> str:
     """Case- and punctuation-insensitive form of a GPU name for lookups."""
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-_CACHE: dict[Path, Matrices] = {}
+# ---------------------------------------------------------------------------- compiled cache
+
+_CODE = (Path(__file__).parent / "data.py", Path(__file__).parent / "versions.py")
 
 
-def load(root: Path | None = None) -> Matrices:
-    """Load the shipped matrices (cached per process)."""
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """envsolve's cache folder: ``ENVSOLVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/envsolve``, else
+    ``~/.cache/envsolve``."""
+    env = os.environ if environ is None else environ
+    if env.get("ENVSOLVE_CACHE_DIR"):
+        return Path(env["ENVSOLVE_CACHE_DIR"])
+    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envsolve"
+
+
+def _cache_path(digest: str, folder: Path) -> Path:
+    code = hashlib.sha256(b"".join(p.read_bytes() for p in _CODE) + sys.version.encode()).hexdigest()[:16]
+    return folder / "data" / f"{digest.removeprefix('sha256:')[:32]}-{code}.pickle"
+
+
+def _cached(path: Path, digest: str) -> Matrices | None:
+    try:
+        with path.open("rb") as f:
+            m = pickle.load(f)
+    except Exception:  # absent, unreadable, corrupt or from another envsolve: rebuild
+        return None
+    return m if isinstance(m, Matrices) and m.digest == digest else None
+
+
+def _store(path: Path, m: Matrices) -> None:
+    from .files import write_atomic
+
+    try:
+        write_atomic(path, pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:  # a read-only or full cache folder costs speed, never an answer
+        pass
+
+
+def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:
+    """Load the matrices under ``root`` (default: the shipped ones) through the compiled cache
+    in ``cache`` (default :func:`cache_dir`; ``ENVSOLVE_NO_CACHE=1`` turns it off)."""
     path = (root or data_dir()).resolve()
     if not path.is_dir():
         raise MatrixError([Problem(str(path), "", "no such matrices folder")],
                           tip="pass a folder of matrix files (schema: matrices/README.md)")
-    if path not in _CACHE:
-        _CACHE[path] = load_dir(path)
-    return _CACHE[path]
+    files = _files(path)
+    digest = _digest(files)
+    if os.environ.get("ENVSOLVE_NO_CACHE"):
+        return _parse(path, files, digest)
+    where = _cache_path(digest, cache or cache_dir())
+    m = _cached(where, digest)
+    if m is None:
+        m = _parse(path, files, digest)
+        _store(where, m)
+    return m

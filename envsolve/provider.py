@@ -1,47 +1,25 @@
-"""The compatibility graph: versioned nodes and typed edges built from the matrices.
+"""The solver's look-up interface over the matrices (resolvelib's provider, for GPU stacks).
 
-:class:`CompatGraph` is the narrow interface the solver sees: indexed look-ups over the
-records (GPU names, toolkits, driver branches, builds). The same object lists the graph's
-nodes and typed edges (``requires``, ``supports``, ``bundles``, ``compiled-for``, ...) and
-turns them into a networkx graph for export; networkx is imported only then, so commands
-that do not export never pay for it.
+:class:`Provider` is the only way the solver, the spec parser, the matrix feature and the doctor
+see the data: indexed, read-only look-ups over the records (GPU names, toolkits, driver
+branches, cuDNN and ROCm rows, framework releases and builds, images). It holds no mutable
+state; the solver's memo tables live in :class:`envsolve.solve.cache.Cache`.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections import defaultdict
-from collections.abc import Iterator
-from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from .matrix import ArchInfo, Build, CudaMajor, Cudnn, Gpu, Image, Matrices, Release, Rocm, Toolkit
-from .matrix import _fold as fold
+from .data import ArchInfo, Build, CudaMajor, Cudnn, Gpu, Image, Matrices, Release, Rocm, Toolkit, fold
 from .versions import Arch, Dotted, parse_arch
 
-if TYPE_CHECKING:
-    import networkx as nx
-
-__all__ = ["CompatGraph", "Edge", "arch", "node_id"]
+__all__ = ["Provider"]
 
 
-@cache
-def arch(name: str) -> Arch:
-    """Parsed architecture, cached: the solver asks for the same few names many times."""
-    return parse_arch(name)
-
-
-def node_id(kind: str, *parts: str) -> str:
-    """Stable node identifiers, e.g. ``build:torch==2.7.1+cu128`` or ``arch:sm_90``."""
-    return f"{kind}:{' '.join(parts)}"
-
-
-Edge = tuple[str, str, str]  # (from, to, type)
-
-
-class CompatGraph:
+class Provider:
     """Indexed, read-only view of the matrices; see the module docstring."""
 
     def __init__(self, m: Matrices) -> None:
@@ -64,8 +42,9 @@ class CompatGraph:
             self._builds[(b.package, b.version)].append(b)
         for bs in self._builds.values():
             bs.sort(key=lambda b: b.variant)
-        # memo tables of pure computations over this graph (the solver's shared sub-problems)
-        self.memo: dict[str, dict[Any, Any]] = {}
+        self._toolkits: dict[tuple[int, ...], list[Toolkit]] = defaultdict(list)
+        for t in m.toolkits:
+            self._toolkits[t.version.prefix(2)].append(t)
 
     # -- hardware ------------------------------------------------------------------
 
@@ -92,7 +71,7 @@ class CompatGraph:
         return [by_fold[c] for c in close if ratio[c] >= best - 0.1]  # near misses of the best only
 
     def arch_info(self, name: str) -> ArchInfo | None:
-        a = arch(name)
+        a = parse_arch(name)
         return self._arch.get(a.name.removesuffix(a.suffix))
 
     # -- CUDA, drivers, libraries ----------------------------------------------------
@@ -102,8 +81,7 @@ class CompatGraph:
 
     def toolkits(self, version: Dotted) -> list[Toolkit]:
         """Toolkit releases of a CUDA major.minor (``12.8`` -> 12.8.0, 12.8.1), oldest first."""
-        want = version.prefix(2)
-        return [t for t in self.m.toolkits if t.version.prefix(2) == want]
+        return self._toolkits.get(version.prefix(2), [])
 
     def native_driver_min(self, cuda: Dotted) -> Dotted | None:
         """The oldest driver that runs CUDA ``major.minor`` natively (its GA release's floor)."""
@@ -204,89 +182,3 @@ class CompatGraph:
         seen = {p for r in self.m.releases for p in r.python}
         seen |= {i.python for i in self.m.images if i.python}
         return sorted(seen, key=lambda p: tuple(int(x) for x in p.split(".")))
-
-    # -- the graph itself ------------------------------------------------------------
-
-    def nodes(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every node with its attributes, in a deterministic order."""
-        m = self.m
-        for info in sorted(m.archs, key=lambda x: x.name):
-            yield node_id("arch", info.name), {"kind": "arch", "vendor": info.vendor,
-                                               "family": info.family, "source": info.source}
-        for g in sorted(m.gpus, key=lambda g: g.name):
-            yield node_id("gpu", g.name), {"kind": "gpu", "vendor": g.vendor, "source": g.source}
-        for t in m.toolkits:
-            yield node_id("cuda", t.version.raw), {"kind": "cuda", "driver_min": t.driver_min.raw,
-                                                   "source": t.source}
-        for br in m.branches:
-            yield node_id("driver", f"R{br.branch}"), {"kind": "driver", "cuda_max": br.cuda_max.raw,
-                                                       "source": br.source}
-        for c in m.cudnn:
-            yield node_id("cudnn", f"{c.version.raw} cu{c.cuda_major}"), {"kind": "cudnn",
-                                                                          "source": c.source}
-        for r in m.rocm:
-            yield node_id("rocm", r.version.raw), {"kind": "rocm", "source": r.source}
-        for rel in sorted(m.releases, key=lambda r: (r.package, r.version)):
-            yield node_id("release", f"{rel.package}=={rel.raw}"), {
-                "kind": "release", "python": list(rel.python), "source": rel.source}
-        for b in sorted(m.builds, key=lambda b: (b.package, b.version, b.variant)):
-            yield _build_id(b), {"kind": "build", "variant": b.variant, "default": b.default,
-                                 "accelerator": b.accelerator, "source": b.source,
-                                 "confidence": b.confidence}
-
-    def edges(self) -> Iterator[Edge]:
-        """Every typed edge, in a deterministic order."""
-        m = self.m
-        for g in sorted(m.gpus, key=lambda g: g.name):
-            yield node_id("gpu", g.name), node_id("arch", g.arch), "is-arch"
-        for t in m.toolkits:
-            for a in t.archs:
-                yield node_id("cuda", t.version.raw), node_id("arch", a), "supports"
-            yield node_id("cuda", t.version.raw), node_id("driver", f"R{t.driver_min.major}"), "requires"
-        for br in m.branches:
-            for info in m.archs:
-                if info.vendor == "nvidia" and info.family not in br.unsupported_families:
-                    yield node_id("driver", f"R{br.branch}"), node_id("arch", info.name), "supports"
-        for c in m.cudnn:
-            for a in c.archs:
-                yield node_id("cudnn", f"{c.version.raw} cu{c.cuda_major}"), node_id("arch", a), "supports"
-        for r in m.rocm:
-            for a in r.gfx:
-                yield node_id("rocm", r.version.raw), node_id("arch", a), "supports"
-        for b in sorted(m.builds, key=lambda b: (b.package, b.version, b.variant)):
-            bid = _build_id(b)
-            yield bid, node_id("release", f"{b.package}=={b.raw}"), "build-of"
-            for a in (*b.archs, *b.gfx):
-                yield bid, node_id("arch", a), "compiled-for"
-            for a in b.ptx:
-                yield bid, node_id("arch", a), "ptx-for"
-            if b.cuda is not None:
-                ts = self.toolkits(b.cuda)
-                if ts:
-                    yield bid, node_id("cuda", ts[0].version.raw), "requires"
-            rocm = self.rocm_row(b.rocm) if b.rocm is not None else None
-            if rocm is not None:
-                yield bid, node_id("rocm", rocm.version.raw), "requires"
-            if b.cudnn and b.cuda is not None:
-                row = self.cudnn_row(b.cudnn, b.cuda.major)
-                if row:
-                    yield bid, node_id("cudnn", f"{row.version.raw} cu{row.cuda_major}"), "bundles"
-        for rel in sorted(m.releases, key=lambda r: (r.package, r.version)):
-            for name, version in rel.companions:
-                rid = node_id("release", f"{rel.package}=={rel.raw}")
-                yield rid, node_id("package", f"{name}=={version}"), "pairs-with"
-
-    @cached_property
-    def nx(self) -> nx.MultiDiGraph:
-        """The networkx graph of :meth:`nodes` and :meth:`edges` (imports networkx)."""
-        import networkx as nx
-
-        g: nx.MultiDiGraph = nx.MultiDiGraph()
-        g.add_nodes_from(self.nodes())
-        for u, v, kind in self.edges():
-            g.add_edge(u, v, key=kind, kind=kind)
-        return g
-
-
-def _build_id(b: Build) -> str:
-    return node_id("build", f"{b.package}=={b.raw}+{b.variant}")

@@ -1,0 +1,93 @@
+"""The few compatibility facts that are code, each written once.
+
+Everything that can be data lives in ``matrices/``; what is here are names and rules the code
+itself branches on: which frameworks the solver resolves and in which order, which packages
+follow a framework (companions), Keras' backends, which accelerator a vendor needs, how a build
+variant names its CUDA or ROCm version, the pip requirement of a locked package, and the one
+rule for whether a build carries kernels a GPU can run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from .versions import parse_arch
+
+if TYPE_CHECKING:
+    from .data import Build
+    from .versions import Arch
+
+__all__ = [
+    "ACCELERATOR",
+    "COMPANIONS",
+    "COMPANIONS_OF",
+    "FRAMEWORKS",
+    "KERAS_BACKENDS",
+    "cuda_of_variant",
+    "kernels",
+    "requirement",
+    "serves",
+    "variant_of_cuda",
+]
+
+# The frameworks the solver resolves, in preference order (newest torch first, then ...).
+FRAMEWORKS = ("torch", "tensorflow", "jax", "keras")
+# Companion package -> the framework whose release fixes its version.
+COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "jaxlib": "jax"}
+# Framework -> its companions (the same fact, the other way round).
+COMPANIONS_OF: dict[str, tuple[str, ...]] = {
+    owner: tuple(c for c, o in COMPANIONS.items() if o == owner) for owner in dict.fromkeys(COMPANIONS.values())
+}
+# Keras' backends; Keras' own default comes first.
+KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+# Vendor -> the accelerator its GPUs need.
+ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
+
+_CU = re.compile(r"^cu(\d+)(\d)$")
+
+
+def cuda_of_variant(variant: str) -> str:
+    """``cu128`` -> ``12.8``; "" for a variant that names no CUDA version (``cpu``, ``rocm6.2``)."""
+    m = _CU.match(variant)
+    return f"{m.group(1)}.{m.group(2)}" if m else ""
+
+
+def variant_of_cuda(cuda: str) -> str:
+    """``12.8`` (or ``12.8.1``) -> ``cu128``."""
+    major, _, rest = cuda.partition(".")
+    return f"cu{major}{rest.split('.')[0] or '0'}"
+
+
+def requirement(name: str, version: str, *, variant: str = "", index: str = "pypi", extra: str = "") -> str:
+    """The exact pip requirement of a locked package (``torch==2.7.1+cu128``).
+
+    Builds from the PyTorch index carry their variant as a local version label; a default-index
+    build is pinned by its plain version.
+    """
+    local = f"+{variant}" if index == "pytorch" and variant else ""
+    return f"{name}{f'[{extra}]' if extra else ''}=={version}{local}"
+
+
+def kernels(build: Build, gpu: Arch) -> str:
+    """What ``build`` carries for ``gpu``: ``"sass"`` (machine code that runs on it), ``"ptx"``
+    (only PTX the driver can JIT-compile for it), or "" (nothing).
+
+    SASS for ``sm_XY`` runs on the same major at an equal or higher minor (``sm_80`` code runs on
+    8.6 and 8.9, never on 9.0); arch-specific code (``sm_90a``) only on that exact arch. AMD code
+    objects are per gfx target.
+    """
+    if gpu.vendor == "amd":
+        return "sass" if gpu.name in build.gfx else ""
+    if any(parse_arch(a).sass_runs_on(gpu) for a in build.archs):
+        return "sass"
+    if any(parse_arch(p).ptx_jits_to(gpu) for p in build.ptx):
+        return "ptx"
+    return ""
+
+
+def serves(build: Build, gpu: Arch, *, native: bool) -> bool:
+    """Whether ``build`` runs on ``gpu``: SASS always; PTX only when the driver runs the build's
+    CUDA natively (the JIT needs it), never under minor-version compatibility."""
+    k = kernels(build, gpu)
+    return k == "sass" or (k == "ptx" and native)

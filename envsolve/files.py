@@ -1,0 +1,48 @@
+"""The one writer of files envsolve generates: atomic, and with the mode the umask asks for.
+
+A failure never leaves a partial file behind and never truncates the file that was there: the
+text goes to a temporary file beside the target, which then replaces it in one rename.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from .errors import Problem, SpecError
+
+__all__ = ["write_all", "write_atomic"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` atomically; the file gets mode 0666 less the umask (0644 under
+    the usual 022), like any file a program creates, not the temporary file's 0600."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_all(texts: Mapping[Path, str], tip: str) -> None:
+    """Write generated files; an unwritable path is a user error (exit 2), not a traceback."""
+    for path, text in texts.items():
+        try:
+            write_atomic(path, text)
+        except OSError as e:
+            raise SpecError([Problem(str(path), "", f"cannot be written: {e.strerror or e}")], tip=tip) from None

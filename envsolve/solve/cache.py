@@ -1,0 +1,55 @@
+"""The solver's one cache: memo tables of pure computations, owned by whoever solves.
+
+A matrix of a hundred thousand cells asks the same few thousand questions (a range's parse, the
+Pythons a range admits, a framework's candidates for one target), so :class:`Cache` remembers
+them by their text. One cache serves any number of solves over the same provider; it never
+outlives them and is never shared between providers. Hashing a ``SpecifierSet`` costs more than
+answering, so ranges are keyed by the text the user wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+__all__ = ["Cache"]
+
+
+class Cache:
+    """Memo tables keyed by plain values; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._ranges: dict[str, SpecifierSet] = {}
+        self._subsets: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
+        self._contains: dict[tuple[str, Version], bool] = {}
+        self.tables: dict[str, dict[Any, Any]] = {}  # named tables of the solver's sub-problems
+
+    def range(self, raw: str) -> SpecifierSet:
+        """The specifier ``raw`` stands for ("" and "*" admit everything)."""
+        got = self._ranges.get(raw)
+        if got is None:
+            got = self._ranges[raw] = SpecifierSet("" if raw.strip() in ("", "*") else raw)
+        return got
+
+    def pythons(self, python_raw: str, pys: tuple[str, ...]) -> frozenset[str]:
+        """The Python minors of ``pys`` that the range ``python_raw`` admits."""
+        key = (python_raw, pys)
+        got = self._subsets.get(key)
+        if got is None:
+            spec = self.range(python_raw)
+            got = self._subsets[key] = frozenset(p for p in pys if spec.contains(p, prereleases=True))
+        return got
+
+    def contains(self, raw: str, version: Version) -> bool:
+        """Whether the range ``raw`` admits ``version``."""
+        key = (raw, version)
+        got = self._contains.get(key)
+        if got is None:
+            got = self._contains[key] = self.range(raw).contains(version)
+        return got
+
+    def table(self, name: str) -> dict[Any, Any]:
+        """The memo table ``name`` (candidate lists, explanations, ...)."""
+        return self.tables.setdefault(name, {})

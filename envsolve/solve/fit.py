@@ -1,0 +1,147 @@
+"""The fit rules: whether one build of a framework serves one target on its own.
+
+* A build serves a GPU when it carries SASS for the GPU's major at a minor at or below the
+  GPU's, or PTX at or below it (:func:`envsolve.domain.kernels`); PTX counts only when the
+  driver runs the build's CUDA natively and that CUDA release knows the GPU. Every GPU of a
+  target must be served by the same build.
+* The driver runs the build's CUDA natively, or by minor-version compatibility within the
+  major (never for PTX). A driver branch that dropped a GPU's generation cannot serve it.
+"""
+
+from __future__ import annotations
+
+from ..data import Build, Release
+from ..domain import ACCELERATOR, kernels
+from ..provider import Provider
+from ..spec import GpuReq, ProjectSpec, Target
+from ..versions import Dotted
+from .cache import Cache
+from .model import Candidate, No
+
+__all__ = ["fit", "gpu_driver_floor", "gpu_text", "pythons"]
+
+
+def gpu_text(g: GpuReq) -> str:
+    """``RTX 5090 (sm_120)``, or the bare arch when the user named one."""
+    return f"{g.name} ({g.arch.name})" if g.name != g.arch.name else g.arch.name
+
+
+def pythons(cache: Cache, spec: ProjectSpec, rel: Release, b: Build | None) -> frozenset[str]:
+    """The Pythons of the spec's range that a release (or one of its builds) has wheels for."""
+    return cache.pythons(spec.python_raw, b.python if b and b.python else rel.python)
+
+
+def _archs_text(b: Build) -> str:
+    sass = ", ".join(b.archs) or "none"
+    return f"{sass}" + (f"; PTX {', '.join(b.ptx)}" if b.ptx else "")
+
+
+def gpu_driver_floor(g: Provider, gpu: GpuReq) -> Dotted | None:
+    """The oldest driver that knows ``gpu``: the floor of the first CUDA toolkit targeting it."""
+    first = g.introduced_by(gpu.arch)
+    return first.driver_min if first else None
+
+
+def _fit_nvidia(g: Provider, b: Build, t: Target) -> tuple[str, Dotted | None, No | None]:
+    """(compat, driver_min, None) when ``b`` serves ``t``; else ("", None, why)."""
+    if b.cuda is None:  # the loader refuses CUDA builds without a CUDA version
+        return "", None, No("accelerator", f"{b.variant} names no CUDA version")
+    if t.cuda is not None and b.cuda.prefix(2)[: len(t.cuda.key[:2])] != t.cuda.key[:2]:
+        return "", None, No("pin", f"built for CUDA {b.cuda}, not the pinned CUDA {t.cuda}")
+    native = g.native_driver_min(b.cuda)
+    if native is None:
+        return "", None, No("driver", f"CUDA {b.cuda} is not in matrices/cuda.toml, so its driver needs are unknown")
+    major = g.cuda_major(b.cuda.major)
+    floor = major.minor_compat_driver_min if major else None
+    if b.driver_min is not None:
+        native = max(native, b.driver_min)
+        floor = max(floor, b.driver_min) if floor else None
+    ptx_only: list[GpuReq] = []
+    for gpu in t.gpus:
+        code = kernels(b, gpu.arch)
+        if code == "sass":
+            continue
+        ptx = code == "ptx"
+        if not g.toolkit_knows(b.cuda, gpu.arch):
+            first, last = g.first_toolkit_for(gpu.arch), g.last_toolkit_for(gpu.arch)
+            if first is None or last is None:
+                return "", None, No("arch", f"no CUDA release in the data targets {gpu_text(gpu)}")
+            if last.version < b.cuda:
+                return "", None, No("arch", f"no kernels for {gpu_text(gpu)}: CUDA {b.cuda} no longer targets "
+                                    f"{gpu.arch.name} (the last CUDA that does is {last.version})")
+            need = "{}.{}".format(*first.version.prefix(2))
+            return "", None, No("arch-cuda", f"no kernels for {gpu_text(gpu)}: {gpu.arch.name} needs CUDA >= {need}, "
+                                f"and this build is CUDA {b.cuda} (compiled for {_archs_text(b)})", need)
+        if not ptx:
+            return "", None, No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {_archs_text(b)}, "
+                                f"none of which runs on {gpu.arch.name}")
+        ptx_only.append(gpu)
+    if b.cudnn:
+        row = g.cudnn_row(b.cudnn, b.cuda.major)
+        for gpu in t.gpus:
+            if row and not any(a.sass_runs_on(gpu.arch) or (gpu in ptx_only and a.ptx_jits_to(gpu.arch))
+                               for a in row.code):
+                return "", None, No("cudnn", f"its cuDNN {b.cudnn} does not support {gpu_text(gpu)} "
+                                    f"(cuDNN {row.version} for CUDA {row.cuda_major} supports {', '.join(row.archs)})")
+    gpu_floor = max((f for x in t.gpus if (f := gpu_driver_floor(g, x))), default=None)
+    if gpu_floor is not None:
+        native = max(native, gpu_floor)
+        floor = max(floor, gpu_floor) if floor else None
+    families = {gpu.family for gpu in t.gpus}
+    ptx_note = (f" ({', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, which needs native support)"
+                if ptx_only else "")
+    if t.driver is not None:
+        if t.driver >= native:
+            return "native", native, None
+        if floor is not None and t.driver >= floor and not ptx_only:
+            return "minor-version", floor, None
+        if floor is not None and t.driver >= floor:
+            return "", None, No("driver", f"driver {t.driver} runs CUDA {b.cuda} only by minor-version "
+                                f"compatibility; needs >= {native}{ptx_note}")
+        alt = (f" (or >= {floor} by minor-version compatibility)"
+               if floor is not None and floor < native and not ptx_only else "")
+        return "", None, No("driver", f"driver {t.driver} is too old for CUDA {b.cuda}: needs >= {native}{alt}")
+    limit = g.newest_branch_for(families)
+    if limit is None or native.major <= limit:
+        return "native", native, None
+    if floor is not None and floor.major <= limit and not ptx_only:
+        return "minor-version", floor, None
+    fam = ", ".join(sorted(f.capitalize() for f in families))
+    return "", None, No("driver", f"{fam} GPUs are supported by drivers up to R{limit}, which cannot run "
+                        f"CUDA {b.cuda} (needs >= {native}){ptx_note}")
+
+
+def _fit_amd(g: Provider, b: Build, t: Target) -> No | None:
+    if b.rocm is None:  # the loader refuses ROCm builds without a ROCm version
+        return No("accelerator", f"{b.variant} names no ROCm version")
+    if t.rocm is not None and b.rocm.prefix(2)[: len(t.rocm.key[:2])] != t.rocm.key[:2]:
+        return No("pin", f"built for ROCm {b.rocm}, not the pinned ROCm {t.rocm}")
+    row = g.rocm_row(b.rocm)
+    targets = b.gfx or (row.gfx if row else ())
+    for gpu in t.gpus:
+        if gpu.arch.name not in targets:
+            listed = ", ".join(targets) or "no listed gfx target"
+            return No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {listed}")
+    return None
+
+
+def fit(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release, b: Build) -> Candidate | No:
+    """The candidate ``b`` makes for target ``t``, or why it makes none."""
+    wanted = ACCELERATOR[t.vendor]
+    if b.accelerator != wanted:
+        need = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build",
+                "cpu": "the target has no GPU"}[wanted]
+        return No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; {need}")
+    pys = pythons(cache, spec, rel, b)
+    if not pys:
+        return No("python", f"has no wheel for Python {spec.python_raw} (it has {', '.join(b.python or rel.python)})")
+    compat, dmin = "", None
+    if t.vendor == "nvidia":
+        compat, dmin, no = _fit_nvidia(g, b, t)
+    elif t.vendor == "amd":
+        no = _fit_amd(g, b, t)
+    else:
+        no = None
+    if no is not None:
+        return no
+    return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=dmin)

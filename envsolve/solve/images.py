@@ -1,0 +1,73 @@
+"""The base image of a resolution: the newest patch of the build's CUDA/ROCm (or the Python
+image for CPU) for the chosen OS and flavour, preferring rows not marked low confidence.
+"""
+
+from __future__ import annotations
+
+from ..data import Image
+from ..provider import Provider
+from ..spec import ProjectSpec, Target
+from ..versions import Dotted
+
+__all__ = ["base_image"]
+
+
+def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: Dotted | None,
+           python: str, compat: str, needs_cudnn: bool = False) -> tuple[str, str]:
+    """(image, "") with the newest patch of the build's CUDA/ROCm (or Python) for the OS,
+    or ("", why) when the data has none. A build that brings no CUDA libraries of its own
+    (``system_cuda``) gets an image flavour with cuDNN."""
+    flavor = spec.flavor or "base"
+    fallback = ""
+    if accel == "cpu":
+        rows = [i for i in g.images("cpu") if i.python == python]
+        flavor = "slim"
+        if spec.os and not any(spec.os in i.os for i in rows):
+            # a distribution image of the asked OS (ubuntu22.04); the pinned uv brings Python
+            rows = [i for i in g.images("cpu") if not i.python and spec.os in i.os]
+            flavor = "base"
+    else:
+        assert version is not None
+        rows = [i for i in g.images(accel) if i.version.prefix(2) == version.prefix(2)]
+        if accel == "rocm" and not rows:
+            # ROCm wheels bundle their user-space libraries; the image's ROCm need only share the major
+            rows = [i for i in g.images("rocm") if i.version.major == version.major and i.version < version]
+            fallback = f"no ROCm {version} image in the data; using the newest ROCm {version.major}.x image"
+        if accel == "cuda" and compat == "minor-version":
+            # The container toolkit refuses an image whose CUDA the driver does not run natively
+            # (NVIDIA_REQUIRE_CUDA), so take the newest image of the major such a driver runs.
+            limit = g.newest_branch_for({x.family for x in t.gpus})
+            rows = [i for i in g.images("cuda") if i.version.major == version.major
+                    and (n := g.native_driver_min(i.version)) is not None
+                    and (n <= t.driver if t.driver is not None else limit is None or n.major <= limit)]
+    if needs_cudnn and accel == "cuda":
+        flavor = _cudnn_flavor(rows, "devel" if flavor == "devel" else "runtime") or flavor
+    rows = [i for i in rows if (not spec.os or spec.os in i.os) and (flavor in i.flavors or accel == "cpu")]
+    if not rows:
+        what = f"{accel.upper()} {version}" if version else f"Python {python}"
+        where = f" on {spec.os}" if spec.os else ""
+        ceiling = " that such a driver runs" if compat == "minor-version" else ""
+        return "", f"no base image in matrices/images.toml for {what}{where} ({flavor}){ceiling}"
+    confident = [i for i in rows if i.confidence != "low"] or rows
+    newest = max(i.version for i in confident)
+    # one version may span several rows (one per group of OSes): choose the OS across all of them
+    same = [i for i in confident if i.version == newest]
+    os = spec.os or _default_os(tuple(o for i in same for o in i.os))
+    best = next(i for i in same if os in i.os)
+    note = f"base image {best.repository} {best.version} is marked confidence = low" if best.confidence == "low" else ""
+    note = "; ".join(n for n in (fallback, note) if n)
+    return best.ref(flavor if flavor in best.flavors else best.flavors[0], os), note
+
+
+def _cudnn_flavor(rows: list[Image], kind: str) -> str:
+    """The cuDNN flavour these images publish for ``kind`` (cudnn-runtime, cudnn9-runtime, ...)."""
+    names = sorted({f for i in rows for f in i.flavors if f.startswith("cudnn") and f.endswith(kind)})
+    return names[-1] if names else ""
+
+
+def _default_os(oses: tuple[str, ...]) -> str:
+    """The newest Ubuntu among ``oses``; else the first listed (rows list OSes newest first)."""
+    ubuntu = [o for o in oses if o.startswith("ubuntu")]
+    if ubuntu:
+        return max(ubuntu, key=lambda o: tuple(int(x) for x in o[6:].split(".") if x.isdigit()))
+    return oses[0]

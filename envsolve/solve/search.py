@@ -1,0 +1,150 @@
+"""The search: the frameworks' candidate lists, pruned to what can share an environment, then
+the first combination in preference order (README "How envsolve decides").
+
+The search sees the domain only through the :class:`~envsolve.provider.Provider`; a
+:class:`~envsolve.solve.model.Reporter` receives every choice and rejection (``envsolve explain``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from packaging.specifiers import SpecifierSet
+
+from ..domain import COMPANIONS, FRAMEWORKS, KERAS_BACKENDS
+from ..errors import Clash, Unsatisfiable
+from ..provider import Provider
+from ..spec import FrameworkReq, ProjectSpec, Target
+from .cache import Cache
+from .candidates import candidates_shared
+from .explain import why_chosen, why_none_shared
+from .fit import gpu_driver_floor, gpu_text
+from .model import Candidate, Reporter, Resolution
+from .output import resolution
+from .together import clash
+
+__all__ = ["keras_backend", "needed", "solve", "solve_target"]
+
+
+@dataclass(slots=True)
+class _Search:
+    lists: dict[str, list[Candidate]]
+    backend: str
+    clashes: dict[str, None] = field(default_factory=dict)
+
+    def prune(self) -> None:
+        """Arc consistency: drop candidates that clash with every candidate of another list."""
+        changed = True
+        while changed:
+            changed = False
+            for a in self.lists:
+                for b in self.lists:
+                    if a == b:
+                        continue
+                    keep = []
+                    for ca in self.lists[a]:
+                        if any(not clash(ca, cb, self.backend) for cb in self.lists[b]):
+                            keep.append(ca)
+                        elif self.lists[b]:
+                            self.clashes.setdefault(clash(ca, self.lists[b][0], self.backend))
+                    if len(keep) != len(self.lists[a]):
+                        self.lists[a] = keep
+                        changed = True
+
+    def run(self, order: list[str]) -> list[Candidate] | None:
+        chosen: list[Candidate] = []
+
+        def dfs(i: int, pythons: frozenset[str]) -> bool:
+            if i == len(order):
+                return True
+            for c in self.lists[order[i]]:
+                why = next((w for p in chosen if (w := clash(p, c, self.backend))), "")
+                if not why and not (pythons & c.pythons):
+                    why = f"{c.label}: no Python shared with {', '.join(p.label for p in chosen)}"
+                if why:
+                    self.clashes.setdefault(why)
+                    continue
+                chosen.append(c)
+                if dfs(i + 1, pythons & c.pythons):
+                    return True
+                chosen.pop()
+            return False
+
+        return chosen if dfs(0, frozenset(p for c in self.lists.values() for x in c for p in x.pythons)) else None
+
+
+def keras_backend(spec: ProjectSpec) -> str:
+    """The backend Keras runs on: as written, else the one framework present, else Keras' default."""
+    req = spec.framework("keras")
+    if req is None:
+        return ""
+    if req.backend:
+        return req.backend
+    present = [f for f in KERAS_BACKENDS if spec.framework(f)]
+    return present[0] if present else KERAS_BACKENDS[0]
+
+
+def needed(spec: ProjectSpec) -> list[FrameworkReq]:
+    """The frameworks to resolve: those asked for, the owners of companions, Keras' backend."""
+    reqs = {f.name: f for f in spec.frameworks if f.name in FRAMEWORKS}
+    for f in spec.frameworks:
+        owner = COMPANIONS.get(f.name, f.name)
+        reqs.setdefault(owner, FrameworkReq(name=owner, specifier=SpecifierSet(), raw="*"))
+    backend = keras_backend(spec)
+    if backend:
+        reqs.setdefault(backend, FrameworkReq(name=backend, specifier=SpecifierSet(), raw="*"))
+    return [reqs[n] for n in FRAMEWORKS if n in reqs]
+
+
+def solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Reporter | None = None,
+                 cache: Cache | None = None) -> Resolution:
+    """Resolve one target; raise :class:`Unsatisfiable` with the clashing facts.
+
+    ``cache`` carries memo tables between solves over the same provider (``envsolve matrix``
+    solves thousands of cells with one); without it the solve uses a fresh one."""
+    rep = reporter or Reporter()
+    cache = cache if cache is not None else Cache()
+    if t.driver is not None:
+        dropped = g.branch_drops(t.driver.major, {gpu.family for gpu in t.gpus})
+        if dropped:
+            gpus = [gpu for gpu in t.gpus if gpu.family in dropped]
+            limit = g.newest_branch_for(dropped)
+            raise Unsatisfiable(t.name, [Clash(
+                subject=f"driver {t.driver}",
+                reason=(f"driver branch R{t.driver.major} no longer supports "
+                        f"{', '.join(sorted(f.capitalize() for f in dropped))} GPUs "
+                        f"({', '.join(gpu_text(x) for x in gpus)})"))],
+                [f"run those GPUs on a driver of branch R{limit} or older" if limit else
+                 "move those GPUs to a target of their own"])
+    if t.driver is not None:
+        for gpu in t.gpus:
+            floor = gpu_driver_floor(g, gpu)
+            if floor is not None and t.driver < floor:
+                first = g.introduced_by(gpu.arch)
+                raise Unsatisfiable(t.name, [Clash(
+                    subject=f"driver {t.driver}",
+                    reason=(f"predates {gpu_text(gpu)}: the first driver that knows {gpu.arch.name} is "
+                            f"{floor} (shipped with CUDA {first.version if first else '?'})"))],
+                    [f"a driver >= {floor} (R{floor.major} or newer)"])
+    reqs = needed(spec)
+    backend = keras_backend(spec)
+    search = _Search(lists={r.name: candidates_shared(g, cache, spec, t, r, rep) for r in reqs}, backend=backend)
+    empty = [r for r in reqs if not search.lists[r.name]]
+    if empty:
+        raise Unsatisfiable(t.name, [why_none_shared(g, cache, spec, t, r) for r in empty])
+    search.prune()
+    found = search.run([r.name for r in reqs]) if all(search.lists.values()) else None
+    if found is None:
+        raise Unsatisfiable(t.name, [Clash(subject="frameworks together", reason=w)
+                                     for w in list(search.clashes)[:5]])
+    for c in found:
+        rep.chosen(t.name, c.label, why_chosen(c))
+    return resolution(g, cache, spec, t, found, backend)
+
+
+
+def solve(g: Provider, spec: ProjectSpec, reporter: Reporter | None = None,
+          cache: Cache | None = None) -> list[Resolution]:
+    """Resolve every target of ``spec``; the first unsatisfiable target raises."""
+    cache = cache if cache is not None else Cache()
+    return [solve_target(g, spec, t, reporter, cache) for t in spec.targets]
