@@ -1,3 +1,20 @@
-from .cli import main
+"""The ``envsolve`` command: a lock whose inputs are unchanged is replayed (:mod:`envsolve.replay`)
+before click and the solver are imported; everything else goes to :mod:`envsolve.cli`."""
 
-main()
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from .replay import replay
+
+    if replay(sys.argv[1:]):
+        sys.exit(0)
+    from .cli import main as cli
+
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -93,6 +93,12 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     from .config import index_urls
     from .solve import solve_explained
 
+    said: list[tuple[bool, str]] = []
+
+    def say(line: str, err: bool = False) -> None:
+        said.append((err, line))
+        click.echo(line, err=err)
+
     graph = _provider()
     spec, blob = _read_spec(spec_path, graph)
     if host:
@@ -105,13 +111,14 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
                           urls=urls)
     text = lockfile.dumps(data)
     out = output or spec_path.parent / "envsolve.lock"
-    _warn_data_version(out, graph.data_version)
+    if (stale := _stale_data_warning(out, graph.data_version)):
+        click.echo(stale, err=True)
     for name in sorted({p.index for r in resolutions for p in r.packages} - set(urls)):
-        click.echo(f"WARNING: index '{name}' has no URL; the lock uses ${{ENVSOLVE_INDEX_{name.upper()}}}. "
+        say(f"WARNING: index '{name}' has no URL; the lock uses ${{ENVSOLVE_INDEX_{name.upper()}}}. "
                    f"Set [indexes] {name} = URL in {spec_path.name} or ENVSOLVE_INDEX_{name.upper()}.", err=True)
     for r in resolutions:
         for w in r.warnings:
-            click.echo(f"WARNING: {r.target.name}: {w}", err=True)
+            say(f"WARNING: {r.target.name}: {w}", err=True)
     if check:
         try:
             current = out.read_text(encoding="utf-8")
@@ -124,9 +131,10 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
         return
     write_all({out: text}, tip="choose another path with -o, or fix the folder's permissions")
     if fmt == "json":
-        click.echo(json.dumps(data.to_dict(), indent=2, sort_keys=False))
+        say(json.dumps(data.to_dict(), indent=2, sort_keys=False))
+
     def summary(line: str) -> None:
-        click.echo(line, err=fmt == "json")  # keep stdout pure JSON with --format json
+        say(line, err=fmt == "json")  # keep stdout pure JSON with --format json
 
     summary(f"wrote {out}")
     for r in resolutions:
@@ -137,6 +145,10 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     if then_render:
         for path in _render(out, None, None):
             summary(f"wrote {path}")
+    elif not host and not stale:
+        from .replay import store
+
+        store((str(spec_path), str(output) if output else "", fmt), text, graph.data_version, said)
 
 
 class _Stale(EnvsolveError):
@@ -472,25 +484,21 @@ def _echo_newest_packages(m: Any) -> None:
                    f"{max((c for c in m.cudnn if c.cuda_major == major), key=lambda c: c.version).version}")
 
 
-def _warn_data_version(out: Path, installed: str) -> None:
-    """Warn when the lock on disk was made with other data than the installed matrices."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+def _stale_data_warning(out: Path, installed: str) -> str:
+    """A warning when the lock on disk was made with other data than the installed matrices."""
+    from .replay import data_version_of
 
     try:
-        old = tomllib.loads(out.read_text(encoding="utf-8")).get("data_version")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return
-    if not isinstance(old, str) or old == installed:
-        return
+        old = data_version_of(out.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if not old or old == installed:
+        return ""
     if old < installed:
-        click.echo(f"WARNING: {out} was made with data {old}; the installed data is {installed}, "
-                   "so the lock may change (see `envsolve data`).", err=True)
-    else:
-        click.echo(f"WARNING: {out} was made with newer data ({old}) than this envsolve has ({installed}); "
-                   "upgrade envsolve or pass --matrices.", err=True)
+        return (f"WARNING: {out} was made with data {old}; the installed data is {installed}, "
+                "so the lock may change (see `envsolve data`).")
+    return (f"WARNING: {out} was made with newer data ({old}) than this envsolve has ({installed}); "
+            "upgrade envsolve or pass --matrices.")
 
 
 @main.command()

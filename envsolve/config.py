@@ -15,12 +15,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["index_urls", "pip_config"]
+__all__ = ["check_url", "index_urls", "pip_config", "pip_config_files"]
 
 _TORCH_INDEX = re.compile(r"/whl/?$")
 
 
-def _pip_config_files(env: Mapping[str, str]) -> list[Path]:
+def pip_config_files(env: Mapping[str, str]) -> list[Path]:
     """pip's configuration files, lowest precedence first (pip's own order)."""
     files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
     home = Path.home()
@@ -37,7 +37,7 @@ def pip_config(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = os.environ if environ is None else environ
     out: dict[str, str] = {}
     if env.get("PIP_CONFIG_FILE") != os.devnull:
-        for path in _pip_config_files(env):
+        for path in pip_config_files(env):
             parser = configparser.RawConfigParser()
             try:
                 parser.read(path, encoding="utf-8")

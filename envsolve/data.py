@@ -11,6 +11,7 @@ unwritable cache is ignored, and nothing ever requires it. Reads package data an
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -24,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from .domain import FRAMEWORKS
 from .errors import MatrixError, Problem, Problems
+from .paths import cache_dir, data_dir
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
 
 if sys.version_info >= (3, 11):
@@ -56,13 +58,6 @@ __all__ = [
 SCHEMA = 1
 VENDORS = ("nvidia", "amd")
 ACCELERATORS = ("cuda", "rocm", "cpu")
-
-
-def data_dir() -> Path:
-    """The shipped ``matrices/`` folder: inside the wheel, else the source checkout's."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_data" / "matrices"
-    return packaged if packaged.is_dir() else here.parent / "matrices"
 
 
 # ---------------------------------------------------------------------------- records
@@ -237,6 +232,27 @@ class Matrices:
     conda: tuple[CondaBuild, ...] = ()
 
 
+def _fast_pickling(*classes: type) -> None:
+    """Pickle records as a tuple of their fields (the compiled cache): dataclasses' own
+    ``__setstate__`` looks the fields up again for every object, which doubles the load time."""
+    for cls in classes:
+        names = tuple(f.name for f in dataclasses.fields(cls))
+
+        def getstate(self: Any, names: tuple[str, ...] = names) -> tuple[Any, ...]:
+            return tuple(getattr(self, n) for n in names)
+
+        def setstate(self: Any, state: tuple[Any, ...], names: tuple[str, ...] = names) -> None:
+            for n, v in zip(names, state, strict=True):
+                object.__setattr__(self, n, v)
+
+        cls.__getstate__ = getstate  # type: ignore[attr-defined]
+        cls.__setstate__ = setstate  # type: ignore[attr-defined]
+
+
+_fast_pickling(ArchInfo, Gpu, CudaMajor, Toolkit, DriverBranch, Cudnn, Rocm, Release, Build, CondaBuild, Tool, Image,
+               Matrices, Dotted, Arch)
+
+
 # ---------------------------------------------------------------------------- schema
 
 # A field checker turns a raw TOML value into the record's value or raises ValueError.
@@ -289,12 +305,25 @@ def _one_of(*allowed: str) -> Check:
     return check
 
 
+# One parse's table of equal values (the same arch or CUDA version is named by hundreds of rows),
+# so each is one object in memory and once in the compiled cache; reset by every parse.
+_SHARED: dict[tuple[type, str], Any] = {}
+
+
+def _shared(value: Dotted | Arch) -> Any:
+    return _SHARED.setdefault((type(value), value.raw if isinstance(value, Dotted) else value.name), value)
+
+
 def _dotted(v: Any) -> Dotted:
-    return parse_dotted(_str(v))
+    return _shared(parse_dotted(_str(v)))  # type: ignore[no-any-return]
 
 
 def _driver(v: Any) -> Dotted:
-    return parse_driver(_str(v))
+    return _shared(parse_driver(_str(v)))  # type: ignore[no-any-return]
+
+
+def _arch(name: str) -> Arch:
+    return _shared(parse_arch(name))  # type: ignore[no-any-return]
 
 
 def _version(v: Any) -> Version:
@@ -511,10 +540,10 @@ def _parse_row(
         fields["package"] = package
         fields["raw"] = raw["version"]
     if cls is Build:
-        fields["sass"] = tuple(parse_arch(a) for a in fields.get("archs", ()))
-        fields["ptx_code"] = tuple(parse_arch(a) for a in fields.get("ptx", ()))
+        fields["sass"] = tuple(_arch(a) for a in fields.get("archs", ()))
+        fields["ptx_code"] = tuple(_arch(a) for a in fields.get("ptx", ()))
     if cls is Cudnn:
-        fields["code"] = tuple(parse_arch(a) for a in fields["archs"])
+        fields["code"] = tuple(_arch(a) for a in fields["archs"])
     return cls(**fields)
 
 
@@ -534,6 +563,7 @@ def _digest(files: list[tuple[str, bytes]]) -> str:
 
 
 def _parse(root: Path, files: list[tuple[str, bytes]], digest: str) -> Matrices:
+    _SHARED.clear()
     out = Problems()
     versions: list[str] = []
     rows: dict[str, list[Any]] = {}
@@ -653,15 +683,6 @@ def fold(name: str) -> str:
 # ---------------------------------------------------------------------------- compiled cache
 
 _CODE = (Path(__file__).parent / "data.py", Path(__file__).parent / "versions.py")
-
-
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """envsolve's cache folder: ``ENVSOLVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/envsolve``, else
-    ``~/.cache/envsolve``."""
-    env = os.environ if environ is None else environ
-    if env.get("ENVSOLVE_CACHE_DIR"):
-        return Path(env["ENVSOLVE_CACHE_DIR"])
-    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envsolve"
 
 
 def _cache_path(digest: str, folder: Path) -> Path:

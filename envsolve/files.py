@@ -7,11 +7,8 @@ text goes to a temporary file beside the target, which then replaces it in one r
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-
-from .errors import Problem, SpecError
 
 __all__ = ["write_all", "write_atomic"]
 
@@ -26,7 +23,8 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` atomically; the file gets mode 0666 less the umask (0644 under
     the usual 022), like any file a program creates, not the temporary file's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -41,6 +39,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 def write_all(texts: Mapping[Path, str], tip: str) -> None:
     """Write generated files; an unwritable path is a user error (exit 2), not a traceback."""
+    from .errors import Problem, SpecError
     for path, text in texts.items():
         try:
             write_atomic(path, text)

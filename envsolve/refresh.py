@@ -28,10 +28,10 @@ from packaging.version import Version
 
 from . import index as ix
 from .data import Matrices, load_dir
-from .data import cache_dir as default_cache_dir
 from .domain import COMPANIONS_OF, FRAMEWORKS
 from .errors import EnvsolveError, MatrixError, RefreshError
 from .files import write_atomic
+from .paths import cache_dir as default_cache_dir
 from .versions import parse_python_minor
 
 __all__ = [

@@ -9,25 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from .domain import cuda_of_variant
 from .errors import LockError
 from .lock import Environment, Lock
+from .paths import templates_dir
 
 __all__ = ["ARTIFACTS", "render", "templates_dir"]
 
 ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py")
 _PLACEHOLDER = re.compile(r"\$\{(ENVSOLVE_INDEX_[A-Z0-9_]+)\}")
 _MARKER = '"__ENVSOLVE_EXPECTED__"'
-
-
-def templates_dir() -> Path:
-    """The shipped ``templates/`` folder: inside the wheel, else the source checkout's."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_data" / "templates"
-    return packaged if packaged.is_dir() else here.parent / "templates"
 
 
 def _index_lines(lock: Lock, env: Environment) -> list[str]:

@@ -1,0 +1,92 @@
+"""The caches never change an answer: the compiled data cache and the replay of unchanged locks."""
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envsolve import replay
+from envsolve.cli import main
+from envsolve.data import load, load_dir
+from envsolve.paths import data_dir
+
+CASES = Path(__file__).parent / "cases"
+HELD = sorted(p.name for p in CASES.iterdir() if (p / "expected.lock").is_file())
+
+
+def _lock(tmp_path: Path, name: str) -> tuple[Path, str]:
+    spec = tmp_path / "project.toml"
+    spec.write_bytes((CASES / name / "project.toml").read_bytes())
+    r = CliRunner().invoke(main, ["lock", str(spec)])
+    assert r.exit_code == 0, r.output
+    return spec, r.output
+
+
+@pytest.mark.parametrize("name", HELD)
+def test_a_replayed_lock_is_byte_for_byte_the_solved_one(name: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    spec, printed = _lock(tmp_path, name)
+    lock = tmp_path / "envsolve.lock"
+    assert lock.read_text() == (CASES / name / "expected.lock").read_text()  # solved
+    lock.unlink()
+    assert replay.replay(["lock", str(spec)])
+    out = capsys.readouterr()
+    assert lock.read_text() == (CASES / name / "expected.lock").read_text()  # replayed
+    assert sorted((out.out + out.err).splitlines()) == sorted(printed.splitlines())  # CliRunner mixes the streams
+
+
+def test_any_changed_input_falls_through_to_a_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, _ = _lock(tmp_path, "h100-torch-newest")
+    assert replay.replay(["lock", str(spec)])
+    assert not replay.replay(["lock", str(spec), "--check"])  # not a request the replay handles
+    assert not replay.replay(["lock", str(spec), "-o", str(tmp_path / "other.lock")])  # other arguments
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYTORCH", "https://mirror.invalid/whl")
+    assert not replay.replay(["lock", str(spec)])  # another setting
+    monkeypatch.undo()
+    spec.write_text(spec.read_text() + "\n")
+    assert not replay.replay(["lock", str(spec)])  # another spec
+    monkeypatch.setenv("ENVSOLVE_NO_CACHE", "1")
+    spec.write_text(spec.read_text().rstrip("\n") + "\n")
+    assert not replay.replay(["lock", str(spec)])
+
+
+def test_a_lock_made_with_other_data_is_solved_again_to_warn(tmp_path: Path) -> None:
+    spec, _ = _lock(tmp_path, "h100-torch-newest")
+    lock = tmp_path / "envsolve.lock"
+    lock.write_text(lock.read_text().replace('data_version = "', 'data_version = "1999-01-01'))
+    assert not replay.replay(["lock", str(spec)])
+    r = CliRunner().invoke(main, ["lock", str(spec)])
+    assert "was made with data 1999-01-01" in r.output
+
+
+def test_a_corrupt_entry_is_ignored(tmp_path: Path) -> None:
+    spec, _ = _lock(tmp_path, "h100-torch-newest")
+    entries = list((Path(os.environ["ENVSOLVE_CACHE_DIR"]) / "locks").glob("*.marshal"))
+    for e in entries:
+        e.write_bytes(b"\x00garbage")
+    assert not replay.replay(["lock", str(spec)])
+
+
+def test_request_parsing_follows_the_lock_command() -> None:
+    assert replay.parse(["lock"]) == ("project.toml", "", "toml")
+    assert replay.parse(["lock", "./a/p.toml", "-o", "x.lock", "--format=json"]) == ("a/p.toml", "x.lock", "json")
+    for other in (["render"], ["lock", "--host"], ["lock", "--format", "yaml"], ["lock", "a", "b"], ["--matrices", "m"]):
+        assert replay.parse(other) is None
+
+
+def test_the_compiled_data_cache_gives_the_same_records(tmp_path: Path) -> None:
+    fresh = load_dir(data_dir())
+    assert load(cache=tmp_path) == fresh  # built and stored
+    assert list((tmp_path / "data").glob("*.pickle"))
+    assert load(cache=tmp_path) == fresh  # read back
+    for f in (tmp_path / "data").glob("*.pickle"):
+        f.write_bytes(b"not a pickle")
+    assert load(cache=tmp_path) == fresh  # corrupt: rebuilt
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        assert load(cache=ro / "sub") == fresh  # unwritable: still answers
+    finally:
+        ro.chmod(0o700)
