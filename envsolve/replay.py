@@ -2,14 +2,14 @@
 byte-for-byte what it was for an earlier lock, that lock is written again without solving.
 
 The inputs are everything the lock command reads: its arguments and working folder, the spec's
-bytes, the matrices' bytes, envsolve's own code and that of the libraries that shape the lock's text, the Python version, the environment variables
-it consults (``ENVSOLVE_*``, ``PIP_*``, ``HOME``, ``XDG_CONFIG_HOME``) and pip's configuration
-files. Their digest names a cache entry holding the lock text and what the command printed; an
-entry is written only by a full solve that succeeded. Anything this path does not handle (other
-options, ``--host``, an unreadable input, a lock on disk made with other data, a missing or
-corrupt entry) falls through to the full command, which answers the same way. Standard library
-only, so a replay costs little more than the interpreter's start; ``ENVSOLVE_NO_CACHE=1`` turns
-it off.
+bytes, the matrices' bytes, envsolve's own code and that of the libraries that shape the lock's
+text, the Python version, the environment variables it consults (``ENVSOLVE_*``, ``PIP_*``,
+``HOME``, ``XDG_CONFIG_HOME``) and pip's configuration files. Their digest names a cache entry
+holding the lock text and what the command printed; an entry is written only by a full solve
+that succeeded. Anything this path does not handle (other options, ``--host``, an unreadable
+input, a lock on disk made with other data, a missing or corrupt entry) falls through to the
+full command, which answers the same way. Standard library only, so a replay costs little more
+than the interpreter's start; ``ENVSOLVE_NO_CACHE=1`` turns it off.
 """
 
 from __future__ import annotations
