@@ -202,7 +202,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
                render_dir: Path | None, check: bool, check_images: Path | None) -> None:
     """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output."""
     from .matrix import formats
-    from .matrix.cells import check_includes, solve_cells
+    from .matrix.cells import check_includes, iter_cells, solve_cells
     from .matrix.spec import parse_matrix
 
     if shard is not None and not max_jobs:
@@ -216,12 +216,17 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
         raise SpecError([Problem("matrix", "", "no matrix file given")],
                         tip="run `envsolve matrix images.toml` (or --check-images images.json)")
     ms = parse_matrix(_read_text(matrix_path), str(matrix_path), g)
-    results = solve_cells(g, ms, ms.cells())
     folder = str(render_dir) if render_dir else "envsolve-matrix"
+    if fmt == "json" and render_dir is None and not check:  # nothing else needs the cells: stream them
+        for piece in formats.everything(ms, iter_cells(g, ms, ms.cells()), folder):
+            click.echo(piece, nl=False)
+        return
+    results = solve_cells(g, ms, ms.cells())
     if fmt == "table":
         click.echo(formats.table(results), nl=False)
     elif fmt == "json":
-        click.echo(json.dumps(formats.everything(ms, results, folder), indent=1))
+        for piece in formats.everything(ms, results, folder):
+            click.echo(piece, nl=False)
     elif fmt == "bake":
         click.echo(json.dumps(formats.bake(ms, results, folder), indent=1))
     else:

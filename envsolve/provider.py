@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from packaging.version import Version
 
-from .data import ArchInfo, Build, CudaMajor, Cudnn, Gpu, Image, Matrices, Release, Rocm, Toolkit, fold
+from .data import ArchInfo, Build, CondaBuild, CudaMajor, Cudnn, Gpu, Image, Matrices, Release, Rocm, Toolkit, fold
 from .versions import Arch, Dotted, parse_arch
 
 __all__ = ["Provider"]
@@ -42,6 +42,12 @@ class Provider:
             self._builds[(b.package, b.version)].append(b)
         for bs in self._builds.values():
             bs.sort(key=lambda b: b.variant)
+        self._images: dict[str, list[Image]] = defaultdict(list)
+        for i in m.images:
+            self._images[i.accelerator].append(i)
+        self._conda: dict[str, list[CondaBuild]] = defaultdict(list)
+        for c in m.conda:
+            self._conda[c.framework].append(c)
         self._toolkits: dict[tuple[int, ...], list[Toolkit]] = defaultdict(list)
         for t in m.toolkits:
             self._toolkits[t.version.prefix(2)].append(t)
@@ -163,7 +169,7 @@ class Provider:
         A framework may be several conda packages (jax is noarch ``jax`` plus ``jaxlib``, whose
         version is the release's jaxlib companion)."""
         want = "{}.{}".format(*cuda.prefix(2)) if cuda is not None else None
-        rows = [r for r in self.m.conda if r.framework == release.package]
+        rows = self._conda.get(release.package, [])
         versions = {name: dict(release.companions).get(name, release.raw) for name in {r.name for r in rows}}
         specs = []
         for name, version in sorted(versions.items()):
@@ -175,7 +181,7 @@ class Provider:
         return tuple(specs)
 
     def images(self, accelerator: str) -> list[Image]:
-        return [i for i in self.m.images if i.accelerator == accelerator]
+        return self._images.get(accelerator, [])
 
     def pythons(self) -> list[str]:
         """Every Python minor the data knows, oldest first."""

@@ -72,6 +72,14 @@ class Target:
     driver: Dotted | None = None
     cuda: Dotted | None = None
     rocm: Dotted | None = None
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # the solver keys its memo tables by target: hash the GPUs once, not on every look-up
+        object.__setattr__(self, "_hash", hash((self.name, self.vendor, self.gpus, self.driver, self.cuda, self.rocm)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

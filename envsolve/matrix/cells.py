@@ -6,18 +6,19 @@ solver as `envsolve lock`, all cells sharing one solver cache, so cells that sha
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..domain import FRAMEWORKS
+from ..domain import FRAMEWORKS, cuda_of_variant
 from ..errors import Unsatisfiable
 from ..provider import Provider
-from ..solve import Cache, Resolution, solve_target
+from ..solve import Cache, Resolution
+from ..solve.search import try_solve_target
 from ..spec import FrameworkReq, ProjectSpec, Target
 from ..versions import parse_dotted, parse_driver
 from .spec import Cell, MatrixSpec
 
-__all__ = ["CellResult", "cell_spec", "check_includes", "solve_cells"]
+__all__ = ["CellResult", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -37,52 +38,63 @@ def _target(ms: MatrixSpec, accelerator: str) -> Target:
     if accelerator == "cpu":
         return Target(name="default", vendor="cpu")
     if accelerator.startswith("cu"):
-        digits = accelerator[2:]
-        cuda = None
-        if digits.isdigit():
-            cuda = parse_dotted(f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 3 else digits, "CUDA version")
+        digits = accelerator[2:]  # cu128: CUDA 12.8; cu12: any CUDA 12; cuda: any
+        cuda = cuda_of_variant(accelerator) if len(digits) >= 3 else digits if digits.isdigit() else ""
         return Target(name="default", vendor="nvidia", gpus=tuple(g for g in ms.gpus if g.vendor == "nvidia"),
-                      driver=parse_driver(ms.driver) if ms.driver else None, cuda=cuda)
+                      driver=parse_driver(ms.driver) if ms.driver else None,
+                      cuda=parse_dotted(cuda, "CUDA version") if cuda else None)
     rocm = parse_dotted(accelerator[4:], "ROCm version") if accelerator != "rocm" else None
     return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"), rocm=rocm)
 
 
 def cell_spec(ms: MatrixSpec, cell: Cell, cache: Cache) -> ProjectSpec:
-    """The project spec a cell stands for: exact pins for every axis it names."""
+    """The project spec a cell stands for: exact pins for every axis it names. Its pieces (each
+    framework pin, the target of each accelerator) are made once per matrix, so cells share them."""
+    parts = cache.table("cell parts")
+    values = dict(cell.values)
     frameworks = []
     for name in FRAMEWORKS:
-        if v := cell.get(name):
-            backend = ms.keras_backend if name == "keras" else ""
-            frameworks.append(FrameworkReq(name=name, specifier=cache.range(f"=={v}"), raw=f"=={v}", backend=backend))
-    py = cell.get("python")
+        if v := values.get(name):
+            if (name, v) not in parts:
+                backend = ms.keras_backend if name == "keras" else ""
+                parts[(name, v)] = FrameworkReq(name=name, specifier=cache.range(f"=={v}"), raw=f"=={v}",
+                                                backend=backend)
+            frameworks.append(parts[(name, v)])
+    accelerator = values.get("accelerator") or "cpu"
+    if ("accelerator", accelerator) not in parts:
+        parts[("accelerator", accelerator)] = _target(ms, accelerator)
+    py = values.get("python")
+    python_raw = f"=={py}.*" if py else "*"
     return ProjectSpec(
-        path=ms.path, name="matrix",
-        python=cache.range(f"=={py}.*" if py else ""), python_raw=f"=={py}.*" if py else "*",
+        path=ms.path, name="matrix", python=cache.range(python_raw), python_raw=python_raw,
         frameworks=tuple(sorted(frameworks, key=lambda f: f.name)),
-        targets=(_target(ms, cell.get("accelerator") or "cpu"),),
-        os=cell.get("os"), flavor=cell.get("flavor"),
+        targets=(parts[("accelerator", accelerator)],),
+        os=values.get("os", ""), flavor=values.get("flavor", ""),
     )
 
 
 def solve_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> list[CellResult]:
     """Solve every cell; a pruned cell carries its reason in GPU terms."""
-    out = []
+    return list(iter_cells(provider, ms, cells))
+
+
+def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Iterator[CellResult]:
+    """:func:`solve_cells` one cell at a time, for output that streams."""
     cache = Cache()
+    reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
     for cell in cells:
         spec = cell_spec(ms, cell, cache)
-        try:
-            r = solve_target(provider, spec, spec.targets[0], cache=cache)
-        except Unsatisfiable as e:
-            out.append(CellResult(cell=cell, resolution=None, reason="; ".join(c.reason for c in e.clashes)))
-            continue
-        variant = _variant_problem(cell, r)
-        if variant:
-            out.append(CellResult(cell=cell, resolution=None, reason=variant))
+        r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
+        if isinstance(r, Unsatisfiable):
+            if id(r) not in reasons:
+                reasons[id(r)] = "; ".join(c.reason for c in r.clashes)
+            yield CellResult(cell=cell, resolution=None, reason=reasons[id(r)])
+        elif variant := _variant_problem(cell, r):
+            yield CellResult(cell=cell, resolution=None, reason=variant)
         elif not r.base_image:
-            out.append(CellResult(cell=cell, resolution=None, reason=r.warnings[0] if r.warnings else "no base image"))
+            yield CellResult(cell=cell, resolution=None, reason=r.warnings[0] if r.warnings else "no base image")
         else:
-            out.append(CellResult(cell=cell, resolution=r))
-    return out
+            yield CellResult(cell=cell, resolution=r)
 
 
 def _variant_problem(cell: Cell, r: Resolution) -> str:

@@ -3,6 +3,8 @@ shards when asked), a ``docker-bake.json``, or everything as JSON."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .cells import CellResult
@@ -42,21 +44,31 @@ def bake(ms: MatrixSpec, results: list[CellResult], render_dir: str) -> dict[str
     return {"group": {"default": {"targets": list(targets)}}, "target": targets}
 
 
-def everything(ms: MatrixSpec, results: list[CellResult], render_dir: str) -> dict[str, Any]:
-    cells = []
+def cell_entry(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]:
+    """One cell as ``--format json`` shows it: axis values, id, validity, and the resolution or
+    the reason it was pruned."""
+    entry: dict[str, Any] = {**dict(r.cell.values), "id": r.cell.id, "valid": r.valid, "include": r.cell.included}
+    if r.resolution is not None:
+        res = r.resolution
+        entry |= {"image": image_tag(ms, r.cell), "dockerfile": f"{render_dir}/{r.cell.id}/Dockerfile",
+                  "python_resolved": res.python, "cuda": res.cuda, "rocm": res.rocm, "cudnn": res.cudnn,
+                  "driver_min": res.driver_min, "compat": res.compat, "base_image": res.base_image,
+                  "packages": {p.name: f"{p.version} ({p.variant})" for p in res.packages}}
+    else:
+        entry["reason"] = r.reason
+    return entry
+
+
+def everything(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -> Iterator[str]:
+    """``{"cells": [...], "valid": N, "pruned": M}`` as JSON text in pieces, one cell a line, so a
+    matrix of a million cells is never held whole, solved or as text."""
+    yield '{"cells": ['
+    valid = total = 0
     for r in results:
-        entry: dict[str, Any] = {**dict(r.cell.values), "id": r.cell.id, "valid": r.valid, "include": r.cell.included}
-        if r.resolution is not None:
-            res = r.resolution
-            entry |= {"image": image_tag(ms, r.cell), "dockerfile": f"{render_dir}/{r.cell.id}/Dockerfile",
-                      "python_resolved": res.python, "cuda": res.cuda, "rocm": res.rocm, "cudnn": res.cudnn,
-                      "driver_min": res.driver_min, "compat": res.compat, "base_image": res.base_image,
-                      "packages": {p.name: f"{p.version} ({p.variant})" for p in res.packages}}
-        else:
-            entry["reason"] = r.reason
-        cells.append(entry)
-    valid = sum(1 for r in results if r.valid)
-    return {"cells": cells, "valid": valid, "pruned": len(results) - valid}
+        yield ("\n" if total == 0 else ",\n") + json.dumps(cell_entry(ms, r, render_dir), separators=(",", ":"))
+        valid += r.valid
+        total += 1
+    yield f'\n], "valid": {valid}, "pruned": {total - valid}}}\n'
 
 
 def table(results: list[CellResult]) -> str:

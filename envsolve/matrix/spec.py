@@ -43,7 +43,10 @@ class Cell:
     included: bool = False  # named by an [[include]]: must be valid
 
     def get(self, axis: str) -> str:
-        return dict(self.values).get(axis, "")
+        for name, value in self.values:
+            if name == axis:
+                return value
+        return ""
 
     @property
     def id(self) -> str:

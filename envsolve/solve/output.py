@@ -35,7 +35,13 @@ def resolution(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: l
     cuda = max(cudas) if cudas else None
     rocm = max(rocms) if rocms else None
     system = [b for b in builds if b.system_cuda]
-    image, image_note = base_image(g, spec, t, accel, cuda or rocm, python, compat, needs_cudnn=bool(system))
+    stack = cuda or rocm
+    key = (accel, stack.raw if stack else "", python, compat, spec.os, spec.flavor,
+           t.driver.raw if t.driver else "", frozenset(x.family for x in t.gpus), bool(system))
+    images = cache.table("images")
+    if key not in images:
+        images[key] = base_image(g, spec, t, accel, stack, python, compat, needs_cudnn=bool(system))
+    image, image_note = images[key]
     low = [f"{c.label} rests on data marked confidence = low" for c in found
            if c.release.confidence == "low" or (c.build and c.build.confidence == "low")]
     packages: list[PackagePin] = []

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from packaging.specifiers import SpecifierSet
-
 from ..domain import COMPANIONS, FRAMEWORKS, KERAS_BACKENDS
 from ..errors import Clash, Unsatisfiable
 from ..provider import Provider
@@ -23,7 +21,7 @@ from .model import Candidate, Reporter, Resolution
 from .output import resolution
 from .together import clash
 
-__all__ = ["keras_backend", "needed", "solve", "solve_target"]
+__all__ = ["keras_backend", "needed", "solve", "solve_target", "try_solve_target"]
 
 
 @dataclass(slots=True)
@@ -84,15 +82,15 @@ def keras_backend(spec: ProjectSpec) -> str:
     return present[0] if present else KERAS_BACKENDS[0]
 
 
-def needed(spec: ProjectSpec) -> list[FrameworkReq]:
+def needed(spec: ProjectSpec, cache: Cache) -> list[FrameworkReq]:
     """The frameworks to resolve: those asked for, the owners of companions, Keras' backend."""
     reqs = {f.name: f for f in spec.frameworks if f.name in FRAMEWORKS}
     for f in spec.frameworks:
         owner = COMPANIONS.get(f.name, f.name)
-        reqs.setdefault(owner, FrameworkReq(name=owner, specifier=SpecifierSet(), raw="*"))
+        reqs.setdefault(owner, FrameworkReq(name=owner, specifier=cache.range("*"), raw="*"))
     backend = keras_backend(spec)
     if backend:
-        reqs.setdefault(backend, FrameworkReq(name=backend, specifier=SpecifierSet(), raw="*"))
+        reqs.setdefault(backend, FrameworkReq(name=backend, specifier=cache.range("*"), raw="*"))
     return [reqs[n] for n in FRAMEWORKS if n in reqs]
 
 
@@ -102,8 +100,51 @@ def solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Reporter |
 
     ``cache`` carries memo tables between solves over the same provider (``envsolve matrix``
     solves thousands of cells with one); without it the solve uses a fresh one."""
+    got = try_solve_target(g, spec, t, reporter, cache)
+    if isinstance(got, Unsatisfiable):
+        raise got.with_traceback(None)
+    return got
+
+
+def try_solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Reporter | None = None,
+                     cache: Cache | None = None) -> Resolution | Unsatisfiable:
+    """:func:`solve_target`, with the :class:`Unsatisfiable` returned rather than raised (a matrix
+    prunes most of its cells, and each answer of a shared sub-problem is kept once)."""
     rep = reporter or Reporter()
     cache = cache if cache is not None else Cache()
+    got = _frameworks_shared(g, cache, spec, t, rep)
+    if isinstance(got, Unsatisfiable):
+        return got
+    found, backend = got
+    for c in found:
+        rep.chosen(t.name, c.label, why_chosen(c))
+    return resolution(g, cache, spec, t, found, backend)
+
+
+def _frameworks_shared(g: Provider, cache: Cache, spec: ProjectSpec, t: Target,
+                       rep: Reporter) -> tuple[list[Candidate], str] | Unsatisfiable:
+    """:func:`_frameworks`, once per (frameworks, Python range, target) when nobody traces the
+    search: cells of a matrix that differ only in OS or image flavour share it."""
+    if type(rep) is not Reporter:
+        try:
+            return _frameworks(g, cache, spec, t, rep)
+        except Unsatisfiable as e:
+            return e
+    key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t)
+    table = cache.table("frameworks")
+    got = table.get(key)
+    if got is None:
+        try:
+            got = _frameworks(g, cache, spec, t, rep)
+        except Unsatisfiable as e:
+            got = e.with_traceback(None)
+        table[key] = got
+    return got
+
+
+def _frameworks(g: Provider, cache: Cache, spec: ProjectSpec, t: Target,
+                rep: Reporter) -> tuple[list[Candidate], str]:
+    """The chosen candidates (in framework order) and Keras' backend; or :class:`Unsatisfiable`."""
     if t.driver is not None:
         dropped = g.branch_drops(t.driver.major, {gpu.family for gpu in t.gpus})
         if dropped:
@@ -116,7 +157,6 @@ def solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Reporter |
                         f"({', '.join(gpu_text(x) for x in gpus)})"))],
                 [f"run those GPUs on a driver of branch R{limit} or older" if limit else
                  "move those GPUs to a target of their own"])
-    if t.driver is not None:
         for gpu in t.gpus:
             floor = gpu_driver_floor(g, gpu)
             if floor is not None and t.driver < floor:
@@ -126,7 +166,7 @@ def solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Reporter |
                     reason=(f"predates {gpu_text(gpu)}: the first driver that knows {gpu.arch.name} is "
                             f"{floor} (shipped with CUDA {first.version if first else '?'})"))],
                     [f"a driver >= {floor} (R{floor.major} or newer)"])
-    reqs = needed(spec)
+    reqs = needed(spec, cache)
     backend = keras_backend(spec)
     search = _Search(lists={r.name: candidates_shared(g, cache, spec, t, r, rep) for r in reqs}, backend=backend)
     empty = [r for r in reqs if not search.lists[r.name]]
@@ -137,10 +177,7 @@ def solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Reporter |
     if found is None:
         raise Unsatisfiable(t.name, [Clash(subject="frameworks together", reason=w)
                                      for w in list(search.clashes)[:5]])
-    for c in found:
-        rep.chosen(t.name, c.label, why_chosen(c))
-    return resolution(g, cache, spec, t, found, backend)
-
+    return found, backend
 
 
 def solve(g: Provider, spec: ProjectSpec, reporter: Reporter | None = None,
