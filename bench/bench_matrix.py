@@ -1,67 +1,80 @@
-"""Benchmark `envsolve matrix` on matrices of about 2,500, 5,000 and 10,000 cells.
+"""Benchmark `envsolve matrix --format json` end to end on matrices of about 10k, 100k and 1M cells.
 
-    python bench/bench_matrix.py
+    python bench/bench_matrix.py [--sizes 10k,100k,1m] [--runs 3]
 
-Every PyTorch release x 5 Pythons x 14 accelerators x the OS axis, with GPUs of both vendors
-fixed. Reports cells per second in one process (a fresh graph each size, so no warm caches), and
-the command end to end (interpreter start, data load, JSON output) for the 10,000-cell matrix.
+The 100k matrix is the one the speed goal names: 7 Pythons x 16 torch releases x 15 accelerators
+x 5 OSes x 3 image flavours x 4 Keras releases (100,800 cells), with GPUs of both vendors fixed.
+10k keeps 3 OSes, 2 flavours and 1 Keras release (10,080 cells); 1M takes every Keras release
+(1,008,000 cells). Each run is a new interpreter (start-up, data load, solving, JSON on stdout);
+reported: median wall time, cells per second, and the child's peak RSS.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 ACCELERATORS = ["cpu", "cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132",
-                "rocm6.2", "rocm6.3", "rocm6.4", "rocm7.0", "rocm7.1"]
+                "rocm6.2", "rocm6.3", "rocm6.4", "rocm7.0", "rocm7.1", "rocm7.2"]
 OSES = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "bookworm", "trixie"]
+FLAVORS = ["base", "runtime", "devel"]
 
 
-def matrix_text(oses: list[str]) -> str:
+def matrix_text(size: str) -> tuple[str, int]:
     from envsolve.data import load
     from envsolve.provider import Provider
 
-    torch = sorted(r.raw for r in Provider(load()).releases("torch"))
+    p = Provider(load())
+    torch = [r.raw for r in p.releases("torch")][:16]
+    keras = [r.raw for r in p.releases("keras")]
+    oses, flavors = OSES, FLAVORS
+    if size == "10k":
+        oses, flavors, keras = OSES[:3], FLAVORS[:2], keras[:1]
+    elif size == "100k":
+        keras = keras[:4]
     q = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731
-    return (f"[matrix]\npython = {q(['3.10', '3.11', '3.12', '3.13', '3.14'])}\ntorch = {q(torch)}\n"
-            f"accelerator = {q(ACCELERATORS)}\nos = {q(oses)}\ngpus = [\"A100\", \"H100\", \"MI300X\"]\n")
+    text = (f"[matrix]\npython = {q(PYTHONS)}\ntorch = {q(torch)}\nkeras = {q(keras)}\n"
+            f"accelerator = {q(ACCELERATORS)}\nos = {q(oses)}\nflavor = {q(flavors)}\n"
+            'gpus = ["A100", "H100", "MI300X"]\n')
+    return text, len(PYTHONS) * len(torch) * len(keras) * len(ACCELERATORS) * len(oses) * len(flavors)
 
 
-def in_process(text: str) -> tuple[int, int, float]:
-    from envsolve.data import load
-    from envsolve.matrix.cells import solve_cells
-    from envsolve.matrix.spec import parse_matrix
-    from envsolve.provider import Provider
-
-    g = Provider(load())  # fresh memo tables
+def run(spec: Path) -> tuple[float, int]:
+    """(seconds, peak RSS in KiB) of one `envsolve matrix SPEC --format json`."""
     t0 = time.perf_counter()
-    ms = parse_matrix(text, "bench.toml", g)
-    cells = ms.cells()
-    results = solve_cells(g, ms, cells)
-    return len(cells), sum(r.valid for r in results), time.perf_counter() - t0
+    with open(os.devnull, "wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "envsolve", "matrix", str(spec), "--format", "json"],
+                                stdout=sink, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+    secs = time.perf_counter() - t0
+    if status != 0:
+        raise SystemExit(f"envsolve matrix failed: {proc.stderr.read().decode() if proc.stderr else status}")
+    return secs, usage.ru_maxrss
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10k,100k,1m")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
-    print("| cells | valid | solve (in process) | per cell |\n|---|---|---|---|")
-    for n_os in (1, 2, 3, 5):
-        n, valid, secs = in_process(matrix_text(OSES[:n_os]))
-        print(f"| {n} | {valid} | {secs:.2f} s | {secs / n * 1e6:.0f} us |")
+    print("| cells | end to end (median) | cells/s | peak RSS | runs |\n|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as d:
-        spec = Path(d) / "big.toml"
-        spec.write_text(matrix_text(OSES))
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "envsolve", "matrix", str(spec), "--format", "json"],
-                           check=True, capture_output=True)
-            times.append(time.perf_counter() - t0)
-        print(f"`envsolve matrix` end to end, {n} cells, --format json: median "
-              f"{sorted(times)[1]:.2f} s (of {', '.join(f'{t:.2f}' for t in times)})")
+        for size in args.sizes.split(","):
+            text, n = matrix_text(size)
+            spec = Path(d) / f"{size}.toml"
+            spec.write_text(text)
+            results = [run(spec) for _ in range(args.runs)]
+            secs = statistics.median(s for s, _ in results)
+            rss = max(r for _, r in results) / 1024
+            print(f"| {n:,} | {secs:.2f} s | {n / secs:,.0f} | {rss:.0f} MiB | {args.runs} |")
 
 
 if __name__ == "__main__":

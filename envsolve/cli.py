@@ -218,7 +218,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     ms = parse_matrix(_read_text(matrix_path), str(matrix_path), g)
     folder = str(render_dir) if render_dir else "envsolve-matrix"
     if fmt == "json" and render_dir is None and not check:  # nothing else needs the cells: stream them
-        for piece in formats.everything(ms, iter_cells(g, ms, ms.cells()), folder):
+        for piece in formats.everything(ms, iter_cells(g, ms, ms.iter_cells()), folder):
             click.echo(piece, nl=False)
         return
     results = solve_cells(g, ms, ms.cells())

@@ -19,6 +19,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from .host import GpuInfo, HostFacts, MigDevice
+from .versions import parse_arch
 
 __all__ = ["DEFAULT_TIMEOUT", "detect", "docker_tools", "gfx_from_target_version", "installed_versions",
            "parse_amd_smi", "parse_proc_version", "parse_rocminfo", "parse_smi_csv", "parse_smi_list",
@@ -405,10 +406,14 @@ def _override_gpus(value: str) -> tuple[str, tuple[GpuInfo, ...]]:
     vendors = set()
     for i, label in enumerate(t.strip() for t in value.split(",") if t.strip()):
         cc = gfx = ""
-        if re.match(r"^gfx[0-9a-f]{3,4}$", label.lower()):
-            gfx = label.lower()
-        elif m := re.match(r"^(?:sm_(\d+)(\d)|(\d{1,2})\.(\d))$", label.lower()):
-            cc = f"{m.group(1) or m.group(3)}.{m.group(2) or m.group(4)}"
+        try:
+            a = parse_arch(label)
+        except ValueError:  # a model name, looked up in the data later
+            a = None
+        if a is not None and a.vendor == "amd":
+            gfx = a.name
+        elif a is not None:
+            cc = a.compute_capability
         vendors.add("amd" if gfx or re.match(r"(?i)^(amd|mi\d|radeon|rx )", label) else "nvidia")
         gpus.append(GpuInfo(index=i, name=label, compute_capability=cc, gfx=gfx))
     vendor = vendors.pop() if len(vendors) == 1 else ("cpu" if not vendors else "mixed")

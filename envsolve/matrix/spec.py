@@ -10,7 +10,7 @@ import difflib
 import itertools
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -72,20 +72,28 @@ class MatrixSpec:
 
     def cells(self) -> list[Cell]:
         """The product of the axes, minus excludes, plus includes (marked must-be-valid)."""
+        return list(self.iter_cells())
+
+    def iter_cells(self) -> Iterator[Cell]:
+        """:meth:`cells` one at a time, in the same order; without ``[[include]]`` rows nothing
+        is held, so a matrix of a million cells streams."""
         names = [a for a, _ in self.axes]
-        product = [Cell(tuple(zip(names, combo, strict=True)))
-                   for combo in itertools.product(*(vs for _, vs in self.axes))]
-        kept = [c for c in product if not any(_matches(c, ex) for ex in self.excludes)]
+        product = (Cell(tuple(zip(names, combo, strict=True)))
+                   for combo in itertools.product(*(vs for _, vs in self.axes)))
+        kept = (c for c in product if not any(_matches(c, ex) for ex in self.excludes))
+        if not self.includes:
+            yield from kept
+            return
         out: dict[tuple[tuple[str, str], ...], Cell] = {c.values: c for c in kept}
         for inc in self.includes:
-            hits = [c for c in product if _matches(c, inc)]
+            hits = [c for combo in itertools.product(*(vs for _, vs in self.axes))
+                    if _matches(c := Cell(tuple(zip(names, combo, strict=True))), inc)]
             if not hits:  # a cell outside the product: it names every axis (checked when parsing)
                 order = dict(inc)
                 hits = [Cell(tuple((a, order[a]) for a in names))]
             for c in hits:
                 out[c.values] = replace(c, included=True)
-        return list(out.values())
-
+        yield from out.values()
 
 
 def _matches(cell: Cell, pattern: Iterable[tuple[str, str]]) -> bool:
