@@ -383,7 +383,9 @@ def _for_host(spec: ProjectSpec, graph: Provider) -> ProjectSpec:
     facts = _host_facts(graph)
     for w in facts.warnings:
         click.echo(f"WARNING: host: {w}", err=True)
-    host = for_host(spec, facts, graph)
+    host, warnings = for_host(spec, facts, graph)
+    for w in warnings:
+        click.echo(f"WARNING: host: {w}", err=True)
     click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in hardware_table(facts, graph).items()), err=True)
     return host
 

@@ -420,19 +420,20 @@ def parse_gpus(provider: Provider, names: list[Any], path: str, key: str) -> tup
     return gpus
 
 
-def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> ProjectSpec:
+def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[ProjectSpec, list[str]]:
     """``spec`` with its default target describing this host (GPUs, driver, vendor); a CUDA or
     ROCm pin of ``[hardware]`` is kept when it fits the host's vendor. A GPU the data does not
-    know is taken by the architecture the tools reported; one with neither is an error naming
-    where it came from."""
+    know is taken by the architecture the tools reported (with a warning, returned beside the
+    spec); one with neither is an error naming where it came from, with a "did you mean"."""
     p = _Parser(facts.source or "this host", provider)
     gpus: list[GpuReq] = []
+    warnings = []
     for g in facts.gpus:
         label = g.name if provider.gpu(g.name) is not None or not g.arch else g.arch
-        if not label:
-            p.bad(f"GPU {g.index}", f"{g.name!r} is not in envsolve's data and the tools did not report "
-                                    "its architecture")
-        elif (req := p.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
+        if label != g.name:
+            warnings.append(f"GPU {g.index} {g.name!r} is not in envsolve's data; solving for its architecture "
+                            f"{label} as the driver reported it")
+        if (req := p.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
             gpus.append(req)
     p.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
                             "(or gfx942), or update envsolve's data")
@@ -446,4 +447,4 @@ def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> Project
     base = spec.targets[0]
     host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=driver,
                   cuda=base.cuda if vendor == "nvidia" else None, rocm=base.rocm if vendor == "amd" else None)
-    return replace(spec, targets=(host, *spec.targets[1:]))
+    return replace(spec, targets=(host, *spec.targets[1:])), warnings

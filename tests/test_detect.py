@@ -9,8 +9,9 @@ from click.testing import CliRunner
 
 from envsolve import detect as det
 from envsolve.cli import main
-from envsolve.host import HostFacts, MigDevice, complete, hardware_table
+from envsolve.host import GpuInfo, HostFacts, MigDevice, complete, hardware_table
 from envsolve.provider import Provider
+from envsolve.spec import for_host, parse_spec
 from envsolve.versions import parse_driver
 
 HOSTS = Path(__file__).parent / "fixtures" / "hosts"
@@ -207,6 +208,30 @@ def test_cli_lock_host_solves_for_this_machine(monkeypatch: pytest.MonkeyPatch, 
     assert "host: gpus = ['H100'], driver = 535.129.03, vendor = nvidia" in r.stderr
     lock = (tmp_path / "envsolve.lock").read_text()
     assert 'gpu_archs = [\n    "sm_90",\n]' in lock and '"A100"' not in lock.split("[[environments.gpu_models]]")[0]
+
+
+def test_cli_lock_host_names_a_gpu_it_cannot_place(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100"]\n')
+    d = HOSTS / "no-gpu"
+    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={"ENVSOLVE_GPUS": "Z9000"}, path=str(d / "bin"),
+                                                       root=d / "root", nvml=False))
+    r = CliRunner().invoke(main, ["lock", "--host", str(spec)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "ERROR: ENVSOLVE_GPUS: GPU 0: unknown GPU 'Z9000'" in r.stderr  # not blamed on project.toml, not dropped
+    assert "ENVSOLVE_GPUS=sm_90" in r.stderr
+    assert not (tmp_path / "envsolve.lock").exists()
+
+
+def test_a_gpu_unknown_by_name_is_solved_for_its_reported_architecture(real_graph: Provider) -> None:
+    facts = HostFacts(vendor="nvidia", driver="580.65.06", source="nvidia-smi",
+                      gpus=(GpuInfo(index=0, name="NVIDIA Future X1", compute_capability="9.0"),))
+    spec = parse_spec('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100"]\ncuda = "12.8"\n', "p.toml", real_graph)
+    got, warnings = for_host(spec, facts, real_graph)
+    t = got.targets[0]
+    assert [g.arch.name for g in t.gpus] == ["sm_90"] and str(t.driver) == "580.65.06" and str(t.cuda) == "12.8"
+    assert warnings == ["GPU 0 'NVIDIA Future X1' is not in envsolve's data; solving for its architecture sm_90 "
+                        "as the driver reported it"]
 
 
 class _Mem:

@@ -36,6 +36,13 @@ def test_a_replayed_lock_is_byte_for_byte_the_solved_one(name: str, tmp_path: Pa
     assert sorted((out.out + out.err).splitlines()) == sorted(printed.splitlines())  # CliRunner mixes the streams
 
 
+@pytest.mark.parametrize("name", HELD)
+def test_without_any_cache_the_lock_is_the_same(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVSOLVE_NO_CACHE", "1")  # TOML parsed afresh, nothing replayed or stored
+    _lock(tmp_path, name)
+    assert (tmp_path / "envsolve.lock").read_text() == (CASES / name / "expected.lock").read_text()
+
+
 def test_any_changed_input_falls_through_to_a_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec, _ = _lock(tmp_path, "h100-torch-newest")
     assert replay.replay(["lock", str(spec)])
