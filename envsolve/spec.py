@@ -30,7 +30,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "Target", "for_host", "parse_gpus", "parse_spec"]
+__all__ = ["FLAVORS", "FrameworkReq", "SectionParser", "unknown_key", "GpuReq", "ProjectSpec", "Target", "for_host", "parse_gpus", "parse_spec"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras"}
@@ -114,21 +114,26 @@ _SECTIONS = {
 }
 
 
-def _unknown(key: str, allowed: Any) -> str:
+def unknown_key(key: str, allowed: Any) -> str:
     """"unknown key (allowed: ...)", with a "did you mean" for a near miss."""
     names = sorted(allowed)
     near = difflib.get_close_matches(key, names, 1)
     return f"unknown key (allowed: {', '.join(names)})" + (f"; did you mean '{near[0]}'?" if near else "")
 
 
-class _Parser:
-    """The section parsers of project.toml; each adds what is wrong to one collector."""
+class SectionParser:
+    """Base of the section parsers of a user's file: one problem collector for the file, and the
+    provider to resolve names against."""
 
     def __init__(self, path: str, provider: Provider) -> None:
         self.path = path
         self.provider = provider
         self.problems = Problems(path)
         self.bad = self.problems.bad
+
+
+class _Parser(SectionParser):
+    """The section parsers of project.toml; each adds what is wrong to one collector."""
 
     def _str(self, table: dict[str, Any], key: str, where: str) -> str:
         v = table.get(key, "")
@@ -158,7 +163,7 @@ class _Parser:
             elif (allowed := _SECTIONS[section]) is not None:
                 for key in value:
                     if key not in allowed:
-                        self.bad(f"{section}.{key}", _unknown(key, allowed))
+                        self.bad(f"{section}.{key}", unknown_key(key, allowed))
 
     def project(self, table: dict[str, Any]) -> tuple[str, str, SpecifierSet]:
         """(name, Python range as written, Python range)."""
@@ -274,7 +279,7 @@ class _Parser:
             return None
         for key in table:
             if key not in _HARDWARE:
-                self.bad(f"{where}.{key}", _unknown(key, _HARDWARE))
+                self.bad(f"{where}.{key}", unknown_key(key, _HARDWARE))
         merged = {**base, **table}
         if "gpus" in table and "vendor" not in table:
             merged.pop("vendor", None)  # the target's own GPUs decide its vendor

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..domain import FRAMEWORKS, KERAS_BACKENDS
-from ..errors import Problem, Problems, SpecError
+from ..errors import Problem, SpecError
 from ..provider import Provider
-from ..spec import FLAVORS, GpuReq, parse_gpus
+from ..spec import FLAVORS, GpuReq, SectionParser, parse_gpus, unknown_key
 from ..versions import parse_driver, parse_python_minor
 
 if sys.version_info >= (3, 11):
@@ -101,14 +101,8 @@ def _matches(cell: Cell, pattern: Iterable[tuple[str, str]]) -> bool:
 
 
 
-class _Parser:
+class _Parser(SectionParser):
     """The section parsers of a matrix file; each adds what is wrong to one collector."""
-
-    def __init__(self, path: str, provider: Provider) -> None:
-        self.path = path
-        self.provider = provider
-        self.problems = Problems(path)
-        self.bad = self.problems.bad
 
     def sections(self, data: dict[str, Any]) -> None:
         for key in data:
@@ -204,7 +198,7 @@ class _Parser:
             return "envsolve-matrix", ("linux/amd64",)
         for key in image:
             if key not in ("repository", "platforms"):
-                self.bad(f"image.{key}", "unknown key (allowed: platforms, repository)")
+                self.bad(f"image.{key}", unknown_key(key, ("platforms", "repository")))
         repository = image.get("repository", "envsolve-matrix")
         if not isinstance(repository, str) or not _REPOSITORY.fullmatch(repository):
             self.bad("image.repository", f"{repository!r} is not an image repository such as "
