@@ -30,7 +30,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["FLAVORS", "FrameworkReq", "SectionParser", "unknown_key", "GpuReq", "ProjectSpec", "Target", "for_host", "parse_gpus", "parse_spec"]
+__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "for_host", "parse_gpus",
+           "parse_spec", "unknown_key"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras"}
