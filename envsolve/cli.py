@@ -131,7 +131,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     for r in resolutions:
         pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
         stack = f"CUDA {r.cuda}, driver >= {r.driver_min} ({r.compat})" if r.cuda else (
-            f"ROCm {r.rocm}" if r.rocm else "CPU")
+            f"ROCm {r.rocm}" if r.rocm else "CPU" if r.accelerator == "cpu" else r.base_image)
         summary(f"  {r.target.name}: Python {r.python}, {stack}: {pkgs}")
     if then_render:
         for path in _render(out, None, None):

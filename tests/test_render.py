@@ -230,6 +230,30 @@ def test_smoke_test_of_a_gpu_lock_passes_on_cpu_only_with_allow_cpu(tmp_path: Pa
 
 
 @needs_torch
+def test_smoke_test_checks_fp32_with_tf32_off_and_times_tf32_apart(tmp_path: Path) -> None:
+    script = _smoke_dir(tmp_path, "") / "smoke_test.py"
+    spec = importlib.util.spec_from_file_location("rendered_smoke_test", script)
+    assert spec is not None and spec.loader is not None
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    import torch
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    try:
+        ops = smoke._Ops("torch", on_gpu=False)
+        assert ops.tf32 is False  # no TF32 on a CPU: no throughput line
+        ops.set_tf32(True)
+        assert torch.backends.cuda.matmul.allow_tf32 is True and torch.backends.cudnn.allow_tf32 is True
+        report = smoke.Report()
+        smoke.matmul(report, [], "CPU")  # sets TF32 off before the fp32 accuracy check
+        assert torch.backends.cuda.matmul.allow_tf32 is False
+        assert [c["check"] for c in report.items][:2] == ["matmul fp32", "matmul bf16"]
+        assert "matmul tf32" not in {c["check"] for c in report.items}
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+@needs_torch
 def test_smoke_test_of_a_cpu_lock_passes_without_flags(tmp_path: Path) -> None:
     script = _smoke_dir(tmp_path, "") / "smoke_test.py"
     out = _run(script)
