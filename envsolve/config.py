@@ -28,13 +28,13 @@ from urllib.parse import urlsplit, urlunsplit
 from .domain import DEFAULT_INDEXES
 from .errors import Problem, SpecError
 
-__all__ = ["check_url", "index_urls", "pip_config", "pip_index_url", "strip_credentials"]
+__all__ = ["check_url", "index_urls", "pip_config", "pip_config_files", "pip_index_url", "strip_credentials"]
 
 _ENV_PREFIX = "ENVSOLVE_INDEX_"
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
 
-def _pip_config_files(env: Mapping[str, str]) -> list[Path]:
+def pip_config_files(env: Mapping[str, str]) -> list[Path]:
     """pip's configuration files, lowest precedence first (pip's own order)."""
     files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
     home = Path.home()
@@ -50,7 +50,7 @@ def _pip_settings(env: Mapping[str, str]) -> dict[str, tuple[str, str, str]]:
     """``index-url`` / ``extra-index-url`` -> (value, the file or variable pip read it from, key)."""
     out: dict[str, tuple[str, str, str]] = {}
     if env.get("PIP_CONFIG_FILE") != os.devnull:
-        for path in _pip_config_files(env):
+        for path in pip_config_files(env):
             parser = configparser.RawConfigParser()
             try:
                 parser.read(path, encoding="utf-8")
