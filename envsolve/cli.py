@@ -104,7 +104,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     if host:
         spec = _for_host(spec, graph)
     resolutions = solve_explained(graph, spec)
-    urls = index_urls(dict(spec.indexes))
+    urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
     data = lockfile.build(project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
                           data_version=graph.data_version, data_digest=graph.digest,
                           resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt,
@@ -113,9 +113,8 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     out = output or spec_path.parent / "envsolve.lock"
     if (stale := _stale_data_warning(out, graph.data_version)):
         click.echo(stale, err=True)
-    for name in sorted({p.index for r in resolutions for p in r.packages} - set(urls)):
-        say(f"WARNING: index '{name}' has no URL; the lock uses ${{ENVSOLVE_INDEX_{name.upper()}}}. "
-                   f"Set [indexes] {name} = URL in {spec_path.name} or ENVSOLVE_INDEX_{name.upper()}.", err=True)
+    for w in index_warnings:
+        say(f"WARNING: {w}", err=True)
     for r in resolutions:
         for w in r.warnings:
             say(f"WARNING: {r.target.name}: {w}", err=True)
@@ -140,7 +139,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     for r in resolutions:
         pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
         stack = f"CUDA {r.cuda}, driver >= {r.driver_min} ({r.compat})" if r.cuda else (
-            f"ROCm {r.rocm}" if r.rocm else "CPU")
+            f"ROCm {r.rocm}" if r.rocm else "CPU" if r.accelerator == "cpu" else r.base_image)
         summary(f"  {r.target.name}: Python {r.python}, {stack}: {pkgs}")
     if then_render:
         for path in _render(out, None, None):
@@ -155,7 +154,7 @@ class _Stale(EnvsolveError):
     exit_code = 1
 
 
-def _render(lock_path: Path, out_dir: Path | None, target: str | None) -> list[Path]:
+def _render(lock_path: Path, out_dir: Path | None, target: str | None, dockerfile: bool = True) -> list[Path]:
     """Render every environment (or ``target``) of a lock; write only when all rendered."""
     from . import lock as lockfile
     from .errors import LockError
@@ -169,7 +168,7 @@ def _render(lock_path: Path, out_dir: Path | None, target: str | None) -> list[P
     root = out_dir or lock_path.parent / "envsolve-out"
     texts = {root / e.name / name: text
              for e in data.environments if target in (None, e.name)
-             for name, text in render(data, e, lock_path.name).items()}
+             for name, text in render(data, e, lock_path.name, dockerfile=dockerfile).items()}
     write_all(texts, tip="choose another folder with -o")
     return list(texts)
 
@@ -179,10 +178,12 @@ def _render(lock_path: Path, out_dir: Path | None, target: str | None) -> list[P
 @click.option("-o", "--output", type=click.Path(path_type=Path, file_okay=False),
               help="Folder for DIR/<environment>/ (default: envsolve-out/ beside the lock).")
 @click.option("--target", help="Render only this environment.")
+@click.option("--no-dockerfile", is_flag=True, help="Leave the Dockerfile out (for conda packages, which it "
+              "cannot install).")
 @_handles_errors
-def render_cmd(lock_path: Path, output: Path | None, target: str | None) -> None:
+def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dockerfile: bool) -> None:
     """Write Dockerfile, requirements.txt, environment.yml and smoke_test.py per environment."""
-    for path in _render(lock_path, output, target):
+    for path in _render(lock_path, output, target, dockerfile=not no_dockerfile):
         click.echo(f"wrote {path}")
 
 
@@ -263,18 +264,22 @@ def _render_cells(g: Provider, ms: MatrixSpec, results: list[CellResult], root: 
     from .config import index_urls
     from .render import render
 
-    urls = index_urls({})
+    urls, warnings = index_urls({})
+    for w in warnings:
+        click.echo(f"WARNING: {w}", err=True)
     texts = {}
+    cells = 0
     for r in results:
         if r.resolution is None:
             continue
         data = lockfile.build(project=ms.repository, spec_name=Path(ms.path).name, spec_bytes=ms.path.encode(),
                               data_version=g.data_version, data_digest=g.digest, resolutions=[r.resolution],
                               urls=urls)
+        cells += 1
         for name, text in render(data, data.environments[0]).items():
             texts[root / r.cell.id / name] = text
     write_all(texts, tip="choose another folder with --render")
-    click.echo(f"rendered {len(texts) // 4} cells under {root}", err=True)
+    click.echo(f"rendered {cells} cells under {root}", err=True)
 
 
 def _check_images(g: Provider, path: Path, fmt: str) -> None:
@@ -533,7 +538,7 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, d
     """Compare the matrices with the package index; with --write, add the new releases."""
     import datetime
 
-    from .config import index_urls
+    from .config import pip_index_url
     from .data import data_dir, load_dir
     from .refresh import DEFAULT_PACKAGES, IndexClient, apply, default_cache_dir, render, survey
 
@@ -542,7 +547,7 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, d
             datetime.date.fromisoformat(data_version)
         except ValueError:
             raise SpecError([Problem("--data-version", data_version, "is not a date such as 2026-11-22")]) from None
-    url = index_url or index_urls({}).get("pypi", "")
+    url = index_url or pip_index_url()
     if not url:
         raise SpecError([Problem("--index-url", "", "no package index is configured")],
                         tip="pass --index-url URL or set PIP_INDEX_URL")

@@ -1,9 +1,18 @@
 """User settings envsolve reads: the package index URLs, from project.toml's ``[indexes]``,
 ``ENVSOLVE_INDEX_<NAME>`` and pip's own configuration.
 
-Registry hosts are never written into envsolve: the default index is pip's (its configuration
-files, ``PIP_INDEX_URL``, or pip's built-in default, read from pip itself), and every other
-index comes from the user's settings.
+Two different questions, two functions:
+
+- :func:`index_urls` gives the *canonical* indexes a lock records: the PyTorch index's public
+  URL (``domain.DEFAULT_INDEXES``) unless ``ENVSOLVE_INDEX_<NAME>`` or ``[indexes]`` override it,
+  and nothing at all for the default index unless one of those names it. pip's configuration
+  never enters a lock, so the same spec gives the same lock on every machine; a mirror is an
+  install-time concern (pip's configuration where the artifacts are installed).
+- :func:`pip_index_url` gives the index pip itself would use here (``envsolve refresh``).
+
+The default index's host is never written into envsolve: pip's configuration files,
+``PIP_INDEX_URL``, or pip's built-in default (read from pip itself) supply it. Every URL is
+checked before it can reach a generated file, and credentials in it are dropped.
 """
 
 from __future__ import annotations
@@ -14,10 +23,15 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["check_url", "index_urls", "pip_config", "pip_config_files"]
+from .domain import DEFAULT_INDEXES
+from .errors import Problem, SpecError
 
-_TORCH_INDEX = re.compile(r"/whl/?$")
+__all__ = ["check_url", "index_urls", "pip_config", "pip_config_files", "pip_index_url", "strip_credentials"]
+
+_ENV_PREFIX = "ENVSOLVE_INDEX_"
+_INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
 
 def pip_config_files(env: Mapping[str, str]) -> list[Path]:
@@ -32,10 +46,9 @@ def pip_config_files(env: Mapping[str, str]) -> list[Path]:
     return files
 
 
-def pip_config(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``index-url`` and ``extra-index-url`` as pip would see them."""
-    env = os.environ if environ is None else environ
-    out: dict[str, str] = {}
+def _pip_settings(env: Mapping[str, str]) -> dict[str, tuple[str, str, str]]:
+    """``index-url`` / ``extra-index-url`` -> (value, the file or variable pip read it from, key)."""
+    out: dict[str, tuple[str, str, str]] = {}
     if env.get("PIP_CONFIG_FILE") != os.devnull:
         for path in pip_config_files(env):
             parser = configparser.RawConfigParser()
@@ -46,11 +59,17 @@ def pip_config(environ: Mapping[str, str] | None = None) -> dict[str, str]:
             for section in ("global", "install"):
                 for key in ("index-url", "extra-index-url"):
                     if parser.has_option(section, key):
-                        out[key] = parser.get(section, key).strip()
+                        out[key] = (parser.get(section, key).strip(), f"{path} [{section}]", key)
     for key, var in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL")):
         if env.get(var):
-            out[key] = env[var].strip()
+            out[key] = (env[var].strip(), var, "")
     return out
+
+
+def pip_config(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``index-url`` and ``extra-index-url`` as pip would see them."""
+    env = os.environ if environ is None else environ
+    return {k: v for k, (v, _, _) in _pip_settings(env).items()}
 
 
 def _pip_default_index() -> str:
@@ -59,27 +78,75 @@ def _pip_default_index() -> str:
         from pip._internal.models.index import PyPI  # noqa: PLC0415 - only when needed
 
         return str(PyPI.simple_url)
-    except Exception:  # pip absent or reorganised: leave the placeholder to the lock
+    except Exception:  # pip absent or reorganised: the caller says none is configured
         return ""
 
 
-def index_urls(spec_indexes: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Symbolic index name -> URL: project.toml, then ENVSOLVE_INDEX_*, then pip's settings."""
+def pip_index_url(environ: Mapping[str, str] | None = None) -> str:
+    """The index pip would use on this machine ("" when none can be found), checked like every
+    URL envsolve reads: a bad value raises :class:`SpecError` naming where pip read it."""
     env = os.environ if environ is None else environ
-    cfg = pip_config(env)
+    value, where, key = _pip_settings(env).get("index-url", ("", "", ""))
+    if value:
+        if (why := check_url(value)) is not None:
+            raise SpecError([Problem(where, key, why)],
+                            tip=f"fix the index URL in {where}, or pass --index-url URL")
+        return value.rstrip("/")
+    return _pip_default_index().rstrip("/")
+
+
+def strip_credentials(url: str) -> tuple[str, bool]:
+    """``url`` without user, password, query or fragment (where tokens travel), and whether
+    anything was dropped. ``https://bot:S3CRET@mirror/simple?token=x`` -> ``https://mirror/simple``."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    if "@" in parts.netloc or parts.query or parts.fragment:
+        return urlunsplit((parts.scheme, host, parts.path, "", "")), True
+    return url, False
+
+
+def index_urls(spec_indexes: Mapping[str, str], environ: Mapping[str, str] | None = None,
+               spec_path: str = "project.toml") -> tuple[dict[str, str], list[str]]:
+    """(symbolic index name -> URL for the lock, warnings).
+
+    The PyTorch index's public URL, overridden by ``ENVSOLVE_INDEX_<NAME>``, overridden by
+    ``[indexes]``. pip's configuration is not read: the default index is pip's at install time.
+    Each value is checked (a bad one raises :class:`SpecError` naming the variable or key and
+    the value) and loses its credentials, with a warning saying so."""
+    env = os.environ if environ is None else environ
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    sources: dict[str, tuple[str, str]] = {k: (v, "") for k, v in DEFAULT_INDEXES.items()}
+    for key in sorted(env):
+        value = env[key].strip()
+        if not key.startswith(_ENV_PREFIX) or not value:
+            continue
+        name = key[len(_ENV_PREFIX):].lower()
+        if not _INDEX_NAME.fullmatch(name):
+            problems.append(Problem("environment", key, "is not an index variable such as ENVSOLVE_INDEX_PYTORCH"))
+        else:
+            sources[name] = (value, f"environment variable {key}")
+    for name, value in spec_indexes.items():
+        sources[name] = (value, f"{spec_path} [indexes] {name}")
     urls: dict[str, str] = {}
-    if cfg.get("index-url"):
-        urls["pypi"] = cfg["index-url"].rstrip("/")
-    for url in cfg.get("extra-index-url", "").split():
-        if _TORCH_INDEX.search(url):
-            urls.setdefault("pytorch", url.rstrip("/"))
-    for key, value in env.items():
-        if key.startswith("ENVSOLVE_INDEX_") and value.strip():
-            urls[key[len("ENVSOLVE_INDEX_"):].lower()] = value.strip().rstrip("/")
-    urls.update(spec_indexes)
-    if "pypi" not in urls and (default := _pip_default_index()):
-        urls["pypi"] = default.rstrip("/")
-    return urls
+    for name, (value, where) in sorted(sources.items()):
+        if (why := check_url(value)) is not None:
+            problems.append(Problem(where.removeprefix("environment variable "), "", why))
+            continue
+        clean, dropped = strip_credentials(value)
+        if dropped:
+            warnings.append(f"{where}: credentials (user, password, query or fragment) were dropped from the "
+                            "index URL; nothing generated carries them. Give them to pip at install time "
+                            "(pip.conf or .netrc, a BuildKit secret in Docker builds: see README 'Index URLs')")
+        urls[name] = clean.rstrip("/")
+    if problems:
+        raise SpecError(problems, tip="set each index to an http(s) URL without whitespace, quotes or shell "
+                                      "metacharacters, e.g. ENVSOLVE_INDEX_PYTORCH=https://your.mirror/whl")
+    return urls, warnings
 
 
 # Characters a URL may carry into a RUN line, a requirements file or YAML: no whitespace, no

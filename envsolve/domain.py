@@ -22,8 +22,10 @@ __all__ = [
     "ACCELERATOR",
     "COMPANIONS",
     "COMPANIONS_OF",
+    "DEFAULT_INDEXES",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
+    "OS_PYTHON",
     "cuda_of_variant",
     "kernels",
     "requirement",
@@ -43,6 +45,14 @@ COMPANIONS_OF: dict[str, tuple[str, ...]] = {
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 # Vendor -> the accelerator its GPUs need.
 ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
+
+# Index name -> the public URL of an index every user needs, written in full into locks and
+# artifacts (the URL PyTorch's install selector prints; builds under it by variant: /cu128).
+# The default index ("pypi") is never written here: it is pip's, at install time.
+DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl"}
+# Base OS -> the Python minor its own python3 package is (Ubuntu's jammy and noble archives):
+# an image of that OS whose lock wants that Python takes it from apt, not from a download.
+OS_PYTHON = {"ubuntu22.04": "3.10", "ubuntu24.04": "3.12"}
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 

@@ -45,7 +45,9 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        loc = f"{self.file}: {self.where}" if self.where else self.file
+        # a key with a line break (a TOML quoted key) is shown escaped, on one line
+        where = self.where if self.where.isprintable() else repr(self.where)[1:-1]
+        loc = f"{self.file}: {where}" if where else self.file
         return f"{loc}: {self.message}"
 
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import tomli_w
 
-from .domain import requirement
+from .domain import DEFAULT_INDEXES, requirement
 from .errors import LockError
 from .solve import PackagePin, Resolution
 
@@ -264,11 +264,10 @@ def _digest_of(indexes: tuple[tuple[str, str], ...], envs: tuple[Environment, ..
 
 
 def index_url(index: str, path: str, urls: Mapping[str, str]) -> str:
-    """The URL pip should use for a package of ``index`` (under ``path``); an unset index becomes
-    a ``${ENVSOLVE_INDEX_X}`` placeholder, which pip expands from the environment in requirements
-    files."""
-    base = urls.get(index) or f"${{ENVSOLVE_INDEX_{index.upper()}}}"
-    return f"{base}/{path}" if path else base
+    """The URL pip should use for a package of ``index`` (under ``path``); "" for an index
+    with no URL, which is the default index: pip's own configuration where it installs."""
+    base = urls.get(index, "")
+    return f"{base}/{path}" if base and path else base
 
 
 def _package(pin: PackagePin, urls: Mapping[str, str]) -> LockedPackage:
@@ -292,7 +291,7 @@ def build(*, project: str, spec_name: str, spec_bytes: bytes, data_version: str,
           resolutions: list[Resolution], pip: tuple[str, ...] = (), conda: tuple[str, ...] = (),
           apt: tuple[str, ...] = (), urls: Mapping[str, str] | None = None) -> Lock:
     """The lock of ``resolutions``."""
-    urls = urls or {}
+    urls = {**DEFAULT_INDEXES, **(urls or {})}
     envs = tuple(_environment(r, pip, conda, apt, urls) for r in resolutions)
     used = {"pypi"} | {p.index for r in resolutions for p in r.packages}
     indexes = tuple((name, index_url(name, "", urls)) for name in sorted(used))

@@ -1,32 +1,83 @@
 """Pure rendering: a lock environment plus the templates in ``templates/`` into artifact texts.
 
-``render(lock, env)`` returns ``{file name: text}`` for the Dockerfile, requirements.txt,
-environment.yml and smoke_test.py; the same lock gives the same bytes. Jinja2 is imported here
-only, so commands that do not render never pay for it.
+``render(lock, env)`` returns ``{file name: text}`` for the Dockerfile, requirements.txt
+(and requirements-pytorch.txt when PyTorch-index builds are locked), environment.yml and
+smoke_test.py; the same lock gives the same bytes. Every value that reaches a file is checked
+first (no line breaks or control characters, URLs as :func:`envsolve.config.check_url` wants
+them) and quoted for where it lands: shell words with :func:`shlex.quote`, Dockerfile strings
+escaped, YAML scalars as JSON strings (JSON is YAML). Jinja2 is imported here only, so commands
+that do not render never pay for it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
+from collections.abc import Iterator
 from typing import Any
 
-from .domain import cuda_of_variant
+from .config import check_url
+from .domain import OS_PYTHON, cuda_of_variant
 from .errors import LockError
-from .lock import Environment, Lock
+from .lock import Environment, Lock, LockedPackage
 from .paths import templates_dir
 
-__all__ = ["ARTIFACTS", "render", "templates_dir"]
+__all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render", "templates_dir"]
 
 ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py")
-_PLACEHOLDER = re.compile(r"\$\{(ENVSOLVE_INDEX_[A-Z0-9_]+)\}")
+# written beside them when the environment has PyTorch-index builds
+PYTORCH_REQUIREMENTS = "requirements-pytorch.txt"
 _MARKER = '"__ENVSOLVE_EXPECTED__"'
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_IMAGE_OS = re.compile(r"ubuntu[-:]?(\d+\.\d+)")
+_ALTERNATIVES = "[packages] apt (a Debian package of the same name, e.g. 'ffmpeg') or [packages] pip"
 
 
-def _index_lines(lock: Lock, env: Environment) -> list[str]:
-    lines = [f"--index-url {dict(lock.indexes)['pypi']}"]
-    extra = sorted({p.index_url for p in env.packages if p.index != "pypi"})
-    return lines + [f"--extra-index-url {u}" for u in extra]
+# ---------------------------------------------------------------------------- checking and quoting
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every string inside a lock value, with its key path."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k, f"{where}.{k}")
+            yield from _strings(v, f"{where}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{where}[{i}]")
+
+
+def _check(lock: Lock, env: Environment, lock_name: str) -> None:
+    """Refuse (exit 2) a value no generated file may carry, naming the lock key and the value."""
+    i = lock.environments.index(env)
+    found = [("lock file name", lock_name), ("project", lock.project)]
+    found += list(_strings(dict(lock.indexes), "indexes"))
+    found += list(_strings(env.to_dict(), f"environments[{i}]"))
+    for where, value in found:
+        if _CONTROL.search(value):
+            raise LockError(f"{lock_name}: {where} = {value!r} contains a line break or control character, "
+                            "which no generated file may carry", tip="regenerate the lock from a spec without it")
+    urls = [(f"indexes.{k}", v) for k, v in lock.indexes]
+    urls += [(f"environments[{i}].packages[{j}].index_url", p.index_url) for j, p in enumerate(env.packages)]
+    for where, url in urls:
+        if url and (why := check_url(url)) is not None:
+            raise LockError(f"{lock_name}: {where}: {why}", tip="regenerate the lock with a valid index URL")
+
+
+def _dq(value: str) -> str:
+    """A Dockerfile double-quoted string (LABEL values): quotes, backslashes and ``$`` escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+def _yq(value: str) -> str:
+    """A YAML scalar that is always a string: a JSON string (JSON is YAML)."""
+    return json.dumps(value)
+
+
+# ---------------------------------------------------------------------------- what goes where
 
 
 def _expected(lock: Lock, env: Environment) -> dict[str, Any]:
@@ -63,34 +114,90 @@ def _env_vars(env: Environment) -> list[tuple[str, str]]:
     return out
 
 
-def _conda_specs(env: Environment) -> tuple[list[str], list[str]]:
-    """(conda MatchSpecs, framework requirements left for pip)."""
+def _arg(index: str) -> str:
+    return f"ENVSOLVE_INDEX_{index.upper()}"
+
+
+def _groups(lock: Lock, env: Environment) -> list[dict[str, Any]]:
+    """The packages of each non-default index, by URL: each group is installed from its index
+    alone, so no other index can serve a package of the same name (dependency confusion)."""
+    roots = dict(lock.indexes)
+    by_url: dict[str, list[LockedPackage]] = {}
+    for p in env.packages:
+        if p.index != "pypi":
+            by_url.setdefault(p.index_url, []).append(p)
+    out = []
+    for url, pkgs in sorted(by_url.items()):
+        index = pkgs[0].index
+        root = roots.get(index, "")
+        sub = url[len(root):] if root and url.startswith(root) else ""
+        out.append({"index": index, "url": url, "requirements": [p.requirement for p in pkgs],
+                    # in the Dockerfile, the URL with its root as a build argument (a mirror at build time)
+                    "arg": _arg(index) if root and (not sub or sub.startswith("/")) else "",
+                    "sub": sub})
+    return out
+
+
+def _conda_specs(env: Environment) -> tuple[list[str], list[LockedPackage]]:
+    """(conda MatchSpecs, framework packages left for pip)."""
     specs = [f"python={env.python}"]
     on_conda = [s for p in env.packages for s in p.conda]
     if env.cuda and any("=cuda" in s for s in on_conda):
         specs.append(f"cuda-version={env.cuda}")  # the run-export of conda-forge's CUDA builds
     specs += sorted(on_conda)
     specs += list(env.conda)
-    return specs, [p.requirement for p in env.packages if not p.conda]
+    return specs, [p for p in env.packages if not p.conda]
 
 
-def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock") -> dict[str, str]:
-    """Every artifact of one environment of ``lock``, as ``{file name: text}``."""
+def _python(env: Environment) -> str:
+    """How the image gets the locked Python: "image" (a python image), "os" (the base OS's
+    python3 is that version), or "uv" (a pinned uv installs it)."""
+    if env.base_image.startswith("python:"):
+        return "image"
+    m = _IMAGE_OS.search(env.base_image)
+    if m and OS_PYTHON.get(f"ubuntu{m.group(1)}") == env.python:
+        return "os"
+    return "uv"
+
+
+def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, dockerfile: bool = True
+           ) -> dict[str, str]:
+    """Every artifact of one environment of ``lock``, as ``{file name: text}``.
+
+    Raises :class:`LockError` (exit 2) for a value no file may carry, an environment without a
+    base image, or (when ``dockerfile``) conda packages, which the image cannot install."""
     import jinja2
 
+    _check(lock, env, lock_name)
     if not env.base_image:
         raise LockError(f"environment {env.name!r} has no base image (the data has none for it)",
                         tip="add the image to matrices/images.toml, or set [container] os/flavor to one that exists")
+    if dockerfile and env.conda:
+        raise LockError(f"environment {env.name!r}: the Dockerfile cannot install conda packages "
+                        f"({', '.join(env.conda)}): its image has no conda",
+                        tip=f"move each to {_ALTERNATIVES}; or render without the Dockerfile "
+                            "(`envsolve render --no-dockerfile`): environment.yml carries them")
     jenv = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir()), undefined=jinja2.StrictUndefined,
                               keep_trailing_newline=True, autoescape=False)
-    frameworks = [p.requirement for p in env.packages]
-    index_lines = _index_lines(lock, env)
+    jenv.filters.update(sh=shlex.quote, dq=_dq, yq=_yq)
+    default_url = dict(lock.indexes).get("pypi", "")
+    groups = _groups(lock, env)
+    if len(groups) > 1:
+        raise LockError(f"environment {env.name!r} takes builds from {len(groups)} non-default index URLs "
+                        f"({', '.join(g['url'] for g in groups)}); pip can take them from one only",
+                        tip="pin the frameworks to builds of one variant, then lock again")
+    roots = dict(lock.indexes)
+    args = sorted({(g["arg"], roots[g["index"]]) for g in groups if g["arg"]}
+                  | ({(_arg("pypi"), default_url)} if default_url else set()))
+    default_reqs = [p.requirement for p in env.packages if p.index == "pypi"]
+    held = [r for g in groups for r in g["requirements"]]  # installed first, pinned again after
     conda_specs, conda_pip = _conda_specs(env)
-    accelerator = env.accelerator
-    # python images bring the locked Python; on any other base a pinned uv installs it
-    uv = "" if env.base_image.startswith("python:") else env.tool("uv")
-    system = ["ca-certificates"] + (["python3", "python3-venv"] if uv else [])
-    placeholders = sorted({m for line in index_lines for m in _PLACEHOLDER.findall(line)})
+    conda_groups = [{**g, "requirements": reqs} for g in groups
+                    if (reqs := [p.requirement for p in conda_pip if p.index_url == g["url"]])]
+    conda_default = [p.requirement for p in conda_pip if p.index == "pypi"] + list(env.pip)
+    python = _python(env)
+    uv = env.tool("uv") if python == "uv" else ""
+    system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
     tag = f"{lock.project}-{env.name}".lower()
     run_flags = {"cuda": "--gpus all ", "rocm": "--device=/dev/kfd --device=/dev/dri --group-add video "}
     names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.packages)
@@ -99,23 +206,31 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock") -> di
         "lock_digest": lock.lock_digest,
         "env": env,
         "tag": tag,
-        "run_flags": run_flags.get(accelerator, ""),
+        "run_flags": run_flags.get(env.accelerator, ""),
         "description": f"{names or 'no frameworks'}; Python {env.python}"
                        + (f"; CUDA {env.cuda}, driver >= {env.driver_min}" if env.cuda else "")
                        + (f"; ROCm {env.rocm}" if env.rocm else ""),
         "version_label": lock.lock_digest.removeprefix("sha256:")[:12],
         "env_vars": _env_vars(env),
         "apt": sorted(set(system) | set(env.apt)),
+        "python_from": python,
         "uv": uv,
-        "index_args": placeholders,
-        "index_options": " ".join(index_lines),
-        "index_lines": index_lines,
-        "framework_requirements": frameworks,
+        "default_url": default_url,
+        "default_arg": _arg("pypi") if default_url else "",
+        "groups": groups,
+        "args": args,
+        "default_requirements": default_reqs,
+        "held": held,
+        "pytorch_file": PYTORCH_REQUIREMENTS,
         "conda_name": tag,
         "conda_specs": conda_specs,
-        "pip_requirements": conda_pip + list(env.pip),
+        "conda_groups": conda_groups,
+        "conda_default": conda_default,
     }
-    out = {name: jenv.get_template(f"{name}.j2").render(ctx) for name in ARTIFACTS if name != "smoke_test.py"}
+    names_out = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]
+    out = {name: jenv.get_template(f"{name}.j2").render(ctx) for name in names_out}
+    if groups:
+        out[PYTORCH_REQUIREMENTS] = jenv.get_template(f"{PYTORCH_REQUIREMENTS}.j2").render(ctx)
     script = (templates_dir() / "smoke_test.py").read_text(encoding="utf-8")
     expected = json.dumps(_expected(lock, env), sort_keys=True)
     out["smoke_test.py"] = script.replace(_MARKER, repr(expected), 1)

@@ -3,8 +3,9 @@
 
 Checks that this environment is what the lock says (Python, framework versions and variants,
 the CUDA/ROCm and cuDNN the frameworks report, every GPU's architecture in the compiled arch
-list), runs a matmul on the accelerator in fp32 and bf16/fp16 against a CPU reference, and a
-small training step for each locked framework.
+list), runs a matmul on the accelerator in fp32 (at full precision: TF32 off) and bf16/fp16
+against a CPU reference, times TF32 separately where the GPU has it, and runs a small training
+step for each locked framework.
 
     python smoke_test.py [--allow-cpu] [--json]
 
@@ -308,11 +309,16 @@ def _peak(gpu_name: str, dtype: str) -> float | None:
 
 
 class _Ops:
-    """The few array operations the matmul check needs, for one framework on one device."""
+    """The few array operations the matmul check needs, for one framework on one device.
+
+    ``set_tf32(False)`` makes fp32 matmuls run at full fp32 precision: on Ampere and newer GPUs
+    JAX and TensorFlow use TF32 (a 10-bit mantissa) for them by default, whose error is far above
+    an fp32 limit. ``tf32`` says whether the device has TF32 at all."""
 
     def __init__(self, framework: str, on_gpu: bool) -> None:
         self.framework = framework
         self.on_gpu = on_gpu
+        self.tf32 = False
         np = _module("numpy")
         if framework == "torch":
             torch = _module("torch")
@@ -323,17 +329,34 @@ class _Ops:
             self.sync = lambda z: torch.cuda.synchronize() if on_gpu else None
             self.back = lambda z: z.to("cpu", torch.float64).numpy()
             self.bf16 = (not on_gpu) or torch.cuda.is_bf16_supported()
+            self.tf32 = on_gpu and not getattr(torch.version, "hip", None) and \
+                torch.cuda.get_device_capability()[0] >= 8
+
+            def set_tf32(on: bool) -> None:
+                torch.backends.cuda.matmul.allow_tf32 = on
+                torch.backends.cudnn.allow_tf32 = on
+
+            self.set_tf32 = set_tf32
         elif framework == "jax":
             jax = _module("jax")
             jnp = jax.numpy
             dev = [d for d in jax.devices() if d.platform != "cpu"][0] if on_gpu else jax.devices("cpu")[0]
             dtypes = {"fp32": jnp.float32, "bf16": jnp.bfloat16, "fp16": jnp.float16}
             self.put = lambda a, dt: jax.device_put(jnp.asarray(a, dtype=dtypes[dt]), dev)
-            self.mm = jax.jit(jnp.matmul)
+            fast = jax.jit(jnp.matmul)
+            highest = jax.jit(lambda x, y: jnp.matmul(x, y, precision=jax.lax.Precision.HIGHEST))
+            self.mm = highest
             self.sync = lambda z: z.block_until_ready()
             self.back = lambda z: np.asarray(z.astype(jnp.float32), dtype=np.float64)
             cc = getattr(dev, "compute_capability", "8.0") or "8.0"
             self.bf16 = (not on_gpu) or float(cc) >= 8.0
+            self.tf32 = on_gpu and getattr(dev, "platform", "") == "gpu" and \
+                hasattr(dev, "compute_capability") and float(cc) >= 8.0
+
+            def set_tf32(on: bool) -> None:
+                self.mm = fast if on else highest
+
+            self.set_tf32 = set_tf32
         else:  # tensorflow
             tf = _module("tensorflow")
             name = "/GPU:0" if on_gpu else "/CPU:0"
@@ -351,6 +374,11 @@ class _Ops:
             self.sync = lambda z: z.numpy()
             self.back = lambda z: tf.cast(z, tf.float64).numpy()
             self.bf16 = True
+            if on_gpu:
+                gpu = tf.config.list_physical_devices("GPU")[0]
+                cc = tf.config.experimental.get_device_details(gpu).get("compute_capability", (0, 0))
+                self.tf32 = cc[0] >= 8
+            self.set_tf32 = tf.config.experimental.enable_tensor_float_32_execution
 
 
 def _matmul_framework() -> str:
@@ -360,8 +388,23 @@ def _matmul_framework() -> str:
     return ""
 
 
+def _throughput(ops: _Ops, rng: Any, label: str) -> float:
+    """TFLOP/s of a square matmul in ``label`` precision (timed after a warm-up)."""
+    n = 4096 if ops.on_gpu else 256
+    x = ops.put(rng.standard_normal((n, n)), label)
+    y = ops.put(rng.standard_normal((n, n)), label)
+    iters = 20 if ops.on_gpu else 3
+    ops.sync(ops.mm(x, y))  # warm-up (and compilation)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        z = ops.mm(x, y)
+    ops.sync(z)
+    return 2 * n**3 * iters / (time.perf_counter() - t0) / 1e12
+
+
 def matmul(r: Report, seen_by: list[str], gpu_name: str) -> None:
-    """fp32 and bf16/fp16 matmul on the device, compared with a float64 CPU reference."""
+    """fp32 (at full precision) and bf16/fp16 matmuls on the device, compared with a float64 CPU
+    reference; then, where the GPU has TF32, the TF32 throughput of fp32 inputs (timed only)."""
     np = _module("numpy")
     framework = seen_by[0] if seen_by else _matmul_framework()
     on_gpu = bool(seen_by)
@@ -375,25 +418,26 @@ def matmul(r: Report, seen_by: list[str], gpu_name: str) -> None:
     b = rng.standard_normal((n_check, n_check))
     ref = a @ b
     tolerances = {"fp32": 1e-4, "bf16": 3e-2, "fp16": 5e-3}
+    ops.set_tf32(False)
     for label in ("fp32", "bf16" if ops.bf16 else "fp16"):
         got = ops.back(ops.mm(ops.put(a, label), ops.put(b, label)))
         err = float(np.abs(got - ref).max() / np.abs(ref).max())
         ok = err <= tolerances[label]
-        n = 4096 if on_gpu else 256
-        x = ops.put(rng.standard_normal((n, n)), label)
-        y = ops.put(rng.standard_normal((n, n)), label)
-        iters = 20 if on_gpu else 3
-        ops.sync(ops.mm(x, y))  # warm-up (and compilation)
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            z = ops.mm(x, y)
-        ops.sync(z)
-        tflops = 2 * n**3 * iters / (time.perf_counter() - t0) / 1e12
+        tflops = _throughput(ops, rng, label)
         peak = _peak(gpu_name, label) if on_gpu else None
         frac = f", {100 * tflops / peak:.0f}% of the {peak:g} TFLOP/s peak" if peak else ""
         r.facts[f"matmul_{label}_tflops"] = round(tflops, 3)
         (r.ok if ok else r.fail)(f"matmul {label}", f"on {where}: max relative error {err:.1e} "
                                  f"(limit {tolerances[label]:.0e}), {tflops:.3g} TFLOP/s{frac}")
+    if ops.tf32:
+        ops.set_tf32(True)
+        tflops = _throughput(ops, rng, "fp32")
+        ops.set_tf32(False)
+        peak = _peak(gpu_name, "tf32")
+        frac = f", {100 * tflops / peak:.0f}% of the {peak:g} TFLOP/s peak" if peak else ""
+        r.facts["matmul_tf32_tflops"] = round(tflops, 3)
+        r.ok("matmul tf32", f"on {where}: {tflops:.3g} TFLOP/s{frac} (fp32 inputs with TF32 allowed; "
+             "throughput only: TF32's error is expected to exceed the fp32 limit)")
     return None
 
 

@@ -37,9 +37,12 @@ def test_lock_digest_literal(fixture_graph: Provider) -> None:
     assert lockfile.sha256(text.encode()) == "sha256:b97298013d82d4d38c3256dac25b8a8ecd8e6e64b668ca3263f2682a6030639d"
 
 
-def test_unset_index_becomes_a_placeholder_pip_expands(fixture_graph: Provider) -> None:
-    text = make(fixture_graph, urls={"pypi": "https://index.invalid/simple"})
-    assert 'index_url = "${ENVSOLVE_INDEX_PYTORCH}/cu128"' in text
+def test_without_settings_the_lock_has_the_public_pytorch_index_and_no_default_index_url(
+        fixture_graph: Provider) -> None:
+    text = make(fixture_graph, urls={})
+    assert 'index_url = "https://download.pytorch.org/whl/cu128"' in text
+    assert '[indexes]\npypi = ""\npytorch = "https://download.pytorch.org/whl"\n' in text
+    assert "${" not in text
 
 
 def test_reader_rejects_hand_edits_and_other_formats(fixture_graph: Provider) -> None:

@@ -146,8 +146,12 @@ def test_render_writes_each_valid_cell_and_check_flags_invalid_includes(example:
     cells = sorted(p.name for p in out.iterdir())
     assert len(cells) == 17 and "py3_12-torch2_7_1-cu128-ubuntu22_04" in cells
     files = sorted(p.name for p in (out / "py3_12-torch2_7_1-cu128-ubuntu22_04").iterdir())
-    assert files == ["Dockerfile", "environment.yml", "requirements.txt", "smoke_test.py"]
-    assert "torch==2.7.1+cu128" in (out / "py3_12-torch2_7_1-cu128-ubuntu22_04" / "requirements.txt").read_text()
+    assert files == ["Dockerfile", "environment.yml", "requirements-pytorch.txt", "requirements.txt", "smoke_test.py"]
+    cell = out / "py3_12-torch2_7_1-cu128-ubuntu22_04"
+    assert "\n--index-url https://index.invalid/whl/cu128\ntorch==2.7.1+cu128\n" in (
+        cell / "requirements-pytorch.txt").read_text()
+    assert "torch==2.7.1+cu128" in (cell / "requirements.txt").read_text()  # held at its version
+    assert "rendered 17 cells under" in r.output
     bad = example.read_text().replace('torch = "2.7.1"\naccelerator = "cu128"', 'torch = "2.4.1"\naccelerator = "cu128"')
     example.write_text(bad)
     r = CliRunner().invoke(main, ["matrix", str(example), "--check"])

@@ -359,9 +359,9 @@ def test_data_shows_the_newest_companions_and_cuda() -> None:
 @pytest.mark.network
 def test_real_index_has_keras_with_metadata(tmp_path: Path) -> None:
     """Reads one small project through pip's configured index; skips when it cannot be reached."""
-    from envsolve.config import index_urls
+    from envsolve.config import pip_index_url
 
-    url = index_urls({}, REAL_ENV).get("pypi")
+    url = pip_index_url(REAL_ENV)
     if not url or not url.startswith(("http://", "https://")):
         pytest.skip("no http(s) package index configured")
     client = IndexClient(url, cache_dir=tmp_path, timeout=20, retries=1, backoff=0.5)

@@ -18,6 +18,8 @@ from envsolve.cli import main
 from envsolve.provider import Provider
 from envsolve.render import ARTIFACTS, render
 
+from .conftest import TEST_INDEXES
+
 HERE = Path(__file__).parent
 LOCKS = sorted((HERE / "cases").glob("*/expected.lock"))
 GOLDEN = HERE / "goldens" / "render"
@@ -53,6 +55,33 @@ def test_golden_artifacts(case: str, update_goldens: bool) -> None:
                 golden.write_text(text)
             assert golden.exists(), f"{golden} missing: run pytest --update-goldens"
             assert text == golden.read_text(), f"{golden} differs"
+
+
+@pytest.mark.parametrize("case", ["fleet-three-targets", "keras-torch-rtx4090"])
+def test_golden_artifacts_with_nothing_configured(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  update_goldens: bool) -> None:
+    """No [indexes], no ENVSOLVE_INDEX_*, and a pip configuration that must not matter."""
+    for k in TEST_INDEXES:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("PIP_INDEX_URL", "https://bot:S3CRET@mirror.invalid/simple")
+    spec = tmp_path / "project.toml"
+    spec.write_bytes((HERE / "cases" / case / "project.toml").read_bytes())
+    r = CliRunner().invoke(main, ["lock", "--render", str(spec)])
+    assert r.exit_code == 0, r.output
+    got = {p.relative_to(tmp_path / "envsolve-out"): p.read_text()
+           for p in sorted((tmp_path / "envsolve-out").rglob("*")) if p.is_file()}
+    got = {(k.with_name("smoke_test.expected.json") if k.name == "smoke_test.py" else k):
+           (_embedded_facts(v) if k.name == "smoke_test.py" else v) for k, v in got.items()}
+    got[Path("envsolve.lock")] = (tmp_path / "envsolve.lock").read_text()
+    root = GOLDEN / f"{case}-nothing-configured"
+    if update_goldens:
+        for k, v in got.items():
+            (root / k).parent.mkdir(parents=True, exist_ok=True)
+            (root / k).write_text(v)
+    assert sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file()) == sorted(got)
+    for k, v in got.items():
+        assert v == (root / k).read_text(), f"{root / k} differs"
+    assert "S3CRET" not in "".join(got.values()) and "mirror.invalid" not in "".join(got.values())
 
 
 def test_rendering_is_deterministic() -> None:
@@ -106,8 +135,13 @@ def test_conda_environments_are_valid_match_specs() -> None:
             for s in specs:
                 MatchSpec(s)  # raises on an invalid spec
             pip = next((d["pip"] for d in doc["dependencies"] if isinstance(d, dict)), [])
+            # pip takes one index per run: with PyTorch-index builds on pip, those alone are in the
+            # pip section and requirements.txt brings the rest after them
+            later = render(data, env)["requirements.txt"].splitlines() if any(
+                p.index == "pytorch" and not p.conda for p in env.packages) else []
+            assert not any(u.startswith("--extra-index-url") for u in pip)
             for p in env.packages:
-                assert (p.conda and set(p.conda) <= set(specs)) or p.requirement in pip
+                assert (p.conda and set(p.conda) <= set(specs)) or p.requirement in pip + later
 
 
 def test_requirements_pin_every_package_exactly_with_its_index() -> None:
@@ -193,6 +227,30 @@ def test_smoke_test_of_a_gpu_lock_passes_on_cpu_only_with_allow_cpu(tmp_path: Pa
     assert bad.returncode == 1
     assert "FAIL  GPU: the lock targets CUDA on A100 but no GPU is visible: " in bad.stdout
     assert "a CPU build of torch is installed" in bad.stdout
+
+
+@needs_torch
+def test_smoke_test_checks_fp32_with_tf32_off_and_times_tf32_apart(tmp_path: Path) -> None:
+    script = _smoke_dir(tmp_path, "") / "smoke_test.py"
+    spec = importlib.util.spec_from_file_location("rendered_smoke_test", script)
+    assert spec is not None and spec.loader is not None
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    import torch
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    try:
+        ops = smoke._Ops("torch", on_gpu=False)
+        assert ops.tf32 is False  # no TF32 on a CPU: no throughput line
+        ops.set_tf32(True)
+        assert torch.backends.cuda.matmul.allow_tf32 is True and torch.backends.cudnn.allow_tf32 is True
+        report = smoke.Report()
+        smoke.matmul(report, [], "CPU")  # sets TF32 off before the fp32 accuracy check
+        assert torch.backends.cuda.matmul.allow_tf32 is False
+        assert [c["check"] for c in report.items][:2] == ["matmul fp32", "matmul bf16"]
+        assert "matmul tf32" not in {c["check"] for c in report.items}
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 @needs_torch

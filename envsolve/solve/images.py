@@ -26,8 +26,10 @@ def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: D
             # a distribution image of the asked OS (ubuntu22.04); the pinned uv brings Python
             rows = [i for i in g.images("cpu") if not i.python and spec.os in i.os]
             flavor = "base"
+    elif version is None:
+        # no framework brings a CUDA/ROCm: the newest plain image whose CUDA the target can run
+        rows = [i for i in g.images(accel) if not i.python and _runs(g, t, i)]
     else:
-        assert version is not None
         rows = [i for i in g.images(accel) if i.version.prefix(2) == version.prefix(2)]
         if accel == "rocm" and not rows:
             # ROCm wheels bundle their user-space libraries; the image's ROCm need only share the major
@@ -57,6 +59,22 @@ def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: D
     note = f"base image {best.repository} {best.version} is marked confidence = low" if best.confidence == "low" else ""
     note = "; ".join(n for n in (fallback, note) if n)
     return best.ref(flavor if flavor in best.flavors else best.flavors[0], os), note
+
+
+def _runs(g: Provider, t: Target, image: Image) -> bool:
+    """Whether ``t`` runs ``image``'s CUDA natively (its driver, else the newest driver branch
+    that still supports its GPUs) and that CUDA can target every GPU; any ROCm image runs."""
+    if image.accelerator != "cuda":
+        return True
+    need = g.native_driver_min(image.version)
+    if need is None:
+        return False
+    if t.driver is not None:
+        if need > t.driver:
+            return False
+    elif (limit := g.newest_branch_for({x.family for x in t.gpus})) is not None and need.major > limit:
+        return False
+    return all(g.toolkit_knows(image.version, x.arch) for x in t.gpus if x.vendor == "nvidia")
 
 
 def _cudnn_flavor(rows: list[Image], kind: str) -> str:
