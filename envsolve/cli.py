@@ -187,6 +187,72 @@ def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dock
         click.echo(f"wrote {path}")
 
 
+@main.command(name="build")
+@click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder the build contexts are rendered into (default: envsolve-out/ beside the lock).")
+@click.option("--target", help="Build only this environment.")
+@click.option("--tag", help="Image name[:tag] (default: PROJECT-ENVIRONMENT:<lock digest>); with several "
+              "environments each gets -ENVIRONMENT appended.")
+@click.option("--engine", type=click.Choice(["docker", "podman", "buildah"]),
+              help="Default: docker with BuildKit when its daemon answers, else podman, else buildah.")
+@click.option("--platform", help="e.g. linux/amd64.")
+@click.option("--push", is_flag=True, help="Push each image after it is built (and checked).")
+@click.option("--smoke", is_flag=True, help="Run the smoke test: at build time for CPU images, in a "
+              "container with the GPUs for GPU images.")
+@click.option("--print", "print_only", is_flag=True, help="Print the engine commands instead of running them.")
+@_handles_errors
+def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str | None, engine: str | None,
+              platform: str | None, push: bool, smoke: bool, print_only: bool) -> None:
+    """Render and build each environment's image; report image, digest, size, seconds and smoke result."""
+    import os
+    import shlex
+
+    from . import build as builder
+    from . import lock as lockfile
+
+    _render(lock_path, output, target)
+    data = lockfile.read(lock_path)
+    root = output or lock_path.parent / "envsolve-out"
+    envs = [e for e in data.environments if target in (None, e.name)]
+
+    def tag_of(name: str) -> str:
+        if tag is None:
+            return f"{data.project}-{name}:{data.lock_digest.removeprefix('sha256:')[:12]}".lower()
+        if len(envs) == 1:
+            return tag
+        repo, _, version = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "")
+        return f"{repo}-{name}" + (f":{version}" if version else "")
+
+    if print_only:
+        try:
+            eng = builder.find_engine(engine)
+        except builder.BuildError:
+            eng = builder.Engine(name=engine or "docker", path=engine or "docker")
+        click.echo("# pip's settings reach a build as secrets: add --secret=id=pip.conf,src=FILE "
+                   "(and id=netrc, id=ca.pem) where a mirror or a proxy's CA needs them")
+        for e in envs:
+            p = builder.plan(eng, environment=e.name, accelerator=e.accelerator, context=root / e.name,
+                             tag=tag_of(e.name), secrets={}, platform=platform or "", smoke=smoke, push=push)
+            for argv in (p.build, p.smoke, p.push):
+                if argv:
+                    click.echo(shlex.join(argv))
+        return
+    eng = builder.find_engine(engine)
+    built = []
+    with builder.secrets_folder() as folder:
+        secrets = builder.pip_secrets(os.environ, Path(folder))
+        for e in envs:
+            p = builder.plan(eng, environment=e.name, accelerator=e.accelerator, context=root / e.name,
+                             tag=tag_of(e.name), secrets=secrets, platform=platform or "", smoke=smoke, push=push)
+            click.echo(f"building {p.tag} with {eng.name} from {root / e.name}", err=True)
+            built.append(builder.run(eng, p, lambda line: click.echo(line, err=True)))
+    click.echo("| environment | image | digest | size | seconds | smoke |\n|---|---|---|---|---|---|")
+    for b in built:
+        click.echo(f"| {b.environment} | {b.tag} | {b.digest[:19] or '?'} | {b.size_mb:.0f} MB | {b.seconds:.0f} | "
+                   f"{b.smoke} |")
+
+
 @main.command(name="matrix")
 @click.argument("matrix_path", required=False, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "json"]), default="table",

@@ -47,7 +47,8 @@ def pip_config_files(env: Mapping[str, str]) -> list[Path]:
 
 
 def _pip_settings(env: Mapping[str, str]) -> dict[str, tuple[str, str, str]]:
-    """``index-url`` / ``extra-index-url`` -> (value, the file or variable pip read it from, key)."""
+    """``index-url`` / ``extra-index-url`` / ``cert`` -> (value, the file or variable pip read it
+    from, key)."""
     out: dict[str, tuple[str, str, str]] = {}
     if env.get("PIP_CONFIG_FILE") != os.devnull:
         for path in pip_config_files(env):
@@ -57,17 +58,17 @@ def _pip_settings(env: Mapping[str, str]) -> dict[str, tuple[str, str, str]]:
             except (OSError, configparser.Error, UnicodeDecodeError):
                 continue
             for section in ("global", "install"):
-                for key in ("index-url", "extra-index-url"):
+                for key in ("index-url", "extra-index-url", "cert"):
                     if parser.has_option(section, key):
                         out[key] = (parser.get(section, key).strip(), f"{path} [{section}]", key)
-    for key, var in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL")):
+    for key, var in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"), ("cert", "PIP_CERT")):
         if env.get(var):
             out[key] = (env[var].strip(), var, "")
     return out
 
 
 def pip_config(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``index-url`` and ``extra-index-url`` as pip would see them."""
+    """``index-url``, ``extra-index-url`` and ``cert`` as pip would see them."""
     env = os.environ if environ is None else environ
     return {k: v for k, (v, _, _) in _pip_settings(env).items()}
 
