@@ -156,7 +156,7 @@ def test_a_jax_keras_image_builds_and_its_smoke_stage_passes(tmp_path: Path, pod
 @container
 def test_a_pip_only_image_builds(tmp_path: Path, podman: dict[str, str],
                                  tmp_path_factory: pytest.TempPathFactory) -> None:
-    spec = '[project]\nname = "piponly"\npython = "==3.11.*"\n[packages]\npip = ["six==1.16.0"]\napt = ["less"]\n'
+    spec = f'[project]\nname = "piponly{os.getpid()}"\npython = "==3.11.*"\n[packages]\npip = ["six==1.16.0"]\napt = ["less"]\n'
     r, _ = _lock_and_build(tmp_path, spec, podman, "--tag", "piponly:test", stand_ins=tmp_path_factory.getbasetemp())
     assert r.exit_code == 0, r.output[-3000:]
     assert "Successfully installed six-1.16.0" in r.stderr
