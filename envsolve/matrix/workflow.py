@@ -269,7 +269,8 @@ def _gpu_job(w: _Lines, a: dict[str, Action], vendor: str) -> None:
     # a pull request from a fork never reaches a self-hosted runner: its Dockerfiles are its own
     w(4, "if: >-")
     w(6, f"${{{{ !cancelled() && needs.solve.result == 'success' && needs.solve.outputs.{vendor}-jobs != '0' &&")
-    w(6, "(github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository) }}")
+    w(6, "(github.event_name != 'pull_request' ||")
+    w(6, "github.event.pull_request.head.repo.full_name == github.repository) }}")
     w(4, "runs-on: [self-hosted, linux, gpu, \"${{ matrix.gpu }}\"]")
     w(4, "timeout-minutes: 60")
     w(4, "strategy:")
