@@ -255,8 +255,8 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
 
 @main.command(name="matrix")
 @click.argument("matrix_path", required=False, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "json"]), default="table",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "markdown", "json"]), default="table",
+              show_default=True, help="markdown: a summary for $GITHUB_STEP_SUMMARY.")
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Split --format github into shards of N jobs.")
 @click.option("--shard", type=click.IntRange(min=1), help="With --max-jobs: print only shard K (from 1).")
 @click.option("--render", "render_dir", type=click.Path(path_type=Path, file_okay=False),
@@ -264,9 +264,11 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
 @click.option("--check", is_flag=True, help="Exit 1 when an [[include]] cell is invalid.")
 @click.option("--check-images", type=click.Path(path_type=Path, dir_okay=False),
               help="Validate existing images described in a JSON file instead.")
+@click.option("--workflow", "workflow_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write a GitHub Actions workflow that checks, builds and smoke-tests the matrix.")
 @_handles_errors
 def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: int | None,
-               render_dir: Path | None, check: bool, check_images: Path | None) -> None:
+               render_dir: Path | None, check: bool, check_images: Path | None, workflow_path: Path | None) -> None:
     """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output."""
     from .matrix import formats
     from .matrix.cells import check_includes, iter_cells, solve_cells
@@ -284,7 +286,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
                         tip="run `envsolve matrix images.toml` (or --check-images images.json)")
     ms = parse_matrix(_read_text(matrix_path), str(matrix_path), g)
     folder = str(render_dir) if render_dir else "envsolve-matrix"
-    if fmt == "json" and render_dir is None and not check:  # nothing else needs the cells: stream them
+    if fmt == "json" and render_dir is None and not check and workflow_path is None:  # stream the cells
         for piece in formats.everything(ms, iter_cells(g, ms, ms.iter_cells()), folder):
             click.echo(piece, nl=False)
         return
@@ -296,6 +298,8 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
             click.echo(piece, nl=False)
     elif fmt == "bake":
         click.echo(json.dumps(formats.bake(ms, results, folder), indent=1))
+    elif fmt == "markdown":
+        click.echo(formats.markdown(ms, results), nl=False)
     else:
         valid = sum(1 for r in results if r.valid)
         if valid > formats.GITHUB_JOB_LIMIT and not max_jobs:
@@ -310,9 +314,35 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
         click.echo(json.dumps(out, separators=(",", ":")))
     if render_dir is not None:
         _render_cells(g, ms, results, render_dir)
+    if workflow_path is not None:
+        _write_workflow(ms, matrix_path, workflow_path)
     if check and (bad := check_includes(results)):
         raise _Stale(f"{len(bad)} [[include]] cell(s) invalid: " + "; ".join(f"{r.cell.id}: {r.reason}" for r in bad),
                      tip="change the include, or the data it needs")
+
+
+def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path) -> None:
+    """The CI workflow of a matrix, written atomically; the paths in it are relative to the
+    current directory, which is taken for the repository root."""
+    from . import __version__
+    from .matrix.workflow import workflow
+
+    def relative(p: Path, what: str) -> str:
+        if not p.is_absolute():
+            return p.as_posix()
+        try:
+            return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        except ValueError:
+            raise SpecError([Problem(str(p), "", f"{what} is outside the current directory, so a workflow "
+                                     "run from the repository root cannot find it")],
+                            tip="run envsolve from the repository root with a path inside it") from None
+
+    root = click.get_current_context().find_root().params.get("matrices")
+    text = workflow(ms, matrix_file=relative(matrix_path, "the matrix file"), version=__version__,
+                    command=f"envsolve matrix {relative(matrix_path, 'the matrix file')} --workflow {out.as_posix()}",
+                    matrices_dir=relative(root, "the --matrices folder") if root else "")
+    write_all({out: text}, tip="choose another path with --workflow")
+    click.echo(f"wrote {out}", err=True)
 
 
 def _read_text(path: Path) -> str:

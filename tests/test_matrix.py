@@ -132,11 +132,15 @@ def test_bake_file_has_the_structure_buildx_documents(example: Path, tmp_path: P
     assert (tmp_path / "out" / "py3_12-torch2_7_1-cu128-ubuntu22_04" / "Dockerfile").is_file()
     data = json.loads(r.stdout)
     assert set(data) == {"group", "target"}
-    assert data["group"]["default"]["targets"] == list(data["target"])
-    for name, t in data["target"].items():
+    default = data["group"]["default"]["targets"]
+    assert default == [t for t in data["target"] if not t.startswith("smoke-")] and len(default) == 17
+    for name in default:
+        t = data["target"][name]
         assert re.fullmatch(r"[a-zA-Z0-9_-]+", name)  # buildx target names
         assert t == {"context": f"out/{name}", "dockerfile": "Dockerfile",
                      "tags": [f"envsolve-matrix:{name}"], "platforms": ["linux/amd64"]}
+    # CPU cells run their smoke test at build time: `docker buildx bake smoke`
+    assert data["group"]["smoke"]["targets"] == [f"smoke-{n}" for n in default if "-cpu-" in n]
 
 
 def test_render_writes_each_valid_cell_and_check_flags_invalid_includes(example: Path, tmp_path: Path) -> None:
