@@ -138,7 +138,7 @@ def test_bake_file_has_the_structure_buildx_documents(example: Path, tmp_path: P
         t = data["target"][name]
         assert re.fullmatch(r"[a-zA-Z0-9_-]+", name)  # buildx target names
         assert t == {"context": f"out/{name}", "dockerfile": "Dockerfile",
-                     "tags": [f"envsolve-matrix:{name}"], "platforms": ["linux/amd64"]}
+                     "tags": [f"envsolve-matrix:{name}"], "platforms": ["linux/amd64"], "target": "runtime"}
     # CPU cells run their smoke test at build time: `docker buildx bake smoke`
     assert data["group"]["smoke"]["targets"] == [f"smoke-{n}" for n in default if "-cpu-" in n]
 

@@ -401,7 +401,7 @@ def test_bake_file_with_a_smoke_group_of_the_cpu_cells(tmp_path: Path, monkeypat
         t = data["target"][name]
         assert (tmp_path / t["context"] / t["dockerfile"]).is_file()
         assert t["tags"] == [f"ghcr.io/acme/ml:{name}"] and t["platforms"] == ["linux/amd64", "linux/arm64"]
-        assert "target" not in t
+        assert t["target"] == "runtime"  # the image stage, never the smoke stage after it
     for name in smoke:  # the smoke stage of the same context; no image, no tag
         t = data["target"][name]
         cell = name.removeprefix("smoke-")

@@ -18,11 +18,11 @@ __all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "b
            "image_tag", "markdown", "md_escape", "row", "smoke_target", "table", "vendor"]
 
 GITHUB_JOB_LIMIT = 256
-# The rendered Dockerfile's stages: ``smoke`` (FROM the image, RUN smoke_test.py) is built for CPU
-# cells only, since a GPU image's smoke test needs the GPU; the image itself is built with no
-# ``target`` (the Dockerfile's default stage) unless IMAGE_STAGE names its stage.
+# The rendered Dockerfile's stages: the image is ``runtime``; ``smoke`` (FROM runtime, RUN
+# smoke_test.py --allow-cpu) comes last and exists for CPU images only, since a GPU image's smoke
+# test needs the GPU (templates/Dockerfile.j2).
 SMOKE_STAGE = "smoke"
-IMAGE_STAGE = ""
+IMAGE_STAGE = "runtime"
 MARKDOWN_ROWS = 500  # per table: GitHub keeps at most 1 MiB of a step's summary
 
 
