@@ -48,46 +48,71 @@ def _fit_nvidia(g: Provider, b: Build, t: Target) -> tuple[str, Dotted | None, N
         return "", None, No("accelerator", f"{b.variant} names no CUDA version")
     if t.cuda is not None and b.cuda.prefix(2)[: len(t.cuda.key[:2])] != t.cuda.key[:2]:
         return "", None, No("pin", f"built for CUDA {b.cuda}, not the pinned CUDA {t.cuda}")
-    native = g.native_driver_min(b.cuda)
+    floors = _driver_floors(g, b, b.cuda, t)
+    if isinstance(floors, No):
+        return "", None, floors
+    ptx_only = _kernels(g, b, b.cuda, t)
+    if isinstance(ptx_only, No):
+        return "", None, ptx_only
+    if (no := _cudnn(g, b, b.cuda, t, ptx_only)) is not None:
+        return "", None, no
+    return _driver(g, b.cuda, t, *floors, ptx_only)
+
+
+def _driver_floors(g: Provider, b: Build, cuda: Dotted, t: Target) -> tuple[Dotted, Dotted | None] | No:
+    """(native floor, minor-version floor) of the driver for ``b`` on ``t``: the toolkit's, raised
+    by a floor the framework documents and by the first driver that knows each GPU."""
+    native = g.native_driver_min(cuda)
     if native is None:
-        return "", None, No("driver", f"CUDA {b.cuda} is not in matrices/cuda.toml, so its driver needs are unknown")
-    major = g.cuda_major(b.cuda.major)
+        return No("driver", f"CUDA {cuda} is not in matrices/cuda.toml, so its driver needs are unknown")
+    major = g.cuda_major(cuda.major)
     floor = major.minor_compat_driver_min if major else None
-    if b.driver_min is not None:
-        native = max(native, b.driver_min)
-        floor = max(floor, b.driver_min) if floor else None
+    for extra in (b.driver_min, max((f for x in t.gpus if (f := gpu_driver_floor(g, x))), default=None)):
+        if extra is not None:
+            native = max(native, extra)
+            floor = max(floor, extra) if floor else None
+    return native, floor
+
+
+def _kernels(g: Provider, b: Build, cuda: Dotted, t: Target) -> list[GpuReq] | No:
+    """The GPUs of ``t`` that ``b`` serves only through PTX; or why one GPU gets no kernels."""
     ptx_only: list[GpuReq] = []
     for gpu in t.gpus:
         code = kernels(b, gpu.arch)
         if code == "sass":
             continue
-        ptx = code == "ptx"
-        if not g.toolkit_knows(b.cuda, gpu.arch):
+        if not g.toolkit_knows(cuda, gpu.arch):
             first, last = g.first_toolkit_for(gpu.arch), g.last_toolkit_for(gpu.arch)
             if first is None or last is None:
-                return "", None, No("arch", f"no CUDA release in the data targets {gpu_text(gpu)}")
-            if last.version < b.cuda:
-                return "", None, No("arch", f"no kernels for {gpu_text(gpu)}: CUDA {b.cuda} no longer targets "
-                                    f"{gpu.arch.name} (the last CUDA that does is {last.version})")
+                return No("arch", f"no CUDA release in the data targets {gpu_text(gpu)}")
+            if last.version < cuda:
+                return No("arch", f"no kernels for {gpu_text(gpu)}: CUDA {cuda} no longer targets "
+                          f"{gpu.arch.name} (the last CUDA that does is {last.version})")
             need = "{}.{}".format(*first.version.prefix(2))
-            return "", None, No("arch-cuda", f"no kernels for {gpu_text(gpu)}: {gpu.arch.name} needs CUDA >= {need}, "
-                                f"and this build is CUDA {b.cuda} (compiled for {_archs_text(b)})", need)
-        if not ptx:
-            return "", None, No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {_archs_text(b)}, "
-                                f"none of which runs on {gpu.arch.name}")
+            return No("arch-cuda", f"no kernels for {gpu_text(gpu)}: {gpu.arch.name} needs CUDA >= {need}, "
+                      f"and this build is CUDA {cuda} (compiled for {_archs_text(b)})", need)
+        if code != "ptx":
+            return No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {_archs_text(b)}, "
+                      f"none of which runs on {gpu.arch.name}")
         ptx_only.append(gpu)
-    if b.cudnn:
-        row = g.cudnn_row(b.cudnn, b.cuda.major)
-        for gpu in t.gpus:
-            if row and not any(a.sass_runs_on(gpu.arch) or (gpu in ptx_only and a.ptx_jits_to(gpu.arch))
-                               for a in row.code):
-                return "", None, No("cudnn", f"its cuDNN {b.cudnn} does not support {gpu_text(gpu)} "
-                                    f"(cuDNN {row.version} for CUDA {row.cuda_major} supports {', '.join(row.archs)})")
-    gpu_floor = max((f for x in t.gpus if (f := gpu_driver_floor(g, x))), default=None)
-    if gpu_floor is not None:
-        native = max(native, gpu_floor)
-        floor = max(floor, gpu_floor) if floor else None
-    families = {gpu.family for gpu in t.gpus}
+    return ptx_only
+
+
+def _cudnn(g: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list[GpuReq]) -> No | None:
+    """Why the build's bundled cuDNN does not support a GPU of ``t`` (None when it does)."""
+    row = g.cudnn_row(b.cudnn, cuda.major) if b.cudnn else None
+    for gpu in t.gpus if row else ():
+        assert row is not None
+        if not any(a.sass_runs_on(gpu.arch) or (gpu in ptx_only and a.ptx_jits_to(gpu.arch)) for a in row.code):
+            return No("cudnn", f"its cuDNN {b.cudnn} does not support {gpu_text(gpu)} "
+                      f"(cuDNN {row.version} for CUDA {row.cuda_major} supports {', '.join(row.archs)})")
+    return None
+
+
+def _driver(g: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted | None,
+            ptx_only: list[GpuReq]) -> tuple[str, Dotted | None, No | None]:
+    """How the target's driver (or, with none given, the newest branch that still supports its
+    GPUs) runs CUDA ``cuda``: natively, by minor-version compatibility (never for PTX), or not."""
     ptx_note = (f" ({', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, which needs native support)"
                 if ptx_only else "")
     if t.driver is not None:
@@ -96,11 +121,12 @@ def _fit_nvidia(g: Provider, b: Build, t: Target) -> tuple[str, Dotted | None, N
         if floor is not None and t.driver >= floor and not ptx_only:
             return "minor-version", floor, None
         if floor is not None and t.driver >= floor:
-            return "", None, No("driver", f"driver {t.driver} runs CUDA {b.cuda} only by minor-version "
+            return "", None, No("driver", f"driver {t.driver} runs CUDA {cuda} only by minor-version "
                                 f"compatibility; needs >= {native}{ptx_note}")
         alt = (f" (or >= {floor} by minor-version compatibility)"
                if floor is not None and floor < native and not ptx_only else "")
-        return "", None, No("driver", f"driver {t.driver} is too old for CUDA {b.cuda}: needs >= {native}{alt}")
+        return "", None, No("driver", f"driver {t.driver} is too old for CUDA {cuda}: needs >= {native}{alt}")
+    families = {gpu.family for gpu in t.gpus}
     limit = g.newest_branch_for(families)
     if limit is None or native.major <= limit:
         return "native", native, None
@@ -108,7 +134,7 @@ def _fit_nvidia(g: Provider, b: Build, t: Target) -> tuple[str, Dotted | None, N
         return "minor-version", floor, None
     fam = ", ".join(sorted(f.capitalize() for f in families))
     return "", None, No("driver", f"{fam} GPUs are supported by drivers up to R{limit}, which cannot run "
-                        f"CUDA {b.cuda} (needs >= {native}){ptx_note}")
+                        f"CUDA {cuda} (needs >= {native}){ptx_note}")
 
 
 def _fit_amd(g: Provider, b: Build, t: Target) -> No | None:
