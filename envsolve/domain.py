@@ -28,6 +28,7 @@ __all__ = [
     "OS_PYTHON",
     "cuda_of_variant",
     "kernels",
+    "qualified_image",
     "requirement",
     "serves",
     "variant_of_cuda",
@@ -67,6 +68,16 @@ def variant_of_cuda(cuda: str) -> str:
     """``12.8`` (or ``12.8.1``) -> ``cu128``."""
     major, _, rest = cuda.partition(".")
     return f"cu{major}{rest.split('.')[0] or '0'}"
+
+
+def qualified_image(ref: str) -> str:
+    """``nvidia/cuda:12.8.1-base-ubuntu24.04`` -> ``docker.io/nvidia/cuda:...`` and ``python:3.12-slim``
+    -> ``docker.io/library/python:3.12-slim``: a short name means Docker Hub to Docker, but podman and
+    buildah resolve it through their own search list (or refuse), so a FROM line names the registry."""
+    first, _, rest = ref.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return ref
+    return f"docker.io/{ref}" if rest else f"docker.io/library/{ref}"
 
 
 def requirement(name: str, version: str, *, variant: str = "", index: str = "pypi", extra: str = "") -> str:

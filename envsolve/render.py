@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .config import check_url
-from .domain import OS_PYTHON, cuda_of_variant
+from .domain import OS_PYTHON, cuda_of_variant, qualified_image
 from .errors import LockError
 from .lock import Environment, Lock, LockedPackage
 from .paths import templates_dir
@@ -205,6 +205,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "lock_name": lock_name,
         "lock_digest": lock.lock_digest,
         "env": env,
+        "base_image": qualified_image(env.base_image),
         "tag": tag,
         "run_flags": run_flags.get(env.accelerator, ""),
         "description": f"{names or 'no frameworks'}; Python {env.python}"

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from envsolve.cli import main
-from envsolve.domain import DEFAULT_INDEXES
+from envsolve.domain import DEFAULT_INDEXES, qualified_image
 
 from .conftest import TEST_INDEXES
 
@@ -228,7 +228,7 @@ def test_a_gpu_spec_without_a_framework_gets_a_plain_cuda_image(hardware: str, i
     docker = tmp_path / "envsolve-out" / "default" / "Dockerfile"
     _dockerfile_ok(docker)
     text = docker.read_text()
-    assert f"FROM {image} AS runtime\n" in text
+    assert f"FROM {qualified_image(image)} AS runtime\n" in text
     assert "NVIDIA_VISIBLE_DEVICES=all" in text and "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in text
 
 

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from envsolve import build as builder
 from envsolve.cli import main
+from envsolve.domain import qualified_image
 
 HERE = Path(__file__).parent
 
@@ -135,7 +136,7 @@ def _lock_and_build(tmp_path: Path, spec_text: str, env: dict[str, str], *args: 
     assert r.exit_code == 0, r.output
     lock = lockfile.read(tmp_path / "envsolve.lock")
     ref = lock.environments[0].base_image
-    _stand_in(ref if "/" in ref.split(":")[0] else f"docker.io/library/{ref}", env, stand_ins)
+    _stand_in(qualified_image(ref), env, stand_ins)  # the name the Dockerfile's FROM uses
     return CliRunner(env=env).invoke(main, ["build", str(tmp_path / "envsolve.lock"), *args]), tmp_path
 
 

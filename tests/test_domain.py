@@ -1,7 +1,16 @@
 from packaging.version import Version
 
 from envsolve.data import Build
-from envsolve.domain import COMPANIONS, COMPANIONS_OF, cuda_of_variant, kernels, requirement, serves, variant_of_cuda
+from envsolve.domain import (
+    COMPANIONS,
+    COMPANIONS_OF,
+    cuda_of_variant,
+    kernels,
+    qualified_image,
+    requirement,
+    serves,
+    variant_of_cuda,
+)
 from envsolve.versions import parse_arch
 
 
@@ -36,3 +45,10 @@ def test_serves_is_sass_or_ptx_on_a_native_driver() -> None:
     assert serves(b, parse_arch("sm_120"), native=True)
     assert not serves(b, parse_arch("sm_120"), native=False)  # the JIT needs native support
     assert not serves(_build(("sm_90a",)), parse_arch("sm_100"), native=True)  # arch-specific code
+
+
+def test_images_are_named_with_their_registry() -> None:
+    assert qualified_image("nvidia/cuda:12.8.1-base-ubuntu24.04") == "docker.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+    assert qualified_image("python:3.12.9-slim") == "docker.io/library/python:3.12.9-slim"
+    assert qualified_image("nvcr.io/nvidia/l4t-jetpack:r36.4.0") == "nvcr.io/nvidia/l4t-jetpack:r36.4.0"
+    assert qualified_image("localhost/x:1") == "localhost/x:1"

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from envsolve import lock as lockfile
 from envsolve.cli import main
+from envsolve.domain import qualified_image
 from envsolve.provider import Provider
 from envsolve.render import ARTIFACTS, render
 
@@ -100,7 +101,7 @@ def test_dockerfiles_parse_and_start_from_an_image_the_data_knows(real_graph: Pr
             parser.content = render(data, env)["Dockerfile"]
             froms = [i["value"] for i in parser.structure if i["instruction"] == "FROM"]
             smoke = ["runtime AS smoke"] if env.accelerator == "cpu" else []  # CPU images test themselves
-            assert froms == [f"{env.base_image} AS runtime", *smoke], lock_path
+            assert froms == [f"{qualified_image(env.base_image)} AS runtime", *smoke], lock_path
             assert env.base_image in known, f"{lock_path}: {env.base_image} is not in images.toml"
             instructions = [i["instruction"] for i in parser.structure if i["instruction"] != "COMMENT"]
             tail = ["FROM", "RUN"] if smoke else []
