@@ -28,7 +28,7 @@ from packaging.version import Version
 
 from . import index as ix
 from .data import Matrices, load_dir
-from .domain import COMPANIONS_OF, FRAMEWORKS
+from .domain import COMPANIONS_OF, FRAMEWORKS, variant_of_cuda
 from .errors import EnvsolveError, MatrixError, RefreshError
 from .files import write_atomic
 from .paths import cache_dir as default_cache_dir
@@ -468,7 +468,7 @@ def _builds(s: _Survey, fw: str, raw: str, md: ix.Metadata | None, py: str,
     facts = ix.bundled_facts(reqs)
     if fw == "torch":
         if facts.cuda:
-            variant = "cu" + facts.cuda.replace(".", "")
+            variant = variant_of_cuda(facts.cuda)
             pins = ", ".join(f"{k}=={v}" for k, v in facts.pins)
             s.note(fw, "curate", f"{label} {variant} (the default build): {_facts_text(facts)}; pins {pins}; "
                                  "its arch list is not in the package metadata")
