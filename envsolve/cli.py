@@ -239,18 +239,30 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
                     click.echo(shlex.join(argv))
         return
     eng = builder.find_engine(engine)
-    built = []
+    rows = []
+    failures: list[builder.BuildError] = []
     with builder.secrets_folder() as folder:
         secrets = builder.pip_secrets(os.environ, Path(folder))
-        for e in envs:
+        for e in envs:  # every environment is tried; the failures are told together at the end
             p = builder.plan(eng, environment=e.name, accelerator=e.accelerator, context=root / e.name,
                              tag=tag_of(e.name), secrets=secrets, platform=platform or "", smoke=smoke, push=push)
             click.echo(f"building {p.tag} with {eng.name} from {root / e.name}", err=True)
-            built.append(builder.run(eng, p, lambda line: click.echo(line, err=True)))
+            try:
+                b = builder.run(eng, p, lambda line: click.echo(line, err=True))
+            except builder.BuildError as err:
+                failures.append(err)
+                rows.append(f"| {e.name} | {p.tag} | | | | failed |")
+                continue
+            rows.append(f"| {b.environment} | {b.tag} | {b.digest[:19] or '?'} | {b.size_mb:.0f} MB | "
+                        f"{b.seconds:.0f} | {b.smoke} |")
     click.echo("| environment | image | digest | size | seconds | smoke |\n|---|---|---|---|---|---|")
-    for b in built:
-        click.echo(f"| {b.environment} | {b.tag} | {b.digest[:19] or '?'} | {b.size_mb:.0f} MB | {b.seconds:.0f} | "
-                   f"{b.smoke} |")
+    click.echo("\n".join(rows))
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        raise builder.BuildError(f"{len(failures)} of {len(envs)} images failed:\n  "
+                                 + "\n  ".join(f.message for f in failures),
+                                 tip="the engine's output above shows each failing step in full")
 
 
 @main.command(name="matrix")

@@ -173,3 +173,4 @@ def test_a_failing_build_is_one_clear_error_naming_the_step(tmp_path: Path, podm
     err = r.stderr.split("\nERROR: building the image of environment 'default' failed (exit ", 1)[1]
     step = err.splitlines()[0]
     assert " at STEP " in step and "pip install" in step and "envsolve-no-such-package==0.0.1" in step
+    assert r.stdout.splitlines()[-1].endswith("| failed |")  # the table still tells every environment
