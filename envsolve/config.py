@@ -20,30 +20,17 @@ from __future__ import annotations
 import configparser
 import os
 import re
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from .domain import DEFAULT_INDEXES
 from .errors import Problem, SpecError
+from .paths import pip_config_files
 
 __all__ = ["check_url", "index_urls", "pip_config", "pip_config_files", "pip_index_url", "strip_credentials"]
 
 _ENV_PREFIX = "ENVSOLVE_INDEX_"
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
-
-
-def pip_config_files(env: Mapping[str, str]) -> list[Path]:
-    """pip's configuration files, lowest precedence first (pip's own order)."""
-    files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
-    home = Path.home()
-    xdg = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-    files += [home / ".pip" / "pip.conf", xdg / "pip" / "pip.conf"]
-    files.append(Path(sys.prefix) / "pip.conf")
-    if env.get("PIP_CONFIG_FILE"):
-        files.append(Path(env["PIP_CONFIG_FILE"]))
-    return files
 
 
 def _pip_settings(env: Mapping[str, str]) -> dict[str, tuple[str, str, str]]:

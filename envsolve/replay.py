@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .paths import cache_dir, data_dir
+from .paths import cache_dir, data_dir, pip_config_files
 
 __all__ = ["Request", "data_version_of", "parse", "replay", "store"]
 
@@ -63,8 +63,6 @@ def parse(argv: Sequence[str]) -> Request | None:
 
 
 def _digest(request: Request, environ: Mapping[str, str]) -> str:
-    from .config import pip_config_files
-
     h = hashlib.sha256(_FORMAT)
 
     def add(label: str, data: bytes) -> None:
