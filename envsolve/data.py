@@ -44,6 +44,7 @@ __all__ = [
     "Gpu",
     "Image",
     "Matrices",
+    "OsRelease",
     "Release",
     "Rocm",
     "Tool",
@@ -213,6 +214,14 @@ class Image(_Row):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class OsRelease(_Row):
+    """A base image OS and the Python minor its own ``python3`` package is."""
+
+    name: str
+    python: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Matrices:
     """Every record of the shipped data, plus its data version and digest."""
 
@@ -230,6 +239,7 @@ class Matrices:
     images: tuple[Image, ...]
     tools: tuple[Tool, ...] = ()
     conda: tuple[CondaBuild, ...] = ()
+    oses: tuple[OsRelease, ...] = ()
 
 
 def _fast_pickling(*classes: type) -> None:
@@ -250,7 +260,7 @@ def _fast_pickling(*classes: type) -> None:
 
 
 _fast_pickling(ArchInfo, Gpu, CudaMajor, Toolkit, DriverBranch, Cudnn, Rocm, Release, Build, CondaBuild, Tool, Image,
-               Matrices, Dotted, Arch)
+               OsRelease, Matrices, Dotted, Arch)
 
 
 # ---------------------------------------------------------------------------- schema
@@ -453,6 +463,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
             },
             {"cudnn": _str, "python": _str},
         ),
+        "os": (OsRelease, {"name": _str, "python": _str}, {}),
     },
 }
 
@@ -593,6 +604,7 @@ def _parse(root: Path, files: list[tuple[str, bytes]], digest: str) -> Matrices:
         images=tuple(rows.get("images.image", [])),
         tools=tuple(sorted(rows.get("tools.tool", []), key=lambda t: t.name)),
         conda=tuple(rows.get("conda.package", [])),
+        oses=tuple(sorted(rows.get("images.os", []), key=lambda o: o.name)),
     )
     _cross_check(m, out)
     out.raise_if_any(MatrixError, tip=f"fix the rows named above in {root} (schema: matrices/README.md)")

@@ -25,7 +25,6 @@ __all__ = [
     "DEFAULT_INDEXES",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
-    "OS_PYTHON",
     "cuda_of_variant",
     "kernels",
     "qualified_image",
@@ -51,9 +50,6 @@ ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 # artifacts (the URL PyTorch's install selector prints; builds under it by variant: /cu128).
 # The default index ("pypi") is never written here: it is pip's, at install time.
 DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl"}
-# Base OS -> the Python minor its own python3 package is (Ubuntu's jammy and noble archives):
-# an image of that OS whose lock wants that Python takes it from apt, not from a download.
-OS_PYTHON = {"ubuntu22.04": "3.10", "ubuntu24.04": "3.12"}
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 

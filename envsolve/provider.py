@@ -180,6 +180,10 @@ class Provider:
             specs.append(spec)
         return tuple(specs)
 
+    def os_python(self, os: str) -> str:
+        """The Python minor the OS's own ``python3`` package is ("" when the data does not say)."""
+        return next((o.python for o in self.m.oses if o.name == os), "")
+
     def images(self, accelerator: str) -> list[Image]:
         return self._images.get(accelerator, [])
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .config import check_url
-from .domain import OS_PYTHON, cuda_of_variant, qualified_image
+from .domain import cuda_of_variant, qualified_image
 from .errors import LockError
 from .lock import Environment, Lock, LockedPackage
 from .paths import templates_dir
@@ -30,7 +30,6 @@ ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py
 PYTORCH_REQUIREMENTS = "requirements-pytorch.txt"
 _MARKER = '"__ENVSOLVE_EXPECTED__"'
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_IMAGE_OS = re.compile(r"ubuntu[-:]?(\d+\.\d+)")
 _ALTERNATIVES = "[packages] apt (a Debian package of the same name, e.g. 'ffmpeg') or [packages] pip"
 
 
@@ -149,17 +148,6 @@ def _conda_specs(env: Environment) -> tuple[list[str], list[LockedPackage]]:
     return specs, [p for p in env.packages if not p.conda]
 
 
-def _python(env: Environment) -> str:
-    """How the image gets the locked Python: "image" (a python image), "os" (the base OS's
-    python3 is that version), or "uv" (a pinned uv installs it)."""
-    if env.base_image.startswith("python:"):
-        return "image"
-    m = _IMAGE_OS.search(env.base_image)
-    if m and OS_PYTHON.get(f"ubuntu{m.group(1)}") == env.python:
-        return "os"
-    return "uv"
-
-
 def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, dockerfile: bool = True
            ) -> dict[str, str]:
     """Every artifact of one environment of ``lock``, as ``{file name: text}``.
@@ -195,7 +183,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     conda_groups = [{**g, "requirements": reqs} for g in groups
                     if (reqs := [p.requirement for p in conda_pip if p.index_url == g["url"]])]
     conda_default = [p.requirement for p in conda_pip if p.index == "pypi"] + list(env.pip)
-    python = _python(env)
+    python = env.python_from
     uv = env.tool("uv") if python == "uv" else ""
     system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
     tag = f"{lock.project}-{env.name}".lower()

@@ -13,10 +13,10 @@ __all__ = ["base_image"]
 
 
 def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: Dotted | None,
-           python: str, compat: str, needs_cudnn: bool = False) -> tuple[str, str]:
-    """(image, "") with the newest patch of the build's CUDA/ROCm (or Python) for the OS,
-    or ("", why) when the data has none. A build that brings no CUDA libraries of its own
-    (``system_cuda``) gets an image flavour with cuDNN."""
+           python: str, compat: str, needs_cudnn: bool = False) -> tuple[str, str, str, str]:
+    """(image, "", OS, the Python the image brings or "") with the newest patch of the build's
+    CUDA/ROCm (or Python) for the OS, or ("", why, "", "") when the data has none. A build that
+    brings no CUDA libraries of its own (``system_cuda``) gets an image flavour with cuDNN."""
     flavor = spec.flavor or "base"
     fallback = ""
     if accel == "cpu":
@@ -49,7 +49,7 @@ def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: D
         what = f"{accel.upper()} {version}" if version else f"Python {python}"
         where = f" on {spec.os}" if spec.os else ""
         ceiling = " that such a driver runs" if compat == "minor-version" else ""
-        return "", f"no base image in matrices/images.toml for {what}{where} ({flavor}){ceiling}"
+        return "", f"no base image in matrices/images.toml for {what}{where} ({flavor}){ceiling}", "", ""
     confident = [i for i in rows if i.confidence != "low"] or rows
     newest = max(i.version for i in confident)
     # one version may span several rows (one per group of OSes): choose the OS across all of them
@@ -58,7 +58,7 @@ def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: D
     best = next(i for i in same if os in i.os)
     note = f"base image {best.repository} {best.version} is marked confidence = low" if best.confidence == "low" else ""
     note = "; ".join(n for n in (fallback, note) if n)
-    return best.ref(flavor if flavor in best.flavors else best.flavors[0], os), note
+    return best.ref(flavor if flavor in best.flavors else best.flavors[0], os), note, os, best.python
 
 
 def _runs(g: Provider, t: Target, image: Image) -> bool:

@@ -71,6 +71,7 @@ class Resolution:
     gpus: tuple[str, ...]
     base_image: str
     keras_backend: str
+    python_from: str = ""  # image (a python image) | os (the base OS's python3) | uv (a pinned uv installs it)
     packages: tuple[PackagePin, ...]
     models: tuple[Gpu, ...] = ()  # the GPU models' records (aliases, peak TFLOP/s)
     tools: tuple[tuple[str, str], ...] = ()  # tools the images install, name -> version

@@ -41,7 +41,9 @@ def resolution(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: l
     images = cache.table("images")
     if key not in images:
         images[key] = base_image(g, spec, t, accel, stack, python, compat, needs_cudnn=bool(system))
-    image, image_note = images[key]
+    image, image_note, image_os, image_python = images[key]
+    # how the image gets the locked Python: the python image's own, the OS's python3, or a pinned uv
+    python_from = "image" if image_python else "os" if image and g.os_python(image_os) == python else "uv"
     low = [f"{c.label} rests on data marked confidence = low" for c in found
            if c.release.confidence == "low" or (c.build and c.build.confidence == "low")]
     packages: list[PackagePin] = []
@@ -73,6 +75,7 @@ def resolution(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: l
         gpu_archs=tuple(sorted({x.arch.name for x in t.gpus})),
         gpus=tuple(x.name for x in t.gpus),
         base_image=image,
+        python_from=python_from,
         keras_backend=backend,
         packages=tuple(sorted(packages, key=lambda p: p.name)),
         models=tuple(m for x in t.gpus if (m := g.gpu(x.name)) is not None),
