@@ -30,8 +30,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "for_host", "parse_gpus",
-           "parse_spec", "unknown_key"]
+__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "for_host", "load_toml",
+           "parse_gpus", "parse_spec", "unknown_key"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras"}
@@ -372,15 +372,17 @@ def _check_apt(item: str) -> str | None:
         f"{item!r} is not a Debian package name; write e.g. 'libgl1' or 'libgl1=1.7.0-1'")
 
 
-def _loads(text: str, path: str) -> dict[str, Any]:
+def load_toml(text: str, path: str, what: str = "a project file",
+              example: str = "a project.toml is a few flat tables; see examples/project.toml") -> dict[str, Any]:
+    """A user's TOML file as a table; bad syntax or absurd nesting is a :class:`SpecError`."""
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError([Problem(path, "", f"is not valid TOML: {e}")],
                         tip="fix the TOML syntax at the line named above") from None
     except RecursionError:
-        raise SpecError([Problem(path, "", "nests tables or arrays too deeply to be a project file")],
-                        tip="a project.toml is a few flat tables; see examples/project.toml") from None
+        raise SpecError([Problem(path, "", f"nests tables or arrays too deeply to be {what}")],
+                        tip=example) from None
     return data
 
 
@@ -391,7 +393,7 @@ def _table(data: dict[str, Any], section: str) -> dict[str, Any]:
 
 def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
     """Parse project.toml text; raise :class:`SpecError` listing every problem."""
-    data = _loads(text, path)
+    data = load_toml(text, path)
     p = _Parser(path, provider)
     p.sections(data)
     name, python_raw, python = p.project(_table(data, "project"))

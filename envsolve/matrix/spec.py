@@ -17,13 +17,13 @@ from typing import Any
 from ..domain import FRAMEWORKS, KERAS_BACKENDS
 from ..errors import Problem, SpecError
 from ..provider import Provider
-from ..spec import FLAVORS, GpuReq, SectionParser, parse_gpus, unknown_key
+from ..spec import FLAVORS, GpuReq, SectionParser, load_toml, parse_gpus, unknown_key
 from ..versions import parse_driver, parse_python_minor
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 __all__ = ["AXES", "Cell", "MatrixSpec", "parse_matrix"]
 
@@ -236,12 +236,8 @@ class _Parser(SectionParser):
 
 def parse_matrix(text: str, path: str, provider: Provider) -> MatrixSpec:
     """Parse a matrix file; raise :class:`SpecError` listing every problem."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError([Problem(path, "", f"is not valid TOML: {e}")]) from None
-    except RecursionError:
-        raise SpecError([Problem(path, "", "nests tables or arrays too deeply to be a matrix file")]) from None
+    data = load_toml(text, path, "a matrix file",
+                     "a matrix file is a few flat tables; see README.md, 'envsolve matrix'")
     p = _Parser(path, provider)
     p.sections(data)
     m = data.get("matrix")
