@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from importlib.resources import files
 
-from ..errors import MatrixError, Problem
+from ..errors import MatrixError, Problem, Problems
 from . import formats
 from .spec import MatrixSpec
 
@@ -64,29 +64,28 @@ def load_actions(text: str | None = None, path: str = f"envsolve/matrix/{ACTIONS
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise MatrixError([Problem(path, "", f"is not valid TOML: {e}")]) from None
-    problems: list[Problem] = []
+    problems = Problems(path)
     out: dict[str, Action] = {}
     rows = data.get("action", [])
     for i, row in enumerate(rows if isinstance(rows, list) else []):
         where = f"action[{i}]"
         if not isinstance(row, dict):
-            problems.append(Problem(path, where, "must be a table"))
+            problems.bad(where, "must be a table")
             continue
         for key in sorted(set(row) - {"name", "tag", "commit", "source"}):
-            problems.append(Problem(path, f"{where}.{key}", "unknown key (allowed: name, tag, commit, source)"))
+            problems.bad(f"{where}.{key}", "unknown key (allowed: name, tag, commit, source)")
         missing = [k for k in ("name", "tag", "commit", "source") if not isinstance(row.get(k), str) or not row[k]]
         if missing:
-            problems.append(Problem(path, where, f"missing or not a string: {', '.join(missing)}"))
+            problems.bad(where, f"missing or not a string: {', '.join(missing)}")
             continue
         if not _SHA.fullmatch(row["commit"]):
-            problems.append(Problem(path, f"{where}.commit", f"{row['commit']!r} is not a full 40-hex commit SHA"))
+            problems.bad(f"{where}.commit", f"{row['commit']!r} is not a full 40-hex commit SHA")
             continue
         out[row["name"]] = Action(name=row["name"], tag=row["tag"], commit=row["commit"], source=row["source"])
     for name in _NEEDED:
         if name not in out:
-            problems.append(Problem(path, "action", f"no row for {name}, which the workflow uses"))
-    if problems:
-        raise MatrixError(problems, tip="fix the shipped actions.toml (each row: name, tag, commit, source)")
+            problems.bad("action", f"no row for {name}, which the workflow uses")
+    problems.raise_if_any(MatrixError, tip="fix the shipped actions.toml (each row: name, tag, commit, source)")
     return out
 
 
