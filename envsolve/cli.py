@@ -160,7 +160,8 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     elif not host and not stale and frameworks_only:  # a full lock reads the indexes: never replayed
         from .replay import store
 
-        flag = click.get_current_context().get_parameter_source("frameworks_only") == click.core.ParameterSource.COMMANDLINE
+        source = click.get_current_context().get_parameter_source("frameworks_only")
+        flag = source == click.core.ParameterSource.COMMANDLINE
         store((str(spec_path), str(output) if output else "", fmt, "frameworks" if flag else ""),
               text, graph.data_version, said)
 

@@ -26,7 +26,7 @@ class Wheel:
 
     def build(self) -> bytes:
         dist = f"{self.name.replace('-', '_')}-{self.version}.dist-info"
-        meta = [f"Metadata-Version: 2.1", f"Name: {self.name}", f"Version: {self.version}"]
+        meta = ["Metadata-Version: 2.1", f"Name: {self.name}", f"Version: {self.version}"]
         meta += [f"Requires-Python: {self.python}"] if self.python else []
         meta += [f"Requires-Dist: {r}" for r in self.requires]
         files = {f"{self.name.replace('-', '_')}/__init__.py": b"",
