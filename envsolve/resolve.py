@@ -135,7 +135,7 @@ def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_ind
 
     Raises :class:`ResolveError` for a
     conflict, an unreachable index or (offline) a missing file."""
-    env = dict(os.environ if environ is None else environ)
+    env = {**os.environ, **(environ or {})}  # environ: settings over this process's
     routed = sorted({p.index_url for p in pins if p.index_url})
     via = {_canon(p.name): p.index_url for p in pins if p.index_url}
     asked = {_canon(p.name) for p in pins}
