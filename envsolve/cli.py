@@ -86,9 +86,16 @@ def main(matrices: Path | None) -> None:
 @click.option("--render", "then_render", is_flag=True, help="Then render the lock's artifacts (see `render`).")
 @click.option("--host", is_flag=True, help="Solve the default target for this machine's GPUs and driver "
               "(see `envsolve detect`).")
+@click.option("--frameworks-only", is_flag=True, envvar="ENVSOLVE_FRAMEWORKS_ONLY",
+              help="Lock only the frameworks (the compatibility solve), with no network; the default "
+                   "locks every package of every environment with hashes (uv, from the package indexes).")
+@click.option("--offline", is_flag=True, help="Resolve from the cache only (a second lock of the same spec).")
+@click.option("--exclude-newer", metavar="DATE", default="",
+              help="Ignore files uploaded after DATE (RFC 3339, e.g. 2025-06-01T00:00:00Z) in the full resolve.")
 @_handles_errors
-def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_render: bool, host: bool) -> None:
-    """Solve SPEC_PATH (project.toml) and write envsolve.lock."""
+def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_render: bool, host: bool,
+         frameworks_only: bool, offline: bool, exclude_newer: str) -> None:
+    """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
     from . import lock as lockfile
     from .config import index_urls
     from .solve import solve_explained
@@ -109,6 +116,12 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
                           data_version=graph.data_version, data_digest=graph.digest,
                           resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt,
                           urls=urls)
+    if not frameworks_only:
+        data = _full(data, spec.pip, urls, offline=offline, exclude_newer=exclude_newer,
+                     build=lambda full: lockfile.build(
+                         project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
+                         data_version=graph.data_version, data_digest=graph.digest, resolutions=resolutions,
+                         pip=spec.pip, conda=spec.conda, apt=spec.apt, urls=urls, full=full))
     text = lockfile.dumps(data)
     out = output or spec_path.parent / "envsolve.lock"
     if (stale := _stale_data_warning(out, graph.data_version)):
@@ -144,10 +157,33 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     if then_render:
         for path in _render(out, None, None):
             summary(f"wrote {path}")
-    elif not host and not stale:
+    elif not host and not stale and frameworks_only:  # a full lock reads the indexes: never replayed
         from .replay import store
 
-        store((str(spec_path), str(output) if output else "", fmt), text, graph.data_version, said)
+        source = click.get_current_context().get_parameter_source("frameworks_only")
+        flag = source == click.core.ParameterSource.COMMANDLINE
+        store((str(spec_path), str(output) if output else "", fmt, "frameworks" if flag else ""),
+              text, graph.data_version, said)
+
+
+def _full(frameworks: Any, pip: tuple[str, ...], urls: dict[str, str], *, offline: bool, exclude_newer: str,
+          build: Callable[[dict[str, Any]], Any]) -> Any:
+    """The lock with every package of every environment (uv's full resolve)."""
+    from .config import pip_index_url
+    from .lock import Package
+    from .resolve import Pin, resolve
+
+    named_default = urls.get("pypi", "")
+    default_index = named_default or pip_index_url()
+    full: dict[str, Any] = {}
+    for env in frameworks.environments:
+        pins = [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "")
+                for p in env.frameworks]
+        got = resolve(python=env.python, pins=pins, pip=pip, default_index=default_index,
+                      record_default=named_default, offline=offline, exclude_newer=exclude_newer)
+        full[env.name] = tuple(Package(name=r.name, version=r.version, index_url=r.index_url, hashes=r.hashes,
+                                       direct=r.direct) for r in got)
+    return build(full)
 
 
 class _Stale(EnvsolveError):
@@ -566,7 +602,7 @@ def doctor(lock_path: Path, target: str | None) -> None:
         names = ", ".join(e.name for e in data.environments)
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
                         tip="pass one of those to --target, or leave --target out")
-    findings = check(env, facts, graph, installed=installed_versions(p.name for p in env.packages),
+    findings = check(env, facts, graph, installed=installed_versions(p.name for p in env.frameworks),
                      tools=docker_tools())
     click.echo(f"checking environment '{env.name}' of {lock_path} on this "
                f"{'container' if facts.container else 'host'} ({facts.vendor}, from {facts.source})")

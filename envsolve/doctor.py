@@ -133,7 +133,7 @@ def _driver(env: Environment, facts: HostFacts, graph: Provider) -> list[Finding
 def _builds(env: Environment, graph: Provider) -> list[Build]:
     """The graph's records of the locked builds (those the data knows)."""
     found = []
-    for p in env.packages:
+    for p in env.frameworks:
         for r in graph.releases(p.name):
             if r.raw == p.version:
                 found += [b for b in graph.builds(r) if b.variant == p.variant]
@@ -176,7 +176,7 @@ def _gpu(env: Environment, g: GpuInfo, facts: HostFacts, graph: Provider) -> Fin
 
 
 def _packages(env: Environment, installed: Mapping[str, str], graph: Provider) -> list[Finding]:
-    pkgs = list(env.packages)
+    pkgs = list(env.frameworks)
     if pkgs and not any(p.name in installed for p in pkgs):
         return [Finding(level="warn", check="package",
                         message="none of the locked frameworks is installed in this Python; checked the "

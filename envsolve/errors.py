@@ -19,6 +19,7 @@ __all__ = [
     "Clash",
     "Problem",
     "Problems",
+    "ResolveError",
 ]
 
 
@@ -99,6 +100,13 @@ class LockError(EnvsolveError):
 
 class RefreshError(EnvsolveError):
     """The package index could not be read (unreachable, missing project, altered file)."""
+
+    exit_code = 1
+
+
+class ResolveError(EnvsolveError):
+    """The full resolve failed: a conflict among the packages, an index that cannot be reached,
+    or (offline) a package missing from the cache."""
 
     exit_code = 1
 

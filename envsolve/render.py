@@ -20,7 +20,7 @@ from typing import Any
 from .config import check_url
 from .domain import cuda_of_variant, qualified_image
 from .errors import LockError
-from .lock import Environment, Lock, LockedPackage
+from .lock import Environment, Lock, LockedPackage, Package
 from .paths import templates_dir
 
 __all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render", "templates_dir"]
@@ -60,6 +60,7 @@ def _check(lock: Lock, env: Environment, lock_name: str) -> None:
             raise LockError(f"{lock_name}: {where} = {value!r} contains a line break or control character, "
                             "which no generated file may carry", tip="regenerate the lock from a spec without it")
     urls = [(f"indexes.{k}", v) for k, v in lock.indexes]
+    urls += [(f"environments[{i}].frameworks[{j}].index_url", p.index_url) for j, p in enumerate(env.frameworks)]
     urls += [(f"environments[{i}].packages[{j}].index_url", p.index_url) for j, p in enumerate(env.packages)]
     for where, url in urls:
         if url and (why := check_url(url)) is not None:
@@ -81,7 +82,7 @@ def _yq(value: str) -> str:
 
 def _expected(lock: Lock, env: Environment) -> dict[str, Any]:
     """What the smoke test checks: the lock's facts for this environment."""
-    torch = next((p for p in env.packages if p.name == "torch"), None)
+    torch = next((p for p in env.frameworks if p.name == "torch"), None)
     return {
         "project": lock.project,
         "environment": env.name,
@@ -99,7 +100,7 @@ def _expected(lock: Lock, env: Environment) -> dict[str, Any]:
         "keras_backend": env.keras_backend,
         "packages": [{"name": p.name, "version": p.version, "variant": p.variant,
                       "pins": {k: v for k, v in p.pins if v[:1].isdigit()}}
-                     for p in env.packages],
+                     for p in env.frameworks],
     }
 
 
@@ -122,7 +123,7 @@ def _groups(lock: Lock, env: Environment) -> list[dict[str, Any]]:
     alone, so no other index can serve a package of the same name (dependency confusion)."""
     roots = dict(lock.indexes)
     by_url: dict[str, list[LockedPackage]] = {}
-    for p in env.packages:
+    for p in env.frameworks:
         if p.index != "pypi":
             by_url.setdefault(p.index_url, []).append(p)
     out = []
@@ -140,12 +141,23 @@ def _groups(lock: Lock, env: Environment) -> list[dict[str, Any]]:
 def _conda_specs(env: Environment) -> tuple[list[str], list[LockedPackage]]:
     """(conda MatchSpecs, framework packages left for pip)."""
     specs = [f"python={env.python}"]
-    on_conda = [s for p in env.packages for s in p.conda]
+    on_conda = [s for p in env.frameworks for s in p.conda]
     if env.cuda and any("=cuda" in s for s in on_conda):
         specs.append(f"cuda-version={env.cuda}")  # the run-export of conda-forge's CUDA builds
     specs += sorted(on_conda)
     specs += list(env.conda)
-    return specs, [p for p in env.packages if not p.conda]
+    return specs, [p for p in env.frameworks if not p.conda]
+
+
+def _hashed(p: Package) -> str:
+    """A requirements-file line pip installs with --require-hashes."""
+    return " ".join([p.requirement, *(f"--hash={h}" for h in p.hashes)])
+
+
+def _shell(line: str) -> str:
+    """A requirement line as shell words (its --hash options left as options)."""
+    req, *hashes = line.split(" --hash=")
+    return " ".join([shlex.quote(req), *(shlex.quote(f"--hash={h}") for h in hashes)])
 
 
 def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, dockerfile: bool = True
@@ -177,18 +189,35 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     roots = dict(lock.indexes)
     args = sorted({(g["arg"], roots[g["index"]]) for g in groups if g["arg"]}
                   | ({(_arg("pypi"), default_url)} if default_url else set()))
-    default_reqs = [p.requirement for p in env.packages if p.index == "pypi"]
-    held = [r for g in groups for r in g["requirements"]]  # installed first, pinned again after
     conda_specs, conda_pip = _conda_specs(env)
-    conda_groups = [{**g, "requirements": reqs} for g in groups
-                    if (reqs := [p.requirement for p in conda_pip if p.index_url == g["url"]])]
-    conda_default = [p.requirement for p in conda_pip if p.index == "pypi"] + list(env.pip)
+    full = lock.scope == "full"
+    if full:  # every package, with hashes; each file installs exactly its lines (--no-deps)
+        routed = {g["url"] for g in groups}
+        for g in groups:
+            g["requirements"] = [_hashed(p) for p in env.packages if p.index_url == g["url"]]
+        default_reqs = [_hashed(p) for p in env.packages if p.index_url not in routed]
+        held: list[str] = []
+        extra_pip: list[str] = []
+        on_conda = {p.name for p in env.frameworks if p.conda}
+        conda_groups = [{**g, "requirements": reqs} for g in groups
+                        if (reqs := [_hashed(p) for p in env.packages
+                                     if p.index_url == g["url"] and p.name not in on_conda])]
+        conda_default = [_hashed(p) for p in env.packages if p.index_url not in routed and p.name not in on_conda]
+    else:
+        default_reqs = [p.requirement for p in env.frameworks if p.index == "pypi"]
+        held = [r for g in groups for r in g["requirements"]]  # installed first, pinned again after
+        extra_pip = list(env.pip)
+        conda_groups = [{**g, "requirements": reqs} for g in groups
+                        if (reqs := [p.requirement for p in conda_pip if p.index_url == g["url"]])]
+        conda_default = [p.requirement for p in conda_pip if p.index == "pypi"] + list(env.pip)
+    for g in groups:
+        g["shell"] = [_shell(r) for r in g["requirements"]]
     python = env.python_from
     uv = env.tool("uv") if python == "uv" else ""
     system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
     tag = f"{lock.project}-{env.name}".lower()
     run_flags = {"cuda": "--gpus all ", "rocm": "--device=/dev/kfd --device=/dev/dri --group-add video "}
-    names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.packages)
+    names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.frameworks)
     ctx = {
         "lock_name": lock_name,
         "lock_digest": lock.lock_digest,
@@ -210,6 +239,10 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "args": args,
         "default_requirements": default_reqs,
         "held": held,
+        "extra_pip": extra_pip,
+        "pip_flags": " --require-hashes --no-deps" if full else "",
+        "default_shell": [_shell(r) for r in default_reqs + held],
+        "project_shell": [_shell(r) for r in default_reqs + held + extra_pip],
         "pytorch_file": PYTORCH_REQUIREMENTS,
         "conda_name": tag,
         "conda_specs": conda_specs,

@@ -32,18 +32,22 @@ _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME")
 _CODE = Path(__file__).resolve().parent
 _LIBRARIES = ("packaging", "tomli_w")  # whose code shapes the lock's bytes besides envsolve's own
 
-Request = tuple[str, str, str]  # (spec path, output path or "", format), as the lock command reads them
+# (spec path, output path or "", format, "frameworks" with --frameworks-only else ""), as the lock command reads them
+Request = tuple[str, str, str, str]
 
 
 def parse(argv: Sequence[str]) -> Request | None:
-    """``lock [SPEC] [-o OUT] [--format toml|json]``, normalised as click reads it; None for
-    anything else (other commands and options go to the full command)."""
+    """``lock [SPEC] [-o OUT] [--format toml|json] [--frameworks-only]``, normalised as click reads
+    it; None for anything else (other commands and options go to the full command)."""
     if not argv or argv[0] != "lock":
         return None
-    spec, output, fmt = "", "", "toml"
+    spec, output, fmt, scope = "", "", "toml", ""
     args = list(argv[1:])
     while args:
         arg = args.pop(0)
+        if arg == "--frameworks-only":
+            scope = "frameworks"
+            continue
         if arg in ("-o", "--output", "--format") and args:
             value = args.pop(0)
         elif arg.startswith(("--output=", "--format=")):
@@ -59,7 +63,7 @@ def parse(argv: Sequence[str]) -> Request | None:
             fmt = value
         else:
             output = str(Path(value))
-    return str(Path(spec or "project.toml")), output, fmt
+    return str(Path(spec or "project.toml")), output, fmt, scope
 
 
 def _digest(request: Request, environ: Mapping[str, str]) -> str:

@@ -47,6 +47,7 @@ def _indexes(monkeypatch: pytest.MonkeyPatch, _cache_dir: Path) -> None:
     for k, v in TEST_INDEXES.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("ENVSOLVE_FRAMEWORKS_ONLY", "1")  # no network; tests of the full lock unset it
     monkeypatch.delenv("PIP_INDEX_URL", raising=False)
     monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
 

@@ -294,7 +294,7 @@ def test_default_index_requirements_resolve_on_the_index(tmp_path: Path) -> None
     for case in ("h100-torch-newest", "keras-tensorflow-a10", "h100-jax-newest"):
         data = lockfile.read(HERE / "cases" / case / "expected.lock")
         env = data.environments[0]
-        reqs = [p.requirement for p in env.packages if p.index == "pypi"]
+        reqs = [p.requirement for p in env.frameworks if p.index == "pypi"]
         py = env.python.replace(".", "")
         out = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--target", str(tmp_path / "t"),
@@ -304,6 +304,6 @@ def test_default_index_requirements_resolve_on_the_index(tmp_path: Path) -> None
         assert out.returncode == 0, f"{case}: {out.stderr[-2000:]}"
         installed = {i["metadata"]["name"].lower(): i["metadata"]["version"]
                      for i in json.loads((tmp_path / "r.json").read_text())["install"]}
-        for p in env.packages:
+        for p in env.frameworks:
             if p.index == "pypi":
                 assert installed[p.name.lower()] == p.version, case

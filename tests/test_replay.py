@@ -76,8 +76,9 @@ def test_a_corrupt_entry_is_ignored(tmp_path: Path) -> None:
 
 
 def test_request_parsing_follows_the_lock_command() -> None:
-    assert replay.parse(["lock"]) == ("project.toml", "", "toml")
-    assert replay.parse(["lock", "./a/p.toml", "-o", "x.lock", "--format=json"]) == ("a/p.toml", "x.lock", "json")
+    assert replay.parse(["lock"]) == ("project.toml", "", "toml", "")
+    assert replay.parse(["lock", "--frameworks-only"]) == ("project.toml", "", "toml", "frameworks")
+    assert replay.parse(["lock", "./a/p.toml", "-o", "x.lock", "--format=json"]) == ("a/p.toml", "x.lock", "json", "")
     for other in (["render"], ["lock", "--host"], ["lock", "--format", "yaml"], ["lock", "a", "b"], ["--matrices", "m"]):
         assert replay.parse(other) is None
 

@@ -1,0 +1,59 @@
+"""The full resolve (uv) against a local index of fake wheels: no real index is needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pytest_httpserver import HTTPServer
+
+from envsolve.errors import ResolveError
+from envsolve.resolve import Pin, resolve
+from tests.fakeindex import Wheel, serve
+
+
+def _wheels() -> list[Wheel]:
+    return [Wheel("einops", "0.8.0", requires=["numpy"]), Wheel("numpy", "1.26.4"),
+            Wheel("numpy", "2.3.0", python=">=3.13"), Wheel("filelock", "3.0"), Wheel("torch", "9.9.9"),
+            Wheel("scipy", "1.11.4", requires=["numpy<1.27"])]
+
+
+def test_transitive_closure_with_hashes_and_the_pytorch_pin_from_its_index_alone(
+        httpserver: HTTPServer, tmp_path: Path) -> None:
+    wheels = _wheels()
+    default = serve(httpserver, wheels)
+    torch = Wheel("torch", "2.7.1+cu126", requires=["filelock"])
+    pt = serve(httpserver, [torch], prefix="/whl/cu126").rstrip("/")
+    got = {r.name: r for r in resolve(python="3.12", pins=[Pin(name="torch", requirement="torch==2.7.1+cu126",
+                                                                  index_url=pt)],
+                                      pip=["einops"], default_index=default,
+                                      environ={"ENVSOLVE_CACHE_DIR": str(tmp_path)})}
+    assert sorted(got) == ["einops", "filelock", "numpy", "torch"]
+    assert got["torch"].version == "2.7.1+cu126" and got["torch"].index_url == pt  # not the default's 9.9.9
+    assert got["torch"].hashes == (torch.sha256,) and got["torch"].direct
+    assert got["numpy"].version == "1.26.4" and not got["numpy"].direct  # Requires-Python keeps 2.3.0 out
+    assert got["numpy"].index_url == "" and got["einops"].direct
+    assert all(h.startswith("sha256:") for r in got.values() for h in r.hashes)
+
+
+def test_newer_python_takes_the_newer_wheel(httpserver: HTTPServer, tmp_path: Path) -> None:
+    default = serve(httpserver, _wheels())
+    got = resolve(python="3.13", pins=[], pip=["numpy"], default_index=default,
+                  environ={"ENVSOLVE_CACHE_DIR": str(tmp_path)})
+    assert [(r.name, r.version) for r in got] == [("numpy", "2.3.0")]
+
+
+def test_a_conflict_is_one_clear_error_naming_the_packages(httpserver: HTTPServer, tmp_path: Path) -> None:
+    default = serve(httpserver, _wheels())
+    with pytest.raises(ResolveError, match="cannot be installed together") as e:
+        resolve(python="3.13", pins=[], pip=["scipy==1.11.4", "numpy>=2"], default_index=default,
+                environ={"ENVSOLVE_CACHE_DIR": str(tmp_path)})
+    assert "scipy" in e.value.message and "numpy" in e.value.message and e.value.exit_code == 1
+
+
+def test_an_unreachable_index_is_named_with_the_ways_out(tmp_path: Path) -> None:
+    with pytest.raises(ResolveError) as e:
+        resolve(python="3.12", pins=[], pip=["numpy"], default_index="http://127.0.0.1:9/simple",
+                environ={"ENVSOLVE_CACHE_DIR": str(tmp_path)})
+    assert "http://127.0.0.1:9/simple" in e.value.message
+    assert e.value.tip is not None and "--frameworks-only" in e.value.tip
