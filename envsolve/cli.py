@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .errors import EnvsolveError, Problem, SpecError, Unsatisfiable
+from .errors import EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
 from .files import write_all
 
 if TYPE_CHECKING:
@@ -110,8 +110,10 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     spec, blob = _read_spec(spec_path, graph)
     if host:
         spec = _for_host(spec, graph)
-    resolutions = solve_explained(graph, spec)
     urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
+    steers = () if frameworks_only else _steers(spec, graph, urls, offline=offline)
+    spec = _steered(spec, steers)
+    resolutions = solve_explained(graph, spec)
     data = lockfile.build(project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
                           data_version=graph.data_version, data_digest=graph.digest,
                           resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt,
@@ -149,6 +151,8 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
         say(line, err=fmt == "json")  # keep stdout pure JSON with --format json
 
     summary(f"wrote {out}")
+    for note in (n for st in steers for n in st.notes()):
+        summary(f"  [packages] pip: {note}")
     for r in resolutions:
         pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
         stack = f"CUDA {r.cuda}, driver >= {r.driver_min} ({r.compat})" if r.cuda else (
@@ -164,6 +168,43 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
         flag = source == click.core.ParameterSource.COMMANDLINE
         store((str(spec_path), str(output) if output else "", fmt, "frameworks" if flag else ""),
               text, graph.data_version, said)
+
+
+def _steers(spec: Any, graph: Any, urls: dict[str, str], *, offline: bool) -> tuple[Any, ...]:
+    """What the project's ``[packages] pip`` lines ask of the frameworks and Python (their
+    metadata, read from the default index through envsolve's cache)."""
+    if not spec.pip:
+        return ()
+    from .config import pip_index_url
+    from .errors import RefreshError
+    from .paths import cache_dir
+    from .refresh import IndexClient
+    from .resolve import WAYS_OUT
+    from .steer import Reader, steer
+
+    index = urls.get("pypi", "") or pip_index_url()
+    client = IndexClient(index, cache_dir=cache_dir(), offline=offline, retries=1)
+    reader = Reader(files=client.project, metadata=lambda files: (got[1] if (got := client.first_metadata(files))
+                                                                   else None))
+    try:
+        return steer(spec, reader, graph.pythons(), graph.releases)
+    except RefreshError as e:
+        raise ResolveError(f"the [packages] pip requirements cannot be read from the index: {e.message}",
+                           tip=e.tip if offline else WAYS_OUT) from None
+
+
+def _steered(spec: Any, steers: tuple[Any, ...]) -> Any:
+    """``spec`` narrowed by what its pip packages ask; a framework they pull that the project
+    does not name is a warning (envsolve would not choose its build)."""
+    if not steers:
+        return spec
+    from .steer import apply
+
+    for st in steers:
+        for name, raw in st.unmanaged:
+            click.echo(f"WARNING: {st.package} requires {name}{raw}, which [frameworks] does not name: add "
+                       f"{name} there so that envsolve chooses its build for your GPUs", err=True)
+    return apply(spec, steers)
 
 
 def _full(frameworks: Any, pip: tuple[str, ...], urls: dict[str, str], *, offline: bool, exclude_newer: str,

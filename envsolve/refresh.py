@@ -73,6 +73,12 @@ class _Answer:
     content_type: str
     etag: str = ""
     last_modified: str = ""
+    fresh_until: float = 0.0  # from Cache-Control max-age: no revalidation before this time
+
+
+def _fresh_until(cache_control: str, now: float) -> float:
+    m = re.search(r"max-age=(\d+)", cache_control)
+    return now + int(m.group(1)) if m and "no-cache" not in cache_control and "no-store" not in cache_control else 0.0
 
 
 class _Cache:
@@ -99,14 +105,15 @@ class _Cache:
         if not isinstance(meta, dict) or meta.get("url") != url:
             return None
         return _Answer(status=200, body=body, content_type=str(meta.get("content_type", "")),
-                       etag=str(meta.get("etag", "")), last_modified=str(meta.get("last_modified", "")))
+                       etag=str(meta.get("etag", "")), last_modified=str(meta.get("last_modified", "")),
+                       fresh_until=float(meta.get("fresh_until", 0.0)))
 
     def store(self, url: str, accept: str, answer: _Answer) -> None:
         paths = self._paths(url, accept)
         if paths is None:
             return
         meta = {"url": url, "content_type": answer.content_type, "etag": answer.etag,
-                "last_modified": answer.last_modified}
+                "last_modified": answer.last_modified, "fresh_until": answer.fresh_until}
         try:  # a cache that cannot be written only costs a later request
             paths[0].parent.mkdir(parents=True, exist_ok=True)
             write_atomic(paths[1], answer.body)
@@ -121,7 +128,7 @@ class IndexClient:
     def __init__(self, index_url: str, *, cache_dir: Path | None = None, timeout: float = 30.0,
                  retries: int = 3, backoff: float = 1.0, session: requests.Session | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 progress: Callable[[str], None] = _quiet) -> None:
+                 progress: Callable[[str], None] = _quiet, offline: bool = False) -> None:
         scheme = urlparse(index_url).scheme
         if scheme not in ("http", "https"):
             raise EnvsolveError(f"index URL {index_url!r} is not an http(s) URL",
@@ -134,6 +141,7 @@ class IndexClient:
         self.session = session or requests.Session()
         self.sleep = sleep
         self.progress = progress
+        self.offline = offline  # answers from the cache only; a missing one is an error naming it
         self.requests = 0  # network requests made (cache hits without a request not counted)
 
     def _send(self, url: str, headers: dict[str, str]) -> requests.Response:
@@ -170,6 +178,11 @@ class IndexClient:
         cached = self.cache.load(url, accept)
         if cached is not None and expected_sha256 and _sha256(cached.body) == expected_sha256:
             return cached  # content-addressed: nothing to revalidate
+        if cached is not None and (self.offline or cached.fresh_until > time.time()):
+            return cached  # within the index's own max-age, as pip and uv do
+        if self.offline:
+            raise RefreshError(f"{url} is not in envsolve's cache, and --offline reads nothing else",
+                               tip="lock once with the network to fill the cache, or use --frameworks-only")
         headers = {"Accept": accept, "User-Agent": "envsolve-refresh"}
         if cached is not None and cached.etag:
             headers["If-None-Match"] = cached.etag
@@ -180,12 +193,12 @@ class IndexClient:
             return cached
         answer = _Answer(status=resp.status_code, body=resp.content,
                          content_type=resp.headers.get("Content-Type", ""),
-                         etag=resp.headers.get("ETag", ""), last_modified=resp.headers.get("Last-Modified", ""))
+                         etag=resp.headers.get("ETag", ""), last_modified=resp.headers.get("Last-Modified", ""),
+                         fresh_until=_fresh_until(resp.headers.get("Cache-Control", ""), time.time()))
         if answer.status == 200:
             if verify is not None:
                 verify(answer.body)
-            if answer.etag or answer.last_modified or expected_sha256:
-                self.cache.store(url, accept, answer)
+            self.cache.store(url, accept, answer)  # every answer: --offline reads them back
         return answer
 
     def project(self, name: str) -> tuple[ix.DistFile, ...]:

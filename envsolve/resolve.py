@@ -41,10 +41,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PLATFORM", "Pin", "Resolved", "resolve"]
+__all__ = ["PLATFORM", "WAYS_OUT", "Pin", "Resolved", "resolve"]
 
 PLATFORM = "x86_64-manylinux_2_28"  # Linux x86_64, as the base images are
-_WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network), or point the "
+WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network), or point the "
              "index at a mirror you can reach (ENVSOLVE_INDEX_PYPI, ENVSOLVE_INDEX_PYTORCH or [indexes] in "
              "project.toml; see README 'Index URLs')")
 
@@ -117,7 +117,7 @@ def _failure(stderr: str, default_index: str, routed: Sequence[str], offline: bo
     if any(u in low for u in unreachable):
         urls = [u for u in (*routed, default_index) if u and u in stderr] or [*routed, default_index]
         return ResolveError(f"the package index {' / '.join(u for u in urls if u)} cannot be reached:\n  {text}",
-                            tip=_WAYS_OUT)
+                            tip=WAYS_OUT)
     return ResolveError(f"the packages cannot be installed together:\n  {text}",
                         tip="loosen the [packages] pip requirement or the framework range that clashes "
                             "(see `envsolve explain`), then lock again")
@@ -148,7 +148,10 @@ def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_ind
         cmd = [_uv(), "pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
                "--python-version", python, "--python-platform", PLATFORM, "--no-header", "--no-annotate",
                "--quiet", "--output-file", "pylock.toml",
-               "--cache-dir", str(cache_dir(env) / "uv")]
+               "--cache-dir", str(cache_dir(env) / "uv"),
+               # the target is --python-version; this interpreter only builds an sdist's metadata, and
+               # uv must not try to download one (that costs seconds, and offline fails)
+               "--python", sys.executable, "--no-python-downloads"]
         if default_index:
             cmd += ["--default-index", default_index]
         if offline:

@@ -50,6 +50,7 @@ class FrameworkReq:
     specifier: SpecifierSet
     raw: str
     backend: str = ""  # keras only
+    asked_by: str = ""  # the [packages] pip releases whose Requires-Dist narrowed the range (see steer.py)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -24,13 +24,17 @@ class Wheel:
     def filename(self) -> str:
         return f"{self.name.replace('-', '_')}-{self.version}-{self.tag}.whl"
 
-    def build(self) -> bytes:
-        dist = f"{self.name.replace('-', '_')}-{self.version}.dist-info"
+    @property
+    def metadata(self) -> bytes:
         meta = ["Metadata-Version: 2.1", f"Name: {self.name}", f"Version: {self.version}"]
         meta += [f"Requires-Python: {self.python}"] if self.python else []
         meta += [f"Requires-Dist: {r}" for r in self.requires]
+        return ("\n".join(meta) + "\n").encode()
+
+    def build(self) -> bytes:
+        dist = f"{self.name.replace('-', '_')}-{self.version}.dist-info"
         files = {f"{self.name.replace('-', '_')}/__init__.py": b"",
-                 f"{dist}/METADATA": ("\n".join(meta) + "\n").encode(),
+                 f"{dist}/METADATA": self.metadata,
                  f"{dist}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {self.tag}\n"
                  .encode()}
         record = "".join(f"{n},,\n" for n in files) + f"{dist}/RECORD,,\n"
@@ -60,10 +64,13 @@ def serve(server: HTTPServer, wheels: Sequence[Wheel], prefix: str = "/simple") 
         body = "".join(
             f'<a href="{prefix}/files/{w.filename}#sha256={w.sha256.removeprefix("sha256:")}"'
             + (f' data-requires-python="{w.python.replace(">", "&gt;").replace("<", "&lt;")}"' if w.python else "")
+            + f' data-dist-info-metadata="sha256={hashlib.sha256(w.metadata).hexdigest()}"'
             + f">{w.filename}</a>\n" for w in ws)
         server.expect_request(f"{prefix}/{name}/").respond_with_data(f"<html><body>{body}</body></html>",
                                                                      content_type="text/html")
         for w in ws:
             server.expect_request(f"{prefix}/files/{w.filename}").respond_with_data(
                 w.data, content_type="application/octet-stream")
+            server.expect_request(f"{prefix}/files/{w.filename}.metadata").respond_with_data(
+                w.metadata, content_type="application/octet-stream")  # PEP 658
     return server.url_for(prefix)

@@ -27,7 +27,7 @@ def why_none_shared(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, req
 
 def why_none(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
     """The clash that leaves ``req`` with no candidate, told for its newest matching release."""
-    subject = f"{req.name} {req.raw}"
+    subject = f"{req.name} {req.raw}" + (f" (asked by {req.asked_by})" if req.asked_by else "")
     rels = [r for r in g.releases(req.name) if cache.contains(req.raw, r.version)]
     if not rels:
         known = g.releases(req.name)

@@ -1,0 +1,111 @@
+"""`envsolve lock` in full (every package, with hashes), steered by the project's pip packages,
+against a local index of fake wheels: nothing here needs a real index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from pytest_httpserver import HTTPServer
+
+from envsolve.cli import main
+from tests.fakeindex import Wheel, serve
+
+_CP = "{0}-{0}-manylinux_2_17_x86_64"
+
+
+def _index() -> list[Wheel]:
+    """torch releases with no dependencies, a vllm-like server pinning torch and torchvision, and a
+    scipy with wheels up to cp312 only (the Requires-Python says nothing), as on the real index."""
+    return [Wheel("torch", "2.8.0", requires=["filelock"]), Wheel("torch", "2.9.1"), Wheel("torch", "2.5.1"),
+            Wheel("torchvision", "0.23.0", requires=["torch==2.8.0"]),
+            Wheel("filelock", "3.16.1"),
+            Wheel("servepkg", "1.0", requires=["torch==2.8.0", "torchvision==0.23.0", "requests"],
+                  python=">=3.9,<3.14"),
+            Wheel("servepkg", "0.9", requires=["torch==2.5.1"]),
+            Wheel("requests", "2.32.3"),
+            *(Wheel("scipy", "1.11.4", requires=["numpy<1.28"], tag=_CP.format(cp)) for cp in ("cp310", "cp311", "cp312")),
+            *(Wheel("numpy", "1.26.4", tag=_CP.format(cp)) for cp in ("cp310", "cp311", "cp312")),
+            Wheel("numpy", "2.3.0", python=">=3.11")]
+
+
+@pytest.fixture
+def index(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> HTTPServer:
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", serve(httpserver, _index()))
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    return httpserver
+
+
+def _lock(tmp_path: Path, body: str, *args: str) -> Result:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n' + body)
+    return CliRunner().invoke(main, ["lock", str(spec), "--format", "json", *args])
+
+
+def _env(r: Result) -> dict:  # type: ignore[type-arg]
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["environments"][0]  # type: ignore[no-any-return]
+
+
+SERVE = '[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "580.65.06"\n'
+
+
+def test_a_pip_package_pinning_torch_steers_the_solve_and_says_so(index: HTTPServer, tmp_path: Path) -> None:
+    r = _lock(tmp_path, SERVE + '[packages]\npip = ["servepkg==1.0"]\n')
+    env = _env(r)
+    assert [(p["name"], p["version"]) for p in env["frameworks"]] == [("torch", "2.8.0")]  # not the newest
+    assert "servepkg==1.0 asks torch ==2.8.0" in r.stderr
+    assert env["python"] == "3.13"  # servepkg's Requires-Python stops below 3.14
+    packages = {p["name"]: p for p in env["packages"]}
+    assert sorted(packages) == ["filelock", "requests", "servepkg", "torch", "torchvision"]
+    assert packages["torch"]["direct"] and packages["servepkg"]["direct"] and not packages["filelock"]["direct"]
+    assert all(h.startswith("sha256:") and len(h) == 71 for p in packages.values() for h in p["hashes"])
+
+
+def test_wheel_tags_bound_the_python_when_requires_python_does_not(index: HTTPServer, tmp_path: Path) -> None:
+    env = _env(_lock(tmp_path, SERVE.replace('"*"', '"==2.9.1"') + '[packages]\npip = ["numpy<2", "scipy==1.11.4"]\n'))
+    assert env["python"] == "3.12"  # scipy 1.11.4 has wheels up to cp312; 3.13 would build it from source
+    assert {p["name"]: p["version"] for p in env["packages"]}["scipy"] == "1.11.4"
+
+
+def test_a_pin_the_gpus_cannot_run_is_told_in_gpu_terms_naming_the_package(index: HTTPServer,
+                                                                           tmp_path: Path) -> None:
+    r = _lock(tmp_path, '[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]\n'
+                        '[packages]\npip = ["servepkg==0.9"]\n')
+    assert r.exit_code == 1
+    assert "asked by servepkg==0.9" in r.output and "sm_120" in r.output
+
+
+def test_a_range_takes_the_newest_release_that_leaves_a_choice(index: HTTPServer, tmp_path: Path) -> None:
+    r = _lock(tmp_path, '[frameworks]\ntorch = "<2.6"\n[hardware]\ngpus = ["H100"]\ndriver = "580.65.06"\n'
+                        '[packages]\npip = ["servepkg"]\n')
+    env = _env(r)
+    assert {p["name"]: p["version"] for p in env["packages"]}["servepkg"] == "0.9"  # 1.0 wants torch 2.8.0
+    assert env["frameworks"][0]["version"] == "2.5.1" and "servepkg==0.9 asks torch ==2.5.1" in r.stderr
+
+
+def test_offline_relocks_from_the_cache_and_names_what_is_missing(index: HTTPServer, tmp_path: Path) -> None:
+    body = SERVE + '[packages]\npip = ["servepkg==1.0"]\n'
+    first = _lock(tmp_path, body)
+    assert first.exit_code == 0, first.output
+    index.clear()  # the index is gone: only the cache can answer
+    again = _lock(tmp_path, body, "--offline")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout) == json.loads(first.stdout)
+    missing = _lock(tmp_path, SERVE + '[packages]\npip = ["scipy==1.11.4"]\n', "--offline")
+    assert missing.exit_code == 1 and "scipy" in missing.output and "--offline" in missing.output
+
+
+def test_frameworks_only_needs_no_index_and_reads_no_pip_metadata(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", "http://127.0.0.1:9/simple")  # nothing listens there
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    r = _lock(tmp_path, SERVE + '[packages]\npip = ["servepkg==1.0"]\n', "--frameworks-only")
+    env = _env(r)
+    assert env["packages"] == [] and env["frameworks"][0]["name"] == "torch"
+    full = _lock(tmp_path, SERVE + '[packages]\npip = ["servepkg==1.0"]\n')
+    assert full.exit_code == 1 and "http://127.0.0.1:9/simple" in full.output
+    assert "--frameworks-only" in full.output
