@@ -92,9 +92,16 @@ def main(matrices: Path | None) -> None:
 @click.option("--offline", is_flag=True, help="Resolve from the cache only (a second lock of the same spec).")
 @click.option("--exclude-newer", metavar="DATE", default="",
               help="Ignore files uploaded after DATE (RFC 3339, e.g. 2025-06-01T00:00:00Z) in the full resolve.")
+@click.option("--upgrade-package", "-P", "upgrade_packages", multiple=True, metavar="NAME",
+              help="Move NAME to the newest version that fits and keep every other package of the lock on "
+                   "disk (repeatable).")
+@click.option("-U", "--upgrade", is_flag=True, help="Move every package to the newest version that fits.")
+@click.option("--same-versions", is_flag=True,
+              help="One version of each framework on every target (as [project] same-versions = true).")
 @_handles_errors
 def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_render: bool, host: bool,
-         frameworks_only: bool, offline: bool, exclude_newer: str) -> None:
+         frameworks_only: bool, offline: bool, exclude_newer: str, upgrade_packages: tuple[str, ...],
+         upgrade: bool, same_versions: bool) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
     from . import lock as lockfile
     from .config import index_urls
@@ -111,21 +118,45 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     if host:
         spec = _for_host(spec, graph)
     urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
+    out = output or spec_path.parent / "envsolve.lock"
+    if check:  # never the network: a full lock is checked by its digests, a frameworks lock re-solved
+        if _check_digests(out, spec_path, blob, graph):
+            return
+        frameworks_only = True
     steers = () if frameworks_only else _steers(spec, graph, urls, offline=offline)
     spec = _steered(spec, steers)
-    resolutions = solve_explained(graph, spec)
+    uniform = same_versions or spec.same_versions
+    if frameworks_only and (upgrade_packages or upgrade):
+        raise SpecError([Problem("--upgrade-package" if upgrade_packages else "--upgrade", "",
+                                 "applies to the full lock; --frameworks-only always takes the newest that fits")])
+    previous = () if frameworks_only or upgrade or check else _previous(out, spec)
+    from packaging.utils import canonicalize_name
+
+    upgrading = {str(canonicalize_name(n)) for n in upgrade_packages}
+    kept = tuple(p for p in previous if canonicalize_name(p[1]) not in upgrading)
+    if kept or uniform:
+        from .solve.uniform import solve_preferring
+
+        frameworks_kept: dict[str, dict[str, str]] = {}
+        for env_name, name, version, is_framework in kept:
+            if is_framework:
+                frameworks_kept.setdefault(env_name, {})[name] = version
+        resolutions = solve_preferring(graph, spec, frameworks_kept, uniform=uniform)
+    else:
+        resolutions = solve_explained(graph, spec)
     data = lockfile.build(project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
                           data_version=graph.data_version, data_digest=graph.digest,
                           resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt,
                           urls=urls)
     if not frameworks_only:
         data = _full(data, spec.pip, urls, offline=offline, exclude_newer=exclude_newer,
+                     keep={e: tuple((n, v) for env, n, v, fw in kept if env == e and not fw)
+                           for e in {k[0] for k in kept}}, upgrade=tuple(sorted(upgrading)),
                      build=lambda full: lockfile.build(
                          project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
                          data_version=graph.data_version, data_digest=graph.digest, resolutions=resolutions,
                          pip=spec.pip, conda=spec.conda, apt=spec.apt, urls=urls, full=full))
     text = lockfile.dumps(data)
-    out = output or spec_path.parent / "envsolve.lock"
     if (stale := _stale_data_warning(out, graph.data_version)):
         click.echo(stale, err=True)
     for w in index_warnings:
@@ -207,7 +238,51 @@ def _steered(spec: Any, steers: tuple[Any, ...]) -> Any:
     return apply(spec, steers)
 
 
+def _check_digests(out: Path, spec_path: Path, blob: bytes, graph: Any) -> bool:
+    """``lock --check`` of a full lock by the spec's and data's digests: True when it is up to date
+    (stale raises); False when the lock on disk is a frameworks-only lock, which the caller re-solves."""
+    from . import lock as lockfile
+    from .errors import LockError
+
+    tip = f"run `envsolve lock {spec_path}` and commit the result"
+    if not out.exists():
+        raise _Stale(f"{out} does not exist", tip=tip)
+    try:
+        old = lockfile.read(out)
+    except LockError as e:
+        raise _Stale(f"{out} cannot be used: {e.message}", tip=tip) from None
+    if old.scope != "full":
+        return False
+    if old.spec_digest != lockfile.sha256(blob):
+        raise _Stale(f"{out} is stale: {spec_path} changed since it was locked", tip=tip)
+    if old.data_digest != graph.digest:
+        raise _Stale(f"{out} is stale: the compatibility data changed since it was locked "
+                     f"({old.data_version} -> {graph.data_version})", tip=tip)
+    click.echo(f"{out} is up to date (spec and data digests match)")
+    return True
+
+
+def _previous(path: Path, spec: Any) -> tuple[tuple[str, str, str, bool], ...]:
+    """(environment, package, version, is framework) of the lock on disk, to keep on a re-lock;
+    none when there is no readable lock of this format there."""
+    from . import lock as lockfile
+    from .errors import LockError
+
+    if not path.exists():
+        return ()
+    try:
+        old = lockfile.read(path)
+    except LockError as e:
+        click.echo(f"WARNING: {path}: not reused ({e.message}); every package takes its newest version", err=True)
+        return ()
+    names = {f.name for f in spec.frameworks}
+    out = [(e.name, p.name, p.version, True) for e in old.environments for p in e.frameworks if p.name in names]
+    out += [(e.name, p.name, p.version, False) for e in old.environments for p in e.packages]
+    return tuple(out)
+
+
 def _full(frameworks: Any, pip: tuple[str, ...], urls: dict[str, str], *, offline: bool, exclude_newer: str,
+          keep: dict[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...],
           build: Callable[[dict[str, Any]], Any]) -> Any:
     """The lock with every package of every environment (uv's full resolve)."""
     from .config import pip_index_url
@@ -221,7 +296,8 @@ def _full(frameworks: Any, pip: tuple[str, ...], urls: dict[str, str], *, offlin
         pins = [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "")
                 for p in env.frameworks]
         got = resolve(python=env.python, pins=pins, pip=pip, default_index=default_index,
-                      record_default=named_default, offline=offline, exclude_newer=exclude_newer)
+                      record_default=named_default, offline=offline, exclude_newer=exclude_newer,
+                      prefer=keep.get(env.name, ()), upgrade=upgrade)
         full[env.name] = tuple(Package(name=r.name, version=r.version, index_url=r.index_url, hashes=r.hashes,
                                        direct=r.direct) for r in got)
     return build(full)

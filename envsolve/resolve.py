@@ -130,11 +130,13 @@ def _hashes(entry: Mapping[str, Any]) -> tuple[str, ...]:
 
 def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_index: str,
             record_default: str = "", offline: bool = False, exclude_newer: str = "",
+            prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (),
             environ: Mapping[str, str] | None = None) -> tuple[Resolved, ...]:
     """The full package list of an environment for ``python`` (``"3.12"``), sorted by name.
 
-    Raises :class:`ResolveError` for a
-    conflict, an unreachable index or (offline) a missing file."""
+    ``prefer`` (name, version) are kept where they still fit (the previous lock's, as uv keeps
+    those of an existing output file); ``upgrade`` names move to their newest. Raises
+    :class:`ResolveError` for a conflict, an unreachable index or (offline) a missing file."""
     env = {**os.environ, **(environ or {})}  # environ: settings over this process's
     routed = sorted({p.index_url for p in pins if p.index_url})
     via = {_canon(p.name): p.index_url for p in pins if p.index_url}
@@ -145,6 +147,10 @@ def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_ind
     with tempfile.TemporaryDirectory(prefix="envsolve-resolve-") as tmp:
         root = Path(tmp)
         (root / "pyproject.toml").write_text(tomli_w.dumps(_pyproject(python, pins, pip)), encoding="utf-8")
+        if prefer:  # uv reads an existing output file as its preferences
+            (root / "pylock.toml").write_text(tomli_w.dumps(
+                {"lock-version": "1.0", "created-by": "envsolve",
+                 "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
         cmd = [_uv(), "pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
                "--python-version", python, "--python-platform", PLATFORM, "--no-header", "--no-annotate",
                "--quiet", "--output-file", "pylock.toml",
@@ -158,6 +164,8 @@ def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_ind
             cmd.append("--offline")
         if exclude_newer:
             cmd += ["--exclude-newer", exclude_newer]
+        for name in upgrade:
+            cmd += ["--upgrade-package", name]
         for var in [k for k in env if k.startswith("UV_")]:
             del env[var]  # the user's uv settings do not change a lock
         try:

@@ -98,6 +98,7 @@ class ProjectSpec:
     os: str = ""
     flavor: str = ""
     indexes: tuple[tuple[str, str], ...] = ()
+    same_versions: bool = False  # one version of each framework on every target
     raw_text: str = field(default="", repr=False)
 
     def framework(self, name: str) -> FrameworkReq | None:
@@ -106,7 +107,7 @@ class ProjectSpec:
 
 _HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm"}
 _SECTIONS = {
-    "project": {"name", "python", "description"},
+    "project": {"name", "python", "description", "same-versions"},
     "frameworks": None,  # free keys, checked against FRAMEWORKS and COMPANIONS
     "hardware": None,  # checked with each target, so a typo is reported once
     "packages": {"pip", "conda", "apt"},
@@ -174,6 +175,13 @@ class _Parser(SectionParser):
             self.bad("project.name", f"{name!r} must be letters, digits, '.', '_' or '-'")
         python_raw = self._str(table, "python", "project") or "*"
         return name, python_raw, self._specifier(python_raw, "project.python")
+
+    def same_versions(self, table: dict[str, Any]) -> bool:
+        value = table.get("same-versions", False)
+        if not isinstance(value, bool):
+            self.bad("project.same-versions", f"must be true or false, not {value!r}")
+            return False
+        return value
 
     def targets(self, hardware: dict[str, Any], extra: Any) -> list[Target]:
         """The default target from [hardware], then each [targets.NAME] in name order."""
@@ -415,6 +423,7 @@ def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
         os=os_,
         flavor=flavor,
         indexes=p.indexes(data.get("indexes", {})),
+        same_versions=p.same_versions(_table(data, "project")),
         raw_text=text,
     )
     p.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above, then run envsolve again")

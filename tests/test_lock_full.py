@@ -109,3 +109,57 @@ def test_frameworks_only_needs_no_index_and_reads_no_pip_metadata(monkeypatch: p
     full = _lock(tmp_path, SERVE + '[packages]\npip = ["servepkg==1.0"]\n')
     assert full.exit_code == 1 and "http://127.0.0.1:9/simple" in full.output
     assert "--frameworks-only" in full.output
+
+
+def test_a_relock_keeps_the_locked_versions_and_upgrade_package_moves_one(
+        index: HTTPServer, tmp_path: Path) -> None:
+    body = SERVE.replace('"*"', '"==2.8.0"') + '[packages]\npip = ["requests", "filelock"]\n'
+    first = {p["name"]: p["version"] for p in _env(_lock(tmp_path, body))["packages"]}
+    assert first["requests"] == "2.32.3" and first["filelock"] == "3.16.1"
+    index.clear()  # newer releases appear on the index
+    serve(index, [*_index(), Wheel("requests", "2.33.0"), Wheel("filelock", "3.20.0")])
+    again = {p["name"]: p["version"] for p in _env(_lock(tmp_path, body))["packages"]}
+    assert again == first  # nothing moves by itself
+    moved = {p["name"]: p["version"] for p in _env(_lock(tmp_path, body, "--upgrade-package", "requests"))["packages"]}
+    assert moved["requests"] == "2.33.0" and moved["filelock"] == "3.16.1"
+    everything = {p["name"]: p["version"] for p in _env(_lock(tmp_path, body, "--upgrade"))["packages"]}
+    assert everything["filelock"] == "3.20.0"
+
+
+def test_check_of_a_full_lock_compares_digests_without_the_network(index: HTTPServer, tmp_path: Path) -> None:
+    body = SERVE.replace('"*"', '"==2.8.0"') + '[packages]\npip = ["requests"]\n'
+    assert _lock(tmp_path, body).exit_code == 0
+    index.clear()
+    index.expect_request("/", method="GET").respond_with_data("", status=500)  # any request would fail
+    spec = tmp_path / "project.toml"
+    ok = CliRunner().invoke(main, ["lock", str(spec), "--check"])
+    assert ok.exit_code == 0 and "up to date" in ok.output
+    assert len(index.log) == 0
+    spec.write_text(spec.read_text() + "# a comment changes the digest\n")
+    stale = CliRunner().invoke(main, ["lock", str(spec), "--check"])
+    assert stale.exit_code == 1 and "changed since it was locked" in stale.output
+
+
+def test_upgrade_package_is_refused_for_a_frameworks_only_lock(tmp_path: Path) -> None:
+    r = _lock(tmp_path, SERVE, "--frameworks-only", "--upgrade-package", "torch")
+    assert r.exit_code == 2 and "--upgrade-package" in r.output and "full lock" in r.output
+
+
+FLEET = ('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "580.65.06"\n'
+         '[targets.old]\ngpus = ["A100"]\ndriver = "535.104.05"\n')
+
+
+def test_same_versions_gives_every_target_one_torch(tmp_path: Path) -> None:
+    def versions(r: Result) -> set[str]:
+        assert r.exit_code == 0, r.output
+        return {p["version"] for e in json.loads(r.stdout)["environments"] for p in e["frameworks"]}
+
+    apart = versions(_lock(tmp_path, FLEET, "--frameworks-only"))
+    assert len(apart) == 2  # the old driver holds one target back
+    same = versions(_lock(tmp_path, FLEET, "--frameworks-only", "--same-versions"))
+    assert len(same) == 1 and same < apart  # the newest both can run
+    spec_key = versions(_lock(tmp_path, FLEET.replace("[frameworks]", "same-versions = true\n[frameworks]"),
+                              "--frameworks-only"))
+    assert spec_key == same
+    bad = _lock(tmp_path, FLEET.replace("[frameworks]", 'same-versions = "yes"\n[frameworks]'), "--frameworks-only")
+    assert bad.exit_code == 2 and "project.same-versions" in bad.output

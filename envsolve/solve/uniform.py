@@ -1,0 +1,99 @@
+"""One framework version across a fleet: the newest release of each framework that every target
+can run, when the project asks for it (``[project] same-versions = true`` or ``lock --same-versions``),
+and the previous lock's versions kept when a re-lock allows it (``lock --upgrade-package``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from ..domain import COMPANIONS
+from ..errors import Clash, Unsatisfiable
+from ..provider import Provider
+from ..spec import FrameworkReq, ProjectSpec
+from .cache import Cache
+from .fixes import solve_explained
+from .model import Reporter, Resolution
+from .search import solve_target
+
+__all__ = ["pinned", "solve_preferring", "solve_uniform"]
+
+
+def pinned(spec: ProjectSpec, pins: Mapping[str, str]) -> ProjectSpec:
+    """``spec`` with each framework of ``pins`` narrowed to ``==version`` (its range kept too)."""
+    out = []
+    for f in spec.frameworks:
+        if f.name in pins:
+            raw = f"=={pins[f.name]}" if f.raw.strip() in ("", "*") else f"{f.raw},=={pins[f.name]}"
+            f = FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
+                             asked_by=f.asked_by)
+        out.append(f)
+    return dataclasses.replace(spec, frameworks=tuple(out))
+
+
+def _all_solve(g: Provider, spec: ProjectSpec, cache: Cache) -> list[Resolution] | None:
+    try:
+        return [solve_target(g, spec, t, None, cache) for t in spec.targets]
+    except Unsatisfiable:
+        return None
+
+
+def solve_uniform(g: Provider, spec: ProjectSpec, reporter: Reporter | None = None) -> list[Resolution]:
+    """Every target solved with the same version of each framework: per framework in the spec's
+    order, the newest release in range with which all targets still solve."""
+    first = solve_explained(g, spec, reporter)  # each target alone must work; its errors say why
+    cache = Cache()
+    fixed: dict[str, str] = {}
+    for f in spec.frameworks:
+        if f.name in COMPANIONS:
+            continue  # a companion follows its framework
+        chosen = {r.target.name: p.version for r in first for p in r.packages if p.name == f.name}
+        if len(set(chosen.values())) <= 1:
+            if chosen:
+                fixed[f.name] = next(iter(chosen.values()))
+            continue
+        newest_needed = min(Version(v) for v in chosen.values())  # each target took its newest
+        for rel in g.releases(f.name):
+            if rel.version > newest_needed or not f.specifier.contains(rel.version, prereleases=True):
+                continue
+            if _all_solve(g, pinned(spec, {**fixed, f.name: rel.raw}), cache) is not None:
+                fixed[f.name] = rel.raw
+                break
+        else:
+            each = ", ".join(f"{t} gets {v}" for t, v in sorted(chosen.items()))
+            raise Unsatisfiable("(all)", [Clash(subject=f"{f.name} {f.raw} (same-versions)",
+                                                reason=f"no release runs on every target ({each} alone)")],
+                                ("drop same-versions, or split the fleet into projects",))
+    return solve_explained(g, pinned(spec, fixed), reporter)
+
+
+def _keep(spec: ProjectSpec, previous: Mapping[str, str]) -> dict[str, str]:
+    return {f.name: previous[f.name] for f in spec.frameworks
+            if f.name in previous and f.name not in COMPANIONS
+            and f.specifier.contains(previous[f.name], prereleases=True)}
+
+
+def solve_preferring(g: Provider, spec: ProjectSpec, previous: Mapping[str, Mapping[str, str]],
+                     reporter: Reporter | None = None, *, uniform: bool = False) -> list[Resolution]:
+    """The solve keeping each target's ``previous`` framework versions (target -> framework ->
+    version, from the lock on disk) where the spec's ranges still admit them and the target
+    still solves; the others take the plain solve's answer."""
+    cache = Cache()
+    if uniform:
+        agreed = [dict(previous.get(t.name, {})) for t in spec.targets]
+        common = {k: v for k, v in agreed[0].items() if all(a.get(k) == v for a in agreed)} if agreed else {}
+        keep = _keep(spec, common)
+        if keep and _all_solve(g, pinned(spec, keep), cache) is not None:
+            spec = pinned(spec, keep)
+        return solve_uniform(g, spec, reporter)
+    out = []
+    for t in spec.targets:
+        one = dataclasses.replace(spec, targets=(t,))
+        keep = _keep(one, previous.get(t.name, {}))
+        if keep and _all_solve(g, pinned(one, keep), cache) is not None:
+            one = pinned(one, keep)
+        out += solve_explained(g, one, reporter)
+    return out
