@@ -157,7 +157,8 @@ def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_ind
                "--cache-dir", str(cache_dir(env) / "uv"),
                # the target is --python-version; this interpreter only builds an sdist's metadata, and
                # uv must not try to download one (that costs seconds, and offline fails)
-               "--python", sys.executable, "--no-python-downloads"]
+               "--python", sys.executable, "--no-python-downloads",
+               "--native-tls"]  # the system's CA certificates, as pip's configuration uses here
         if default_index:
             cmd += ["--default-index", default_index]
         if offline:

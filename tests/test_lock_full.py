@@ -163,3 +163,35 @@ def test_same_versions_gives_every_target_one_torch(tmp_path: Path) -> None:
     assert spec_key == same
     bad = _lock(tmp_path, FLEET.replace("[frameworks]", 'same-versions = "yes"\n[frameworks]'), "--frameworks-only")
     assert bad.exit_code == 2 and "project.same-versions" in bad.output
+
+
+def test_rendered_requirements_install_exactly_the_lock_with_require_hashes(index: HTTPServer,
+                                                                            tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    body = '[frameworks]\n[hardware]\nvendor = "cpu"\n[packages]\npip = ["servepkg==0.9", "requests"]\n'
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\npython = "==3.11.*"\n' + body.replace("servepkg==0.9", "einops"))
+    r = CliRunner().invoke(main, ["lock", str(spec), "--render"])
+    assert r.exit_code != 0  # einops is not on this index: named, nothing written
+    assert "einops" in r.output and not (tmp_path / "envsolve.lock").exists()
+    spec.write_text('[project]\nname = "demo"\npython = "==3.11.*"\n' + body.replace('"servepkg==0.9", ', ""))
+    r = CliRunner().invoke(main, ["lock", str(spec), "--render"])
+    assert r.exit_code == 0, r.output
+    reqs = (tmp_path / "envsolve-out" / "default" / "requirements.txt").read_text()
+    lines = [ln for ln in reqs.splitlines() if ln and not ln.startswith(("#", "--"))]
+    assert lines and all("--hash=sha256:" in ln and "==" in ln for ln in lines)
+    dockerfile = (tmp_path / "envsolve-out" / "default" / "Dockerfile").read_text()
+    assert "--require-hashes --no-deps" in dockerfile
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "--isolated",
+           "--disable-pip-version-check"]
+    installed = subprocess.run([*pip, "install", "--require-hashes", "--no-deps", "--index-url",
+                                index.url_for("/simple"), "-r", str(tmp_path / "envsolve-out" / "default" /
+                                                                      "requirements.txt")],
+                               capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr
+    listed = subprocess.run([*pip, "list", "--format", "freeze"], capture_output=True, text=True, check=True)
+    assert "requests==2.32.3" in listed.stdout
