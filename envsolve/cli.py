@@ -123,7 +123,8 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
         if _check_digests(out, spec_path, blob, graph):
             return
         frameworks_only = True
-    steers = () if frameworks_only else _steers(spec, graph, urls, offline=offline)
+    refresh = upgrade or bool(upgrade_packages)  # read the index anew; else the cache answers first
+    steers = () if frameworks_only else _steers(spec, graph, urls, offline=offline, revalidate=refresh)
     spec = _steered(spec, steers)
     uniform = same_versions or spec.same_versions
     if frameworks_only and (upgrade_packages or upgrade):
@@ -151,7 +152,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     if not frameworks_only:
         data = _full(data, spec.pip, urls, offline=offline, exclude_newer=exclude_newer,
                      keep={e: tuple((n, v) for env, n, v, fw in kept if env == e and not fw)
-                           for e in {k[0] for k in kept}}, upgrade=tuple(sorted(upgrading)),
+                           for e in {k[0] for k in kept}}, upgrade=tuple(sorted(upgrading)), refresh=refresh,
                      build=lambda full: lockfile.build(
                          project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
                          data_version=graph.data_version, data_digest=graph.digest, resolutions=resolutions,
@@ -192,7 +193,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     if then_render:
         for path in _render(out, None, None):
             summary(f"wrote {path}")
-    elif not host and not stale and frameworks_only:  # a full lock reads the indexes: never replayed
+    elif not (host or stale or offline or exclude_newer or refresh or same_versions):  # options replay reads
         from .replay import store
 
         source = click.get_current_context().get_parameter_source("frameworks_only")
@@ -201,7 +202,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
               text, graph.data_version, said)
 
 
-def _steers(spec: Any, graph: Any, urls: dict[str, str], *, offline: bool) -> tuple[Any, ...]:
+def _steers(spec: Any, graph: Any, urls: dict[str, str], *, offline: bool, revalidate: bool) -> tuple[Any, ...]:
     """What the project's ``[packages] pip`` lines ask of the frameworks and Python (their
     metadata, read from the default index through envsolve's cache)."""
     if not spec.pip:
@@ -214,7 +215,7 @@ def _steers(spec: Any, graph: Any, urls: dict[str, str], *, offline: bool) -> tu
     from .steer import Reader, steer
 
     index = urls.get("pypi", "") or pip_index_url()
-    client = IndexClient(index, cache_dir=cache_dir(), offline=offline, retries=1)
+    client = IndexClient(index, cache_dir=cache_dir(), offline=offline, retries=1, revalidate=revalidate)
     reader = Reader(files=client.project, metadata=lambda files: (got[1] if (got := client.first_metadata(files))
                                                                    else None))
     try:
@@ -282,7 +283,7 @@ def _previous(path: Path, spec: Any) -> tuple[tuple[str, str, str, bool], ...]:
 
 
 def _full(frameworks: Any, pip: tuple[str, ...], urls: dict[str, str], *, offline: bool, exclude_newer: str,
-          keep: dict[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...],
+          keep: dict[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...], refresh: bool,
           build: Callable[[dict[str, Any]], Any]) -> Any:
     """The lock with every package of every environment (uv's full resolve)."""
     from .config import pip_index_url
@@ -297,7 +298,7 @@ def _full(frameworks: Any, pip: tuple[str, ...], urls: dict[str, str], *, offlin
                 for p in env.frameworks]
         got = resolve(python=env.python, pins=pins, pip=pip, default_index=default_index,
                       record_default=named_default, offline=offline, exclude_newer=exclude_newer,
-                      prefer=keep.get(env.name, ()), upgrade=upgrade)
+                      prefer=keep.get(env.name, ()), upgrade=upgrade, cache_first=not refresh)
         full[env.name] = tuple(Package(name=r.name, version=r.version, index_url=r.index_url, hashes=r.hashes,
                                        direct=r.direct) for r in got)
     return build(full)

@@ -128,7 +128,8 @@ class IndexClient:
     def __init__(self, index_url: str, *, cache_dir: Path | None = None, timeout: float = 30.0,
                  retries: int = 3, backoff: float = 1.0, session: requests.Session | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 progress: Callable[[str], None] = _quiet, offline: bool = False) -> None:
+                 progress: Callable[[str], None] = _quiet, offline: bool = False,
+                 revalidate: bool = True) -> None:
         scheme = urlparse(index_url).scheme
         if scheme not in ("http", "https"):
             raise EnvsolveError(f"index URL {index_url!r} is not an http(s) URL",
@@ -142,6 +143,7 @@ class IndexClient:
         self.sleep = sleep
         self.progress = progress
         self.offline = offline  # answers from the cache only; a missing one is an error naming it
+        self.revalidate = revalidate  # False: a cached answer is used as is, however old
         self.requests = 0  # network requests made (cache hits without a request not counted)
 
     def _send(self, url: str, headers: dict[str, str]) -> requests.Response:
@@ -178,7 +180,7 @@ class IndexClient:
         cached = self.cache.load(url, accept)
         if cached is not None and expected_sha256 and _sha256(cached.body) == expected_sha256:
             return cached  # content-addressed: nothing to revalidate
-        if cached is not None and (self.offline or cached.fresh_until > time.time()):
+        if cached is not None and (self.offline or not self.revalidate or cached.fresh_until > time.time()):
             return cached  # within the index's own max-age, as pip and uv do
         if self.offline:
             raise RefreshError(f"{url} is not in envsolve's cache, and --offline reads nothing else",

@@ -66,7 +66,7 @@ def parse(argv: Sequence[str]) -> Request | None:
     return str(Path(spec or "project.toml")), output, fmt, scope
 
 
-def _digest(request: Request, environ: Mapping[str, str]) -> str:
+def _digest(request: Request, environ: Mapping[str, str], lock: bytes | None) -> str:
     h = hashlib.sha256(_FORMAT)
 
     def add(label: str, data: bytes) -> None:
@@ -79,6 +79,7 @@ def _digest(request: Request, environ: Mapping[str, str]) -> str:
         if name.startswith(_ENV) or name in _ENV_NAMES:
             add(f"env {name}", environ[name].encode())
     add("spec", Path(request[0]).read_bytes())
+    add("lock on disk", b"\0absent" if lock is None else lock)  # a re-lock keeps its versions
     matrices = Path(environ.get("ENVSOLVE_MATRICES") or data_dir())
     for path in sorted(matrices.glob("*.toml")):
         add(f"data {path.name}", path.read_bytes())
@@ -97,8 +98,8 @@ def _digest(request: Request, environ: Mapping[str, str]) -> str:
     return h.hexdigest()
 
 
-def _entry_path(request: Request, environ: Mapping[str, str]) -> Path:
-    return cache_dir(environ) / "locks" / f"{_digest(request, environ)[:40]}.marshal"
+def _entry_path(request: Request, environ: Mapping[str, str], lock: bytes | None) -> Path:
+    return cache_dir(environ) / "locks" / f"{_digest(request, environ, lock)[:40]}.marshal"
 
 
 def _lock_path(request: Request) -> Path:
@@ -114,7 +115,9 @@ def data_version_of(text: str) -> str:
 
 def store(request: Request, text: str, data_version: str, messages: Sequence[tuple[bool, str]],
           environ: Mapping[str, str] | None = None) -> None:
-    """Remember what a successful full `envsolve lock` wrote and printed (``(to stderr, line)``)."""
+    """Remember what a successful full `envsolve lock` wrote and printed (``(to stderr, line)``),
+    for the next run, which finds ``text`` on disk: a lock of the same inputs whose lock on disk is
+    its own output gives that output again (the full lock keeps the versions on disk)."""
     env = os.environ if environ is None else environ
     if env.get("ENVSOLVE_NO_CACHE"):
         return
@@ -122,7 +125,7 @@ def store(request: Request, text: str, data_version: str, messages: Sequence[tup
 
     try:
         entry = {"text": text, "data_version": data_version, "messages": [list(m) for m in messages]}
-        write_atomic(_entry_path(request, env), marshal.dumps(entry))
+        write_atomic(_entry_path(request, env, text.encode("utf-8")), marshal.dumps(entry))
     except (OSError, ValueError):  # a cache that cannot be written costs the next run a solve
         pass
 
@@ -134,17 +137,21 @@ def replay(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> boo
     request = parse(argv)
     if request is None or env.get("ENVSOLVE_NO_CACHE"):
         return False
+    out = _lock_path(request)
     try:
-        entry = marshal.loads(_entry_path(request, env).read_bytes())
+        on_disk: bytes | None = out.read_bytes()
+    except FileNotFoundError:
+        on_disk = None
+    except OSError:
+        return False
+    try:
+        entry = marshal.loads(_entry_path(request, env, on_disk).read_bytes())
         text, data_version, messages = entry["text"], entry["data_version"], entry["messages"]
     except Exception:  # no entry, an unreadable input, a corrupt entry: solve
         return False
-    out = _lock_path(request)
     try:
-        old = data_version_of(out.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        old = data_version
-    except (OSError, UnicodeDecodeError):
+        old = data_version if on_disk is None else data_version_of(on_disk.decode("utf-8"))
+    except UnicodeDecodeError:
         return False
     if old != data_version:  # the full command warns about a lock made with other data
         return False

@@ -128,14 +128,23 @@ def _hashes(entry: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(sorted({f"sha256:{f['hashes']['sha256']}" for f in files if "sha256" in f.get("hashes", {})}))
 
 
+def _uv_run(cmd: Sequence[str], root: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(list(cmd), cwd=root, env=dict(env), capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
+
+
 def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_index: str,
             record_default: str = "", offline: bool = False, exclude_newer: str = "",
-            prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (),
+            prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (), cache_first: bool = True,
             environ: Mapping[str, str] | None = None) -> tuple[Resolved, ...]:
     """The full package list of an environment for ``python`` (``"3.12"``), sorted by name.
 
     ``prefer`` (name, version) are kept where they still fit (the previous lock's, as uv keeps
-    those of an existing output file); ``upgrade`` names move to their newest. Raises
+    those of an existing output file); ``upgrade`` names move to their newest. With
+    ``cache_first`` uv resolves from its cache alone first (a second lock of the same spec needs no
+    network) and reads the index only when the cache cannot answer. Raises
     :class:`ResolveError` for a conflict, an unreachable index or (offline) a missing file."""
     env = {**os.environ, **(environ or {})}  # environ: settings over this process's
     routed = sorted({p.index_url for p in pins if p.index_url})
@@ -169,11 +178,14 @@ def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_ind
             cmd += ["--upgrade-package", name]
         for var in [k for k in env if k.startswith("UV_")]:
             del env[var]  # the user's uv settings do not change a lock
-        try:
-            run = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
-        except OSError as e:
-            raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
         out = root / "pylock.toml"
+        preferences = out.read_bytes() if out.exists() else None
+        warm = (cache_dir(env) / "uv").is_dir()  # an empty cache cannot answer: skip the try
+        run = _uv_run([*cmd, "--offline"], root, env) if cache_first and warm and not offline else None
+        if run is None or run.returncode != 0 or not out.exists():
+            if preferences is not None:
+                out.write_bytes(preferences)
+            run = _uv_run(cmd, root, env)
         if run.returncode != 0 or not out.exists():
             raise _failure(run.stderr, default_index, routed, offline)
         data = tomllib.loads(out.read_text(encoding="utf-8"))

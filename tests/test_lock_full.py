@@ -95,6 +95,9 @@ def test_offline_relocks_from_the_cache_and_names_what_is_missing(index: HTTPSer
     again = _lock(tmp_path, body, "--offline")
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout) == json.loads(first.stdout)
+    second = _lock(tmp_path, body)  # a second lock of the same spec needs no network either
+    assert second.exit_code == 0, second.output
+    assert json.loads(second.stdout) == json.loads(first.stdout) and len(index.log) == 0
     missing = _lock(tmp_path, SERVE + '[packages]\npip = ["scipy==1.11.4"]\n', "--offline")
     assert missing.exit_code == 1 and "scipy" in missing.output and "--offline" in missing.output
 

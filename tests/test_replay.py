@@ -29,8 +29,9 @@ def test_a_replayed_lock_is_byte_for_byte_the_solved_one(name: str, tmp_path: Pa
     spec, printed = _lock(tmp_path, name)
     lock = tmp_path / "envsolve.lock"
     assert lock.read_text() == (CASES / name / "expected.lock").read_text()  # solved
-    lock.unlink()
+    os.utime(lock, (0, 0))
     assert replay.replay(["lock", str(spec)])
+    assert lock.stat().st_mtime != 0  # written again
     out = capsys.readouterr()
     assert lock.read_text() == (CASES / name / "expected.lock").read_text()  # replayed
     assert sorted((out.out + out.err).splitlines()) == sorted(printed.splitlines())  # CliRunner mixes the streams
@@ -46,6 +47,9 @@ def test_without_any_cache_the_lock_is_the_same(name: str, tmp_path: Path, monke
 def test_any_changed_input_falls_through_to_a_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec, _ = _lock(tmp_path, "h100-torch-newest")
     assert replay.replay(["lock", str(spec)])
+    (tmp_path / "envsolve.lock").unlink()
+    assert not replay.replay(["lock", str(spec)])  # the lock on disk is an input (a re-lock keeps its versions)
+    _lock(tmp_path, "h100-torch-newest")
     assert not replay.replay(["lock", str(spec), "--check"])  # not a request the replay handles
     assert not replay.replay(["lock", str(spec), "-o", str(tmp_path / "other.lock")])  # other arguments
     monkeypatch.setenv("ENVSOLVE_INDEX_PYTORCH", "https://mirror.invalid/whl")
