@@ -570,11 +570,21 @@ def _check_images(g: Provider, path: Path, fmt: str) -> None:
 @_handles_errors
 def explain(spec_path: Path, verbose: bool) -> None:
     """Say why each choice was made and which alternatives were rejected, and why."""
+    from .config import index_urls
     from .explain import ExplainReporter
     from .solve import solve_explained
 
     graph = _provider()
     spec, _ = _read_spec(spec_path, graph)
+    urls, _warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
+    try:  # what the lock reads of [packages] pip, from the cache first
+        steers = _steers(spec, graph, urls, offline=False, revalidate=False)
+    except ResolveError as e:
+        click.echo(f"WARNING: {e.message}; explaining without what [packages] pip asks", err=True)
+        steers = ()
+    for note in (n for st in steers for n in st.notes()):
+        click.echo(f"[packages] pip: {note}")
+    spec = _steered(spec, steers)
     rep = ExplainReporter()
     try:
         resolutions = solve_explained(graph, spec, rep)

@@ -63,6 +63,8 @@ def test_a_pip_package_pinning_torch_steers_the_solve_and_says_so(index: HTTPSer
     assert sorted(packages) == ["filelock", "requests", "servepkg", "torch", "torchvision"]
     assert packages["torch"]["direct"] and packages["servepkg"]["direct"] and not packages["filelock"]["direct"]
     assert all(h.startswith("sha256:") and len(h) == 71 for p in packages.values() for h in p["hashes"])
+    why = CliRunner().invoke(main, ["explain", str(tmp_path / "project.toml")])
+    assert why.exit_code == 0 and "asked by servepkg==1.0" in why.output
 
 
 def test_wheel_tags_bound_the_python_when_requires_python_does_not(index: HTTPServer, tmp_path: Path) -> None:

@@ -117,7 +117,9 @@ def try_solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Report
         return got
     found, backend = got
     for c in found:
-        rep.chosen(t.name, c.label, why_chosen(c))
+        req = spec.framework(c.release.package)
+        asked = f" (asked by {req.asked_by}: {req.name} {req.raw})" if req is not None and req.asked_by else ""
+        rep.chosen(t.name, c.label, why_chosen(c) + asked)
     return resolution(g, cache, spec, t, found, backend)
 
 
