@@ -200,3 +200,36 @@ def test_rendered_requirements_install_exactly_the_lock_with_require_hashes(inde
     assert installed.returncode == 0, installed.stderr
     listed = subprocess.run([*pip, "list", "--format", "freeze"], capture_output=True, text=True, check=True)
     assert "requests==2.32.3" in listed.stdout
+
+
+def test_a_pytorch_index_build_gets_its_own_hashed_file_and_installs(index: HTTPServer, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    torch = Wheel("torch", "2.14.1+cu126", requires=["filelock"])
+    pytorch = serve(index, [torch], prefix="/whl/cu126").removesuffix("/whl/cu126") + "/whl"
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYTORCH", pytorch)
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\ntorch = "==2.14.1"\n'
+                    '[hardware]\ngpus = ["A100"]\ndriver = "535.104.05"\n[packages]\npip = ["requests"]\n')
+    r = CliRunner().invoke(main, ["lock", str(spec), "--render", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    env = json.loads(r.stdout)["environments"][0]
+    assert env["frameworks"][0]["variant"] == "cu126"
+    packages = {p["name"]: p for p in env["packages"]}
+    assert packages["torch"]["index_url"] == f"{pytorch}/cu126" and packages["torch"]["hashes"] == [torch.sha256]
+    out = tmp_path / "envsolve-out" / "default"
+    first = (out / "requirements-pytorch.txt").read_text()
+    rest = (out / "requirements.txt").read_text()
+    assert f"--index-url {pytorch}/cu126" in first and f"torch==2.14.1+cu126 --hash={torch.sha256}" in first
+    assert not any(ln.startswith("torch") for ln in rest.splitlines()) and "filelock==3.16.1 --hash=sha256:" in rest
+    assert (out / "Dockerfile").read_text().count("--require-hashes --no-deps") == 2
+    assert f"torch==2.14.1+cu126 --hash={torch.sha256}" in (out / "environment.yml").read_text()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "--isolated",
+           "--disable-pip-version-check", "install", "--require-hashes", "--no-deps"]
+    for reqs in ("requirements-pytorch.txt", "requirements.txt"):
+        done = subprocess.run([*pip, "-r", str(out / reqs)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
