@@ -127,12 +127,15 @@ def _stand_in(ref: str, env: dict[str, str], tmp: Path) -> None:
 
 
 def _lock_and_build(tmp_path: Path, spec_text: str, env: dict[str, str], *args: str,
-                    stand_ins: Path) -> tuple[object, Path]:
+                    stand_ins: Path, full: bool = True) -> tuple[object, Path]:
+    """Lock (in full: every package with hashes, from the real index, unless ``full`` is False),
+    then build."""
     from envsolve import lock as lockfile
 
     spec = tmp_path / "project.toml"
     spec.write_text(spec_text)
-    r = CliRunner().invoke(main, ["lock", str(spec)])
+    r = CliRunner().invoke(main, ["lock", str(spec)] + ([] if full else ["--frameworks-only"]),
+                           env={"ENVSOLVE_FRAMEWORKS_ONLY": None})
     assert r.exit_code == 0, r.output
     lock = lockfile.read(tmp_path / "envsolve.lock")
     ref = lock.environments[0].base_image
@@ -148,6 +151,7 @@ def test_a_jax_keras_image_builds_and_its_smoke_stage_passes(tmp_path: Path, pod
             'keras = { version = "*", backend = "jax" }\n')
     r, _ = _lock_and_build(tmp_path, spec, podman, "--smoke", stand_ins=tmp_path_factory.getbasetemp())
     assert r.exit_code == 0, r.output[-3000:]
+    assert "--require-hashes --no-deps" in r.stderr  # the image installs exactly the full lock
     assert "PASS  matmul fp32: on CPU (jax)" in r.stderr
     assert "PASS  train keras: model.fit on the jax backend" in r.stderr
     row = r.stdout.splitlines()[-1]
@@ -168,7 +172,7 @@ def test_a_pip_only_image_builds(tmp_path: Path, podman: dict[str, str],
 def test_a_failing_build_is_one_clear_error_naming_the_step(tmp_path: Path, podman: dict[str, str],
                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
     spec = '[project]\nname = "broken"\npython = "==3.11.*"\n[packages]\npip = ["envsolve-no-such-package==0.0.1"]\n'
-    r, _ = _lock_and_build(tmp_path, spec, podman, stand_ins=tmp_path_factory.getbasetemp())
+    r, _ = _lock_and_build(tmp_path, spec, podman, stand_ins=tmp_path_factory.getbasetemp(), full=False)
     assert r.exit_code == 1 and "Traceback" not in r.output
     err = r.stderr.split("\nERROR: building the image of environment 'default' failed (exit ", 1)[1]
     step = err.splitlines()[0]

@@ -16,6 +16,24 @@ from tests.fakeindex import Wheel, serve
 _CP = "{0}-{0}-manylinux_2_17_x86_64"
 
 
+def _lint(dockerfile: str, tmp_path: Path) -> None:
+    """dockerfile-parse reads it; hadolint finds no error (where installed, as with the test extra)."""
+    import shutil
+    import subprocess
+
+    from dockerfile_parse import DockerfileParser
+
+    (tmp_path / "lint").mkdir()
+    parser = DockerfileParser(path=str(tmp_path / "lint" / "Dockerfile"))  # it writes what it parses
+    parser.content = dockerfile
+    assert [i["instruction"] for i in parser.structure if i["instruction"] != "COMMENT"][-2:] == ["USER", "CMD"]
+    path = tmp_path / "lint" / "Dockerfile"
+    if (exe := shutil.which("hadolint")) is not None:
+        done = subprocess.run([exe, "--failure-threshold", "error", "--no-color", str(path)], capture_output=True,
+                              text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
 def _index() -> list[Wheel]:
     """torch releases with no dependencies, a vllm-like server pinning torch and torchvision, and a
     scipy with wheels up to cp312 only (the Requires-Python says nothing), as on the real index."""
@@ -224,7 +242,10 @@ def test_a_pytorch_index_build_gets_its_own_hashed_file_and_installs(index: HTTP
     rest = (out / "requirements.txt").read_text()
     assert f"--index-url {pytorch}/cu126" in first and f"torch==2.14.1+cu126 --hash={torch.sha256}" in first
     assert not any(ln.startswith("torch") for ln in rest.splitlines()) and "filelock==3.16.1 --hash=sha256:" in rest
-    assert (out / "Dockerfile").read_text().count("--require-hashes --no-deps") == 2
+    dockerfile = (out / "Dockerfile").read_text()
+    assert dockerfile.count("pip install --require-hashes --no-deps") == 2  # pip takes --hash only from a file:
+    assert "source=requirements-pytorch.txt" in dockerfile and "source=requirements.txt" in dockerfile
+    _lint(dockerfile, tmp_path)
     assert f"torch==2.14.1+cu126 --hash={torch.sha256}" in (out / "environment.yml").read_text()
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
