@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .domain import driver_text
 from .errors import EnvsolveError, Problem, SpecError, Unsatisfiable
 from .files import write_all
 
@@ -138,7 +139,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     summary(f"wrote {out}")
     for r in resolutions:
         pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
-        stack = f"CUDA {r.cuda}, driver >= {r.driver_min} ({r.compat})" if r.cuda else (
+        stack = f"CUDA {r.cuda}, {driver_text(r.driver_min, r.jetpack)} ({r.compat})" if r.cuda else (
             f"ROCm {r.rocm}" if r.rocm else "CPU" if r.accelerator == "cpu" else r.base_image)
         summary(f"  {r.target.name}: Python {r.python}, {stack}: {pkgs}")
     if then_render:

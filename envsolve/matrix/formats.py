@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..domain import ACCELERATOR
+from ..domain import ACCELERATOR, driver_text
 from ..solve import Resolution
 from .cells import CellResult
 from .spec import Cell, MatrixSpec
@@ -143,7 +143,7 @@ def md_escape(text: str) -> str:
 
 def _stack(res: Resolution) -> str:
     if res.cuda:
-        return f"CUDA {res.cuda} ({res.compat}, driver >= {res.driver_min})"
+        return f"CUDA {res.cuda} ({res.compat}, {driver_text(res.driver_min, res.jetpack)})"
     return f"ROCm {res.rocm}" if res.rocm else "CPU"
 
 

@@ -41,7 +41,7 @@ _NEEDED = ("actions/checkout", "actions/setup-python", "actions/upload-artifact"
            "docker/setup-qemu-action", "docker/setup-buildx-action", "docker/login-action",
            "docker/build-push-action")
 _PUBLISH = "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
-_RUN_FLAGS = {"nvidia": "--gpus all", "amd": "--device=/dev/kfd --device=/dev/dri --group-add video"}
+_RUN_FLAGS = {"nvidia": "--gpus all", "amd": "--device=/dev/kfd --device=/dev/dri --group-add video --group-add render"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
