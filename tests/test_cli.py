@@ -36,7 +36,8 @@ def test_lock_output_path_and_json(spec: Path, tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["--matrices", str(FIXTURE), "lock", str(spec), "-o", str(out), "--format", "json"])
     assert r.exit_code == 0
     data = json.loads(r.stdout)
-    assert data["version"] == 2 and data["environments"][0]["packages"][0]["variant"] == "cu126"
+    assert data["version"] == 3 and data["environments"][0]["packages"][0]["variant"] == "cu126"
+    assert data["environments"][0]["platform"] == "linux/amd64"
     assert out.exists()
 
 
