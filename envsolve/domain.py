@@ -23,6 +23,7 @@ __all__ = [
     "COMPANIONS",
     "COMPANIONS_OF",
     "DEFAULT_INDEXES",
+    "DOCKER_PLATFORM",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
     "cuda_of_variant",
@@ -53,6 +54,9 @@ ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
                    # NVIDIA's Jetson AI Lab index: builds for each JetPack under /jp6/cu126 and the like
                    "jetson": "https://pypi.jetson-ai-lab.io"}
+
+# The machine name ``uname -m`` prints -> Docker's name of the platform.
+DOCKER_PLATFORM = {"x86_64": "linux/amd64", "amd64": "linux/amd64", "aarch64": "linux/arm64", "arm64": "linux/arm64"}
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 

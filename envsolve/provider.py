@@ -211,6 +211,15 @@ class Provider:
         rows = [j for j in self.m.jetpacks if j.version.key[: len(version.key)] == version.key]
         return rows[-1] if rows else None
 
+    def jetpack_of_l4t(self, l4t: str) -> JetPack | None:
+        """The JetPack release of a Jetson's L4T release (``R36.4.3``): the one that ships it, else
+        the newest of the same L4T major.minor (whose containers serve it); None when unknown."""
+        parts = tuple(int(p) for p in l4t.lstrip("Rr").split(".") if p.isdigit())
+        exact = [j for j in self.m.jetpacks if tuple(int(p) for p in j.l4t.split(".")) == parts]
+        near = [j for j in self.m.jetpacks if tuple(int(p) for p in j.l4t.split("."))[:2] == parts[:2]]
+        found = exact or near
+        return found[-1] if found else None
+
     def kmd(self, version: Dotted) -> Kmd | None:
         """The kernel-driver row of a ROCm release (by major.minor)."""
         return next((k for k in self.m.kmds if k.version.prefix(2) == version.prefix(2)), None)

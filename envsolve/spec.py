@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from .config import check_url
-from .domain import COMPANIONS, FRAMEWORKS, KERAS_BACKENDS
+from .domain import COMPANIONS, DOCKER_PLATFORM, FRAMEWORKS, KERAS_BACKENDS
 from .errors import Problem, Problems, SpecError
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 
@@ -534,14 +534,36 @@ def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[P
             gpus.append(req)
     p.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
                             "(or gfx942), or update envsolve's data")
-    vendor = facts.vendor if facts.vendor in ("nvidia", "amd") and gpus else "cpu"
+    base = spec.targets[0]
+    jetson = facts.platform == "jetson"
+    if jetson and not gpus:  # a Jetson lists no GPU (no nvidia-smi): the spec's Jetson modules stand
+        gpus = [g for g in base.gpus if provider.is_jetson(g.name)]
+    vendor = "nvidia" if jetson and gpus else facts.vendor if facts.vendor in ("nvidia", "amd") and gpus else "cpu"
     driver = None
-    if vendor == "nvidia" and facts.driver:
+    if vendor == "nvidia" and facts.driver and not jetson:
         try:
             driver = parse_driver(facts.driver)
-        except ValueError:  # Jetson's L4T version is not a desktop driver version
+        except ValueError:
             driver = None
-    base = spec.targets[0]
+    jetpack = None
+    if jetson and gpus:
+        row = provider.jetpack_of_l4t(facts.l4t)
+        jetpack = row.version if row is not None else base.jetpack
+        if row is None:
+            warnings.append(f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data; "
+                            + (f"keeping jetpack = {base.jetpack.raw}" if base.jetpack else "solving for the newest "
+                               "JetPack the modules support"))
+            if jetpack is None and (fits := provider.jetpacks_for([g.name for g in gpus])):
+                jetpack = fits[-1].version
+    platform = DOCKER_PLATFORM.get(facts.machine, "") or ("linux/arm64" if jetson else "")
+    why = (f"this host's CPU ({facts.machine})" if facts.machine
+           else "a Jetson (/etc/nv_tegra_release)" if jetson else "")
+    implied = {g.platform for g in gpus if g.platform}
+    if not platform:
+        platform, why = (implied.pop(), "the host's GPUs") if len(implied) == 1 else (base.platform, base.platform_why)
     host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=driver,
-                  cuda=base.cuda if vendor == "nvidia" else None, rocm=base.rocm if vendor == "amd" else None)
+                  cuda=base.cuda if vendor == "nvidia" and not jetson else None,
+                  rocm=base.rocm if vendor == "amd" else None,
+                  rocm_driver=base.rocm_driver if vendor == "amd" else None,
+                  platform=platform, jetpack=jetpack, platform_why=why)
     return replace(spec, targets=(host, *spec.targets[1:])), warnings
