@@ -64,6 +64,18 @@ gpus = ["H100"]
 [image]
 repository = "registry.example:5000/team/jax"
 ''',
+    # a platform axis: each cell built natively, linux/arm64 ones on GitHub's Arm runners
+    "arm-axis": '''
+[matrix]
+python = ["3.12"]
+torch = ["2.7.1", "2.10.0"]
+accelerator = ["cpu", "cu128"]
+platform = ["linux/amd64", "linux/arm64"]
+gpus = ["H100"]
+
+[image]
+repository = "ghcr.io/acme/arm"
+''',
     # Docker Hub (no host), a matrix whose every cell is pruned
     "hub-nothing-valid": '''
 [matrix]
@@ -412,6 +424,32 @@ def test_bake_file_with_a_smoke_group_of_the_cpu_cells(tmp_path: Path, monkeypat
     data = json.loads(CliRunner().invoke(main, ["matrix", "gpu.toml", "--format", "bake"]).stdout)
     jsonschema.validate(data, BAKE_SCHEMA)
     assert set(data["group"]) == {"default"}
+
+
+def test_a_platform_axis_builds_each_cell_natively(real_graph: Provider, workflows: dict[str, Path],
+                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ms = parse_matrix(MATRICES["arm-axis"], "images.toml", real_graph)
+    results = solve_cells(real_graph, ms, ms.cells())
+    valid = {r.cell.id: r.resolution.base_image for r in results if r.resolution is not None}
+    pruned = {r.cell.id: r.reason for r in results if r.resolution is None}
+    # torch 2.10's cu128 build is the default-index wheel, which is a CPU build on aarch64
+    assert list(pruned) == ["py3_12-torch2_10_0-cu128-linux_arm64"]
+    assert "no linux/arm64 wheel of this build" in pruned["py3_12-torch2_10_0-cu128-linux_arm64"]
+    assert valid["py3_12-torch2_7_1-cu128-linux_arm64"].startswith("nvidia/cuda:12.8")
+    rows = formats.github(ms, results, "d", None)["include"]
+    assert {(r["platform"], r["runner"]) for r in rows} == {("linux/amd64", "ubuntu-latest"),
+                                                           ("linux/arm64", "ubuntu-24.04-arm")}
+    monkeypatch.chdir(tmp_path)
+    Path("images.toml").write_text(MATRICES["arm-axis"])
+    data = json.loads(CliRunner().invoke(main, ["matrix", "images.toml", "--format", "bake"]).stdout)
+    jsonschema.validate(data, BAKE_SCHEMA)
+    assert data["target"]["py3_12-torch2_7_1-cu128-linux_arm64"]["platforms"] == ["linux/arm64"]
+    assert data["target"]["smoke-py3_12-torch2_7_1-cpu-linux_arm64"]["platforms"] == ["linux/arm64"]
+    build = yaml.safe_load(workflows["arm-axis"].read_text())["jobs"]["build"]
+    assert build["runs-on"] == "${{ matrix.runner }}"
+    steps = {s["name"]: s for s in build["steps"]}
+    assert "set up QEMU (other platforms)" not in steps  # no emulation: each runner builds its own
+    assert steps["build the image (pushed from the default branch)"]["with"]["platforms"] == "${{ matrix.platform }}"
 
 
 def test_github_rows_say_whose_gpu_the_smoke_test_needs(real_graph: Provider) -> None:

@@ -33,18 +33,20 @@ class CellResult:
 
 
 
-def _target(ms: MatrixSpec, accelerator: str) -> Target:
-    """The hardware of a cell: the accelerator's vendor, its pin, and the matrix GPUs of that vendor."""
+def _target(ms: MatrixSpec, accelerator: str, platform: str) -> Target:
+    """The hardware of a cell: the accelerator's vendor, its pin, the matrix GPUs of that vendor,
+    and the platform (the cell's, else the one of [image] platforms when it names one)."""
     if accelerator == "cpu":
-        return Target(name="default", vendor="cpu")
+        return Target(name="default", vendor="cpu", platform=platform)
     if accelerator.startswith("cu"):
         digits = accelerator[2:]  # cu128: CUDA 12.8; cu12: any CUDA 12; cuda: any
         cuda = cuda_of_variant(accelerator) if len(digits) >= 3 else digits if digits.isdigit() else ""
         return Target(name="default", vendor="nvidia", gpus=tuple(g for g in ms.gpus if g.vendor == "nvidia"),
                       driver=parse_driver(ms.driver) if ms.driver else None,
-                      cuda=parse_dotted(cuda, "CUDA version") if cuda else None)
+                      cuda=parse_dotted(cuda, "CUDA version") if cuda else None, platform=platform)
     rocm = parse_dotted(accelerator[4:], "ROCm version") if accelerator != "rocm" else None
-    return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"), rocm=rocm)
+    return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"), rocm=rocm,
+                  platform=platform)
 
 
 def cell_spec(ms: MatrixSpec, cell: Cell, cache: Cache) -> ProjectSpec:
@@ -61,14 +63,15 @@ def cell_spec(ms: MatrixSpec, cell: Cell, cache: Cache) -> ProjectSpec:
                                                 backend=backend)
             frameworks.append(parts[(name, v)])
     accelerator = values.get("accelerator") or "cpu"
-    if ("accelerator", accelerator) not in parts:
-        parts[("accelerator", accelerator)] = _target(ms, accelerator)
+    platform = values.get("platform") or (ms.platforms[0] if len(ms.platforms) == 1 else "linux/amd64")
+    if ("accelerator", accelerator, platform) not in parts:
+        parts[("accelerator", accelerator, platform)] = _target(ms, accelerator, platform)
     py = values.get("python")
     python_raw = f"=={py}.*" if py else "*"
     return ProjectSpec(
         path=ms.path, name="matrix", python=cache.range(python_raw), python_raw=python_raw,
         frameworks=tuple(sorted(frameworks, key=lambda f: f.name)),
-        targets=(parts[("accelerator", accelerator)],),
+        targets=(parts[("accelerator", accelerator, platform)],),
         os=values.get("os", ""), flavor=values.get("flavor", ""),
     )
 
