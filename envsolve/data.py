@@ -239,6 +239,10 @@ class PlatformWheel(_Row):
     variants: tuple[str, ...]
     python: tuple[str, ...] = ()
     dist: str = ""
+    archs: tuple[str, ...] = ()  # SASS compiled in there, when it differs from the linux/amd64 build's
+    ptx: tuple[str, ...] = ()
+    sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
+    ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -519,7 +523,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
             PlatformWheel,
             {"package": _one_of(*FRAMEWORKS), "platform": _one_of(*PLATFORMS[1:]),
              "index": _one_of("pypi", "pytorch", "jetson"), "versions": _specifier, "variants": _strs},
-            {"python": _pythons, "dist": _str},
+            {"python": _pythons, "dist": _str, "archs": _archs, "ptx": _archs},
         ),
         "image": (PlatformImage, {"repository": _str, "platform": _one_of(*PLATFORMS[1:]), "versions": _specifier},
                   {}),
@@ -634,7 +638,7 @@ def _parse_row(
     if cls in (Release, Build):
         fields["package"] = package
         fields["raw"] = raw["version"]
-    if cls is Build:
+    if cls in (Build, PlatformWheel):
         fields["sass"] = tuple(_arch(a) for a in fields.get("archs", ()))
         fields["ptx_code"] = tuple(_arch(a) for a in fields.get("ptx", ()))
     if cls is Cudnn:

@@ -8,6 +8,7 @@ state; the solver's memo tables live in :class:`envsolve.solve.cache.Cache`.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import fnmatch
 from collections import defaultdict
@@ -182,6 +183,14 @@ class Provider:
                     and SpecifierSet(w.versions).contains(b.version, prereleases=True)):
                 return w
         return None
+
+    def for_platform(self, b: Build, platform: str) -> Build:
+        """``b`` as published for ``platform``: the kernels of that platform's build where
+        matrices/platforms.toml lists them (PyTorch's aarch64 CUDA builds target other archs)."""
+        w = self.platform_wheel(b, platform) if platform != "linux/amd64" else None
+        if w is None or not w.archs:
+            return b
+        return dataclasses.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
 
     def on_platform(self, b: Build, platform: str) -> bool:
         """Whether ``b`` is published for ``platform``: every non-Jetson build for linux/amd64, a

@@ -199,6 +199,7 @@ def fit(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release, b
         return No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; {need}")
     if (no := _platform(g, b, t)) is not None:
         return no
+    b = g.for_platform(b, t.platform)
     pys = pythons(cache, spec, rel, b)
     if t.platform != "linux/amd64" and (w := g.platform_wheel(b, t.platform)) is not None and w.python:
         pys = pys & frozenset(w.python)

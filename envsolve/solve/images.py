@@ -48,7 +48,11 @@ def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: D
             flavor = "base"
             fallback = (f"no ROCm {version} image in the data: the base image has no system ROCm, and the "
                         f"ROCm {version} user space is the one the wheels bring")
-        if accel == "cuda" and compat == "minor-version":
+        if accel == "cuda" and compat == "minor-version" and jp is not None:
+            # a Jetson's driver is its JetPack's: an image of at most the JetPack's CUDA
+            rows = [i for i in g.images("cuda") if i.version.major == version.major
+                    and i.version.prefix(2) <= jp.cuda.prefix(2)]
+        elif accel == "cuda" and compat == "minor-version":
             # The container toolkit refuses an image whose CUDA the driver does not run natively
             # (NVIDIA_REQUIRE_CUDA), so take the newest image of the major such a driver runs.
             limit = g.newest_branch_for({x.family for x in t.gpus})
@@ -81,6 +85,8 @@ def _runs(g: Provider, t: Target, image: Image) -> bool:
     that still supports its GPUs) and that CUDA can target every GPU; any ROCm image runs."""
     if image.accelerator != "cuda":
         return True
+    if t.jetpack is not None and (jp := g.jetpack(t.jetpack)) is not None:
+        return image.version.prefix(2) <= jp.cuda.prefix(2)
     need = g.native_driver_min(image.version)
     if need is None:
         return False
