@@ -362,7 +362,7 @@ class _Parser(SectionParser):
                 if p != raw:
                     self.bad(f"{where}.platform", f"is {raw!r} but {', '.join(names)} "
                              f"{'runs' if len(names) == 1 else 'run'} on {p}; drop the key or move those GPUs")
-            return str(raw), f"{raw} as written in [{where}]"
+            return str(raw), f"{raw} as written in [{'hardware' if 'platform' in inherited else where}]"
         if implied:
             ((p, names),) = implied.items()
             return p, f"{', '.join(names)} {'comes' if len(names) == 1 else 'come'} with an Arm CPU ({p})"
