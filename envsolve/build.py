@@ -135,7 +135,7 @@ def plan(engine: Engine, *, environment: str, accelerator: str, context: Path, t
         check = (*head, "--target=smoke", f"--tag={tag}-smoke", str(context))
     elif smoke and engine.name != "buildah":
         devices = ["--gpus=all"] if accelerator == "cuda" else ["--device=/dev/kfd", "--device=/dev/dri",
-                                                                "--group-add=video"]
+                                                                "--group-add=video", "--group-add=render"]
         check = (exe, "run", "--rm", *devices, tag, "python", "smoke_test.py")
     pusher = (exe, "push", tag) if push else ()
     return Plan(environment=environment, tag=tag, build=build, smoke=check, push=pusher)

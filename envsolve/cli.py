@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .domain import driver_text
 from .errors import EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
 from .files import write_all
 
@@ -187,7 +188,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
         summary(f"  [packages] pip: {note}")
     for r in resolutions:
         pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
-        stack = f"CUDA {r.cuda}, driver >= {r.driver_min} ({r.compat})" if r.cuda else (
+        stack = f"CUDA {r.cuda}, {driver_text(r.driver_min, r.jetpack)} ({r.compat})" if r.cuda else (
             f"ROCm {r.rocm}" if r.rocm else "CPU" if r.accelerator == "cpu" else r.base_image)
         summary(f"  {r.target.name}: Python {r.python}, {stack}: {pkgs}")
     if then_render:
@@ -296,7 +297,7 @@ def _full(frameworks: Any, pip: tuple[str, ...], urls: dict[str, str], *, offlin
     for env in frameworks.environments:
         pins = [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "")
                 for p in env.frameworks]
-        got = resolve(python=env.python, pins=pins, pip=pip, default_index=default_index,
+        got = resolve(python=env.python, platform=env.platform, pins=pins, pip=pip, default_index=default_index,
                       record_default=named_default, offline=offline, exclude_newer=exclude_newer,
                       prefer=keep.get(env.name, ()), upgrade=upgrade, cache_first=not refresh)
         full[env.name] = tuple(Package(name=r.name, version=r.version, index_url=r.index_url, hashes=r.hashes,

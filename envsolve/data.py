@@ -43,8 +43,12 @@ __all__ = [
     "DriverBranch",
     "Gpu",
     "Image",
+    "JetPack",
+    "Kmd",
     "Matrices",
     "OsRelease",
+    "PlatformImage",
+    "PlatformWheel",
     "Release",
     "Rocm",
     "Tool",
@@ -58,6 +62,7 @@ __all__ = [
 
 SCHEMA = 1
 VENDORS = ("nvidia", "amd")
+PLATFORMS = ("linux/amd64", "linux/arm64")  # Docker's names; every row elsewhere is linux/amd64
 ACCELERATORS = ("cuda", "rocm", "cpu")
 
 
@@ -87,6 +92,7 @@ class Gpu(_Row):
     aliases: tuple[str, ...] = ()
     memory_gib: float | None = None
     peak_tflops: tuple[tuple[str, float], ...] = ()
+    platform: str = ""  # the platform the GPU comes in (a superchip's Arm CPU, a Jetson module); "": any
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -158,6 +164,7 @@ class Build(_Row):
     pins: tuple[tuple[str, str], ...] = ()
     system_cuda: bool = False
     dist_version: str = ""
+    jetpack: str = ""  # a Jetson build: the JetPack major it is built for
     sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
@@ -222,6 +229,55 @@ class OsRelease(_Row):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PlatformWheel(_Row):
+    """Builds published for a platform other than linux/amd64."""
+
+    package: str
+    platform: str
+    index: str
+    versions: str
+    variants: tuple[str, ...]
+    python: tuple[str, ...] = ()
+    dist: str = ""
+    archs: tuple[str, ...] = ()  # SASS compiled in there, when it differs from the linux/amd64 build's
+    ptx: tuple[str, ...] = ()
+    sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
+    ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlatformImage(_Row):
+    """Tags of an image repository published for a platform other than linux/amd64."""
+
+    repository: str
+    platform: str
+    versions: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JetPack(_Row):
+    """A JetPack release: what it installs on a Jetson and the modules it supports."""
+
+    version: Dotted
+    l4t: str
+    cuda: Dotted
+    cudnn: str
+    tensorrt: str
+    os: str
+    gpus: tuple[str, ...]
+    image: str = ""
+    sbsa: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Kmd(_Row):
+    """The amdgpu kernel driver of a ROCm release and the ROCm user spaces tested with it."""
+
+    version: Dotted
+    user: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Matrices:
     """Every record of the shipped data, plus its data version and digest."""
 
@@ -240,6 +296,10 @@ class Matrices:
     tools: tuple[Tool, ...] = ()
     conda: tuple[CondaBuild, ...] = ()
     oses: tuple[OsRelease, ...] = ()
+    platform_wheels: tuple[PlatformWheel, ...] = ()
+    platform_images: tuple[PlatformImage, ...] = ()
+    jetpacks: tuple[JetPack, ...] = ()
+    kmds: tuple[Kmd, ...] = ()
 
 
 def _fast_pickling(*classes: type) -> None:
@@ -260,7 +320,7 @@ def _fast_pickling(*classes: type) -> None:
 
 
 _fast_pickling(ArchInfo, Gpu, CudaMajor, Toolkit, DriverBranch, Cudnn, Rocm, Release, Build, CondaBuild, Tool, Image,
-               OsRelease, Matrices, Dotted, Arch)
+               OsRelease, PlatformWheel, PlatformImage, JetPack, Kmd, Matrices, Dotted, Arch)
 
 
 # ---------------------------------------------------------------------------- schema
@@ -343,6 +403,16 @@ def _version(v: Any) -> Version:
         raise ValueError(f"{v!r} is not a PEP 440 version") from e
 
 
+def _specifier(v: Any) -> str:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        SpecifierSet(_str(v))
+    except InvalidSpecifier as e:
+        raise ValueError(f"{v!r} is not a version specifier such as '>=2.7'") from e
+    return str(v)
+
+
 def _archs(v: Any) -> tuple[str, ...]:
     names = _strs(v)
     for n in names:
@@ -383,7 +453,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
         "gpu": (
             Gpu,
             {"name": _str, "vendor": _one_of(*VENDORS), "arch": _str},
-            {"aliases": _strs, "memory_gib": _num, "peak_tflops": _num_map},
+            {"aliases": _strs, "memory_gib": _num, "peak_tflops": _num_map, "platform": _one_of(*PLATFORMS)},
         ),
     },
     "cuda": {
@@ -419,7 +489,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
                 "version": _version,
                 "variant": _str,
                 "accelerator": _one_of(*ACCELERATORS),
-                "index": _one_of("pypi", "pytorch"),
+                "index": _one_of("pypi", "pytorch", "jetson"),
             },
             {
                 "default": _bool,
@@ -437,6 +507,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
                 "pins": _str_map,
                 "system_cuda": _bool,
                 "dist_version": _str,
+                "jetpack": _str,
             },
         ),
     },
@@ -446,6 +517,23 @@ _KINDS: dict[str, dict[str, _Spec]] = {
             {"name": _str, "framework": _one_of(*FRAMEWORKS), "version": _str},
             {"cuda": _strs, "cpu": _bool, "build": _str, "cpu_build": _str, "python": _pythons},
         ),
+    },
+    "platforms": {
+        "wheel": (
+            PlatformWheel,
+            {"package": _one_of(*FRAMEWORKS), "platform": _one_of(*PLATFORMS[1:]),
+             "index": _one_of("pypi", "pytorch", "jetson"), "versions": _specifier, "variants": _strs},
+            {"python": _pythons, "dist": _str, "archs": _archs, "ptx": _archs},
+        ),
+        "image": (PlatformImage, {"repository": _str, "platform": _one_of(*PLATFORMS[1:]), "versions": _specifier},
+                  {}),
+        "jetpack": (
+            JetPack,
+            {"version": _dotted, "l4t": _str, "cuda": _dotted, "cudnn": _str, "tensorrt": _str, "os": _str,
+             "gpus": _strs},
+            {"image": _str, "sbsa": _bool},
+        ),
+        "kmd": (Kmd, {"version": _dotted, "user": _strs}, {}),
     },
     "tools": {
         "tool": (Tool, {"name": _str, "version": _str}, {"purpose": _str}),
@@ -550,7 +638,7 @@ def _parse_row(
     if cls in (Release, Build):
         fields["package"] = package
         fields["raw"] = raw["version"]
-    if cls is Build:
+    if cls in (Build, PlatformWheel):
         fields["sass"] = tuple(_arch(a) for a in fields.get("archs", ()))
         fields["ptx_code"] = tuple(_arch(a) for a in fields.get("ptx", ()))
     if cls is Cudnn:
@@ -605,6 +693,10 @@ def _parse(root: Path, files: list[tuple[str, bytes]], digest: str) -> Matrices:
         tools=tuple(sorted(rows.get("tools.tool", []), key=lambda t: t.name)),
         conda=tuple(rows.get("conda.package", [])),
         oses=tuple(sorted(rows.get("images.os", []), key=lambda o: o.name)),
+        platform_wheels=tuple(rows.get("platforms.wheel", [])),
+        platform_images=tuple(rows.get("platforms.image", [])),
+        jetpacks=tuple(sorted(rows.get("platforms.jetpack", []), key=lambda j: j.version)),
+        kmds=tuple(sorted(rows.get("platforms.kmd", []), key=lambda k: k.version)),
     )
     _cross_check(m, out)
     out.raise_if_any(MatrixError, tip=f"fix the rows named above in {root} (schema: matrices/README.md)")
@@ -648,6 +740,13 @@ def _cross_check(m: Matrices, out: Problems) -> None:
                 out.add("gpus.toml", f"gpu ({g.name})",
                         f"name or alias {n!r} is also used by {names[k]}")
             names[k] = g.name
+    for j in m.jetpacks:
+        for n in j.gpus:
+            if names and fold(n) not in names:
+                out.add("platforms.toml", f"jetpack (version {j.version}).gpus", f"{n!r} is no GPU of gpus.toml")
+        if not j.sbsa and not j.image:
+            out.add("platforms.toml", f"jetpack (version {j.version}).image", "missing (a JetPack before SBSA "
+                    "names the l4t image its builds run on)")
     for b in m.branches:
         for f in b.unsupported_families:
             if families and f not in families:

@@ -439,6 +439,10 @@ def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None,
         m = re.search(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*([0-9.]+)", tegra)
         l4t = f"R{m.group(1)}.{m.group(2)}" if m else tegra.strip().splitlines()[0] if tegra.strip() else ""
     container = any((probe.root / p).exists() for p in (".dockerenv", "run/.containerenv"))
+    # the CPU architecture, as `uname -m` prints it (Linux 6.1+ also says it in /proc/sys/kernel/arch)
+    machine = (probe.file("proc/sys/kernel/arch") or "").strip()
+    if not machine and probe.root == Path("/"):
+        machine = os.uname().machine
     facts = _nvml(probe) if nvml else None
     if facts is None and (smi := probe.which("nvidia-smi", wsl)):
         facts = _nvidia_smi(probe, smi)
@@ -468,7 +472,7 @@ def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None,
     rocm = (probe.file("opt/rocm/.info/version") or "").strip().split("-")[0] if vendor == "amd" else ""
     return HostFacts(vendor=vendor, driver=driver, cuda_driver_max=cuda,
                      cuda_driver_max_from=facts.cuda_driver_max_from if cuda else "", rocm=rocm,
-                     gpus=gpus, source=source, platform=platform, l4t=l4t, container=container,
+                     gpus=gpus, source=source, platform=platform, l4t=l4t, container=container, machine=machine,
                      warnings=tuple(probe.warnings))
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from .data import Build
-from .domain import ACCELERATOR, serves
+from .domain import ACCELERATOR, DOCKER_PLATFORM, serves
 from .host import GpuInfo, HostFacts, model_name
 from .lock import Environment, Lock
 from .provider import Provider
@@ -50,7 +50,8 @@ def check(env: Environment, facts: HostFacts, graph: Provider, *,
     """Every finding for environment ``env`` of a lock on the host ``facts`` describes."""
     out = [Finding(level="warn", check="host", message=w) for w in facts.warnings]
     out += _accelerator(env, facts)
-    if env.accelerator == "cuda" and facts.vendor == "nvidia":
+    out += _platform(env, facts)
+    if env.accelerator == "cuda" and (facts.vendor == "nvidia" or facts.platform == "jetson"):
         out += _driver(env, facts, graph)
     if env.accelerator != "cpu" and ACCELERATOR.get(facts.vendor) == env.accelerator:
         for g in facts.gpus:
@@ -68,8 +69,8 @@ def _accelerator(env: Environment, facts: HostFacts) -> list[Finding]:
     have = ACCELERATOR.get(facts.vendor, facts.vendor)
     stack = f"CUDA {env.cuda}" if acc == "cuda" else f"ROCm {env.rocm}"
     vendor = "NVIDIA" if acc == "cuda" else "AMD"
-    if have == acc and facts.gpus:
-        return []
+    if have == acc and facts.gpus or acc == "cuda" and facts.platform == "jetson":
+        return []  # a Jetson's integrated GPU is listed by no tool
     if have == acc:
         return [Finding(level="fail", check="host",
                         message=f"the {vendor} driver is present ({facts.source}) but no GPU is visible",
@@ -81,6 +82,16 @@ def _accelerator(env: Environment, facts: HostFacts) -> list[Finding]:
                     fix=_no_gpu_fix(facts, acc))]
 
 
+def _platform(env: Environment, facts: HostFacts) -> list[Finding]:
+    have = DOCKER_PLATFORM.get(facts.machine, "")
+    if not have or have == env.platform:
+        return []
+    return [Finding(level="fail", check="host",
+                    message=f"environment '{env.name}' is built for {env.platform}, but this host is {have} "
+                            f"({facts.machine})",
+                    fix=f"run it on a {env.platform} machine, or lock a target for this one (`envsolve lock --host`)")]
+
+
 def _no_gpu_fix(facts: HostFacts, acc: str) -> str:
     if facts.container:
         return ("start the container with `--gpus all` (NVIDIA container toolkit)" if acc == "cuda" else
@@ -90,12 +101,31 @@ def _no_gpu_fix(facts: HostFacts, acc: str) -> str:
             "the GPUs, or lock a target for this one (`envsolve lock --host`)")
 
 
+def _jetpack(env: Environment, facts: HostFacts, graph: Provider) -> list[Finding]:
+    """A Jetson's CUDA is its JetPack's: the board's (from L4T) against the lock's."""
+    have = graph.jetpack_of_l4t(facts.l4t)
+    want = graph.jetpack(parse_dotted(env.jetpack, "JetPack version")) if env.jetpack else None
+    if have is None or want is None:
+        what = (f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data" if have is None
+                else f"environment '{env.name}' was not locked for a Jetson (no jetpack)")
+        return [Finding(level="warn", check="driver", message=f"Jetson: {what}; the CUDA this board runs is "
+                        "fixed by its JetPack release, not checked",
+                        fix="lock a target for this board: gpus = ['Jetson ...'] and jetpack = '...' in "
+                            "[hardware] (or `envsolve lock --host`)")]
+    if have.cuda.prefix(2) == want.cuda.prefix(2) and have.version.major == want.version.major:
+        return [Finding(level="ok", check="driver",
+                        message=f"JetPack {have.version} (L4T {facts.l4t}) brings CUDA {have.cuda}, as the lock's "
+                                f"JetPack {env.jetpack} does")]
+    return [Finding(level="fail", check="driver",
+                    message=f"this board runs JetPack {have.version} (L4T {facts.l4t}, CUDA {have.cuda}); the "
+                            f"environment was locked for JetPack {env.jetpack} (CUDA {want.cuda})",
+                    fix=f"re-lock with jetpack = '{have.version}' in [hardware] (or `envsolve lock --host`), or "
+                        f"flash JetPack {env.jetpack}")]
+
+
 def _driver(env: Environment, facts: HostFacts, graph: Provider) -> list[Finding]:
     if facts.platform == "jetson":
-        return [Finding(level="warn", check="driver",
-                        message=f"Jetson ({facts.l4t or 'L4T'}): the CUDA this board runs is fixed by its "
-                                "JetPack release, which envsolve's data does not cover; driver not checked",
-                        fix="use the JetPack/L4T builds NVIDIA publishes for this board")]
+        return _jetpack(env, facts, graph)
     if not facts.driver:
         return [Finding(level="warn", check="driver", message="the NVIDIA driver version is unknown",
                         fix="set ENVSOLVE_DRIVER to the driver version, or install nvidia-smi")]

@@ -23,9 +23,11 @@ __all__ = [
     "COMPANIONS",
     "COMPANIONS_OF",
     "DEFAULT_INDEXES",
+    "DOCKER_PLATFORM",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
     "cuda_of_variant",
+    "driver_text",
     "kernels",
     "qualified_image",
     "requirement",
@@ -49,7 +51,12 @@ ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 # Index name -> the public URL of an index every user needs, written in full into locks and
 # artifacts (the URL PyTorch's install selector prints; builds under it by variant: /cu128).
 # The default index ("pypi") is never written here: it is pip's, at install time.
-DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl"}
+DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
+                   # NVIDIA's Jetson AI Lab index: builds for each JetPack under /jp6/cu126 and the like
+                   "jetson": "https://pypi.jetson-ai-lab.io"}
+
+# The machine name ``uname -m`` prints -> Docker's name of the platform.
+DOCKER_PLATFORM = {"x86_64": "linux/amd64", "amd64": "linux/amd64", "aarch64": "linux/arm64", "arm64": "linux/arm64"}
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 
@@ -64,6 +71,12 @@ def variant_of_cuda(cuda: str) -> str:
     """``12.8`` (or ``12.8.1``) -> ``cu128``."""
     major, _, rest = cuda.partition(".")
     return f"cu{major}{rest.split('.')[0] or '0'}"
+
+
+def driver_text(driver_min: str, jetpack: str = "") -> str:
+    """What runs an environment's CUDA: ``driver >= 570.26`` or, on a Jetson, ``JetPack 6.2``
+    (whose L4T release brings the driver)."""
+    return f"JetPack {jetpack}" if jetpack else f"driver >= {driver_min}"
 
 
 def qualified_image(ref: str) -> str:

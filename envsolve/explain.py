@@ -30,12 +30,16 @@ class ExplainReporter(Reporter):
                            for x in t.gpus) or "CPU only"
             drv = f", driver {t.driver}" if t.driver else ""
             out.append(f"target {t.name}: {hw}{drv}")
+            if t.platform_why:
+                out.append(f"  platform {t.platform}: {t.platform_why}")
             entries = self.lines.get(t.name, [])
             for kind, subject, reason in entries:
                 if kind == "chose":
                     out.append(f"  chose {subject}: {reason}")
             out.append(f"  python {r.python}: the newest Python every chosen package supports")
-            if r.compat:
+            if r.jetpack:
+                out.append(f"  JetPack {r.jetpack}: the Jetson's driver and CUDA {r.cuda} come with it")
+            elif r.compat:
                 out.append(f"  driver >= {r.driver_min} ({r.compat} support of CUDA {r.cuda})")
             out.append(f"  base image {r.base_image}")
             out += self.rejections(t.name, verbose, per_target)

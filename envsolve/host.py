@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from .domain import DOCKER_PLATFORM
 from .versions import parse_driver
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class HostFacts:
     source: str = ""  # the source the GPUs came from
     platform: str = "linux"  # linux | wsl2 | jetson
     l4t: str = ""  # Jetson's L4T release ("R35.3.1")
+    machine: str = ""  # the CPU architecture as ``uname -m`` prints it ("aarch64"); "" when unknown
     container: bool = False  # inside a Docker/Podman container
     warnings: tuple[str, ...] = ()
 
@@ -80,6 +82,7 @@ class HostFacts:
             "rocm": self.rocm or None,
             "platform": self.platform,
             "l4t": self.l4t or None,
+            "machine": self.machine or None,
             "container": self.container,
             "source": self.source,
             "gpus": [g.to_dict() for g in self.gpus],
@@ -134,6 +137,10 @@ def hardware_table(facts: HostFacts, provider: Provider) -> dict[str, Any]:
         except ValueError:  # Jetson's L4T version is not a desktop driver version
             pass
     table["vendor"] = facts.vendor if facts.vendor in ("nvidia", "amd") and names else "cpu"
+    if (platform := DOCKER_PLATFORM.get(facts.machine, "")) and platform != "linux/amd64":
+        table["platform"] = platform
+    if facts.platform == "jetson" and (jp := provider.jetpack_of_l4t(facts.l4t)) is not None:
+        table["jetpack"] = jp.version.raw
     return table
 
 

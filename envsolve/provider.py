@@ -8,12 +8,31 @@ state; the solver's memo tables live in :class:`envsolve.solve.cache.Cache`.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import fnmatch
 from collections import defaultdict
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from .data import ArchInfo, Build, CondaBuild, CudaMajor, Cudnn, Gpu, Image, Matrices, Release, Rocm, Toolkit, fold
+from .data import (
+    ArchInfo,
+    Build,
+    CondaBuild,
+    CudaMajor,
+    Cudnn,
+    Gpu,
+    Image,
+    JetPack,
+    Kmd,
+    Matrices,
+    PlatformWheel,
+    Release,
+    Rocm,
+    Toolkit,
+    fold,
+)
 from .versions import Arch, Dotted, parse_arch
 
 __all__ = ["Provider"]
@@ -153,6 +172,66 @@ class Provider:
 
     def rocm_row(self, version: Dotted) -> Rocm | None:
         return next((r for r in self.m.rocm if r.version.prefix(2) == version.prefix(2)), None)
+
+    # -- platforms (linux/arm64, Jetson, the AMD kernel driver) ----------------------------
+
+    def platform_wheel(self, b: Build, platform: str) -> PlatformWheel | None:
+        """The row that publishes ``b`` for ``platform`` (None: not published there, or amd64)."""
+        for w in self.m.platform_wheels:
+            if (w.platform == platform and w.package == b.package and w.index == b.index
+                    and any(fnmatch.fnmatchcase(b.variant, v) for v in w.variants)
+                    and SpecifierSet(w.versions).contains(b.version, prereleases=True)):
+                return w
+        return None
+
+    def for_platform(self, b: Build, platform: str) -> Build:
+        """``b`` as published for ``platform``: the kernels of that platform's build where
+        matrices/platforms.toml lists them (PyTorch's aarch64 CUDA builds target other archs)."""
+        w = self.platform_wheel(b, platform) if platform != "linux/amd64" else None
+        if w is None or not w.archs:
+            return b
+        return dataclasses.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
+
+    def on_platform(self, b: Build, platform: str) -> bool:
+        """Whether ``b`` is published for ``platform``: every non-Jetson build for linux/amd64, a
+        Jetson build for linux/arm64 only, the rest for linux/arm64 as matrices/platforms.toml says."""
+        if b.jetpack:
+            return platform == "linux/arm64"
+        return platform == "linux/amd64" or self.platform_wheel(b, platform) is not None
+
+    def image_on_platform(self, image: Image, platform: str) -> bool:
+        """Whether ``image``'s tags are published for ``platform``."""
+        if platform == "linux/amd64":
+            return not image.repository.startswith("nvcr.io/nvidia/l4t")
+        return any(r.repository == image.repository and r.platform == platform
+                   and SpecifierSet(r.versions).contains(image.version.raw, prereleases=True)
+                   for r in self.m.platform_images)
+
+    def jetpacks_for(self, gpu_names: list[str]) -> list[JetPack]:
+        """The JetPack releases that support every one of these GPU models, oldest first."""
+        return [j for j in self.m.jetpacks if all(n in j.gpus for n in gpu_names)]
+
+    def is_jetson(self, gpu_name: str) -> bool:
+        """Whether a GPU model is a Jetson module (some JetPack release supports it)."""
+        return any(gpu_name in j.gpus for j in self.m.jetpacks)
+
+    def jetpack(self, version: Dotted) -> JetPack | None:
+        """The JetPack row of ``version`` (``6`` -> the newest 6.x; ``6.2`` -> 6.2)."""
+        rows = [j for j in self.m.jetpacks if j.version.key[: len(version.key)] == version.key]
+        return rows[-1] if rows else None
+
+    def jetpack_of_l4t(self, l4t: str) -> JetPack | None:
+        """The JetPack release of a Jetson's L4T release (``R36.4.3``): the one that ships it, else
+        the newest of the same L4T major.minor (whose containers serve it); None when unknown."""
+        parts = tuple(int(p) for p in l4t.lstrip("Rr").split(".") if p.isdigit())
+        exact = [j for j in self.m.jetpacks if tuple(int(p) for p in j.l4t.split(".")) == parts]
+        near = [j for j in self.m.jetpacks if tuple(int(p) for p in j.l4t.split("."))[:2] == parts[:2]]
+        found = exact or near
+        return found[-1] if found else None
+
+    def kmd(self, version: Dotted) -> Kmd | None:
+        """The kernel-driver row of a ROCm release (by major.minor)."""
+        return next((k for k in self.m.kmds if k.version.prefix(2) == version.prefix(2)), None)
 
     # -- frameworks --------------------------------------------------------------------
 

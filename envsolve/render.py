@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .config import check_url
-from .domain import cuda_of_variant, qualified_image
+from .domain import cuda_of_variant, driver_text, qualified_image
 from .errors import LockError
 from .lock import Environment, Lock, LockedPackage, Package
 from .paths import templates_dir
@@ -216,7 +216,10 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     uv = env.tool("uv") if python == "uv" else ""
     system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
     tag = f"{lock.project}-{env.name}".lower()
-    run_flags = {"cuda": "--gpus all ", "rocm": "--device=/dev/kfd --device=/dev/dri --group-add video "}
+    # ROCm: /dev/kfd and /dev/dri/renderD* belong to the render group on current distributions
+    # (video on older ones); a Jetson's GPU is reached through the NVIDIA container runtime
+    run_flags = {"cuda": "--runtime nvidia " if env.jetpack else "--gpus all ",
+                 "rocm": "--device=/dev/kfd --device=/dev/dri --group-add video --group-add render "}
     names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.frameworks)
     ctx = {
         "lock_name": lock_name,
@@ -225,9 +228,12 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "base_image": qualified_image(env.base_image),
         "tag": tag,
         "run_flags": run_flags.get(env.accelerator, ""),
+        "platform_flag": f"--platform {env.platform} " if env.platform != "linux/amd64" else "",
+        "groups_of_user": "video,render" if env.accelerator == "rocm" else "",
         "description": f"{names or 'no frameworks'}; Python {env.python}"
-                       + (f"; CUDA {env.cuda}, driver >= {env.driver_min}" if env.cuda else "")
-                       + (f"; ROCm {env.rocm}" if env.rocm else ""),
+                       + (f"; CUDA {env.cuda}, {driver_text(env.driver_min, env.jetpack)}" if env.cuda else "")
+                       + (f"; ROCm {env.rocm}" if env.rocm else "")
+                       ,
         "version_label": lock.lock_digest.removeprefix("sha256:")[:12],
         "env_vars": _env_vars(env),
         "apt": sorted(set(system) | set(env.apt)),

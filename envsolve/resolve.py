@@ -2,7 +2,7 @@
 
 envsolve's compatibility solve stays in charge of the frameworks: its pins (with their variant
 and index) go to uv as exact requirements, beside the project's ``[packages] pip``, and uv
-resolves the transitive closure for the environment's Python on Linux x86_64
+resolves the transitive closure for the environment's Python and platform (Linux x86_64 or aarch64)
 (``uv pip compile --generate-hashes --format pylock.toml``). uv is a runtime dependency; it is
 run as ``python -m uv``'s binary (:func:`uv.find_uv_bin`) in a scratch folder holding a generated
 ``pyproject.toml``.
@@ -41,9 +41,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PLATFORM", "WAYS_OUT", "Pin", "Resolved", "resolve"]
+__all__ = ["PLATFORMS", "WAYS_OUT", "Pin", "Resolved", "resolve"]
 
-PLATFORM = "x86_64-manylinux_2_28"  # Linux x86_64, as the base images are
+# Docker's platform of an environment -> uv's target (glibc 2.28 and newer, as the base images are)
+PLATFORMS = {"linux/amd64": "x86_64-manylinux_2_28", "linux/arm64": "aarch64-manylinux_2_28"}
 WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network), or point the "
              "index at a mirror you can reach (ENVSOLVE_INDEX_PYPI, ENVSOLVE_INDEX_PYTORCH or [indexes] in "
              "project.toml; see README 'Index URLs')")
@@ -135,7 +136,7 @@ def _uv_run(cmd: Sequence[str], root: Path, env: Mapping[str, str]) -> subproces
         raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
 
 
-def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_index: str,
+def resolve(*, python: str, platform: str = "linux/amd64", pins: Sequence[Pin], pip: Sequence[str], default_index: str,
             record_default: str = "", offline: bool = False, exclude_newer: str = "",
             prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (), cache_first: bool = True,
             environ: Mapping[str, str] | None = None) -> tuple[Resolved, ...]:
@@ -161,7 +162,7 @@ def resolve(*, python: str, pins: Sequence[Pin], pip: Sequence[str], default_ind
                 {"lock-version": "1.0", "created-by": "envsolve",
                  "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
         cmd = [_uv(), "pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
-               "--python-version", python, "--python-platform", PLATFORM, "--no-header", "--no-annotate",
+               "--python-version", python, "--python-platform", PLATFORMS[platform], "--no-header", "--no-annotate",
                "--quiet", "--output-file", "pylock.toml",
                "--cache-dir", str(cache_dir(env) / "uv"),
                # the target is --python-version; this interpreter only builds an sdist's metadata, and

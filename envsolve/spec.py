@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from .config import check_url
-from .domain import COMPANIONS, FRAMEWORKS, KERAS_BACKENDS
+from .domain import COMPANIONS, DOCKER_PLATFORM, FRAMEWORKS, KERAS_BACKENDS
 from .errors import Problem, Problems, SpecError
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 
@@ -62,6 +62,7 @@ class GpuReq:
     arch: Arch
     family: str
     vendor: str
+    platform: str = ""  # the platform the model implies (a Grace superchip, a Jetson): "" for none
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,11 +75,16 @@ class Target:
     driver: Dotted | None = None
     cuda: Dotted | None = None
     rocm: Dotted | None = None
+    platform: str = "linux/amd64"
+    jetpack: Dotted | None = None  # a Jetson target: the JetPack release (its driver and CUDA)
+    rocm_driver: Dotted | None = None  # the ROCm release of the host's amdgpu kernel driver
+    platform_why: str = field(default="", compare=False)  # why this platform (envsolve explain)
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the solver keys its memo tables by target: hash the GPUs once, not on every look-up
-        object.__setattr__(self, "_hash", hash((self.name, self.vendor, self.gpus, self.driver, self.cuda, self.rocm)))
+        object.__setattr__(self, "_hash", hash((self.name, self.vendor, self.gpus, self.driver, self.cuda, self.rocm,
+                                                self.platform, self.jetpack, self.rocm_driver)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -105,7 +111,8 @@ class ProjectSpec:
         return next((f for f in self.frameworks if f.name == name), None)
 
 
-_HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm"}
+_HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm", "platform", "jetpack", "rocm_driver"}
+PLATFORMS = ("linux/amd64", "linux/arm64")
 _SECTIONS = {
     "project": {"name", "python", "description", "same-versions"},
     "frameworks": None,  # free keys, checked against FRAMEWORKS and COMPANIONS
@@ -269,7 +276,7 @@ class _Parser(SectionParser):
         if model is not None:
             info = self.provider.arch_info(model.arch)
             return GpuReq(label=label, name=model.name, arch=parse_arch(model.arch),
-                          family=info.family if info else "", vendor=model.vendor)
+                          family=info.family if info else "", vendor=model.vendor, platform=model.platform)
         try:
             a = parse_arch(label)
         except ValueError:
@@ -316,7 +323,8 @@ class _Parser(SectionParser):
             self.bad(f"{where}.vendor", f"is {vendor!r} but the GPUs listed are {', '.join(sorted(vendors))}")
         if vendor == "cpu" and gpus:
             self.bad(f"{where}.vendor", "is 'cpu' but GPUs are listed; drop one of them")
-        for key, applies in (("driver", "nvidia"), ("cuda", "nvidia"), ("rocm", "amd")):
+        for key, applies in (("driver", "nvidia"), ("cuda", "nvidia"), ("rocm", "amd"), ("rocm_driver", "amd"),
+                             ("jetpack", "nvidia")):
             if key in inherited and vendor != applies:
                 merged.pop(key)  # a [hardware] key of another vendor does not carry over
         driver = self._version(merged, "driver", where, parse_driver)
@@ -326,7 +334,88 @@ class _Parser(SectionParser):
             self.bad(where, "'driver' and 'cuda' apply to NVIDIA GPUs only (set vendor or gpus)")
         if vendor != "amd" and rocm:
             self.bad(f"{where}.rocm", "applies to AMD GPUs only (set vendor = 'amd' or AMD gpus)")
-        return Target(name=name, vendor=vendor, gpus=tuple(gpus), driver=driver, cuda=cuda, rocm=rocm)
+        rocm_driver = self._version(merged, "rocm_driver", where, lambda s: parse_dotted(s, "ROCm kernel driver"))
+        if vendor != "amd" and rocm_driver:
+            self.bad(f"{where}.rocm_driver", "applies to AMD GPUs only (the ROCm release of the amdgpu kernel driver)")
+        if rocm_driver is not None and self.provider.kmd(rocm_driver) is None:
+            known = ", ".join(k.version.raw for k in self.provider.m.kmds)
+            self.bad(f"{where}.rocm_driver", f"{rocm_driver.raw!r}: the data has no kernel-driver row for it "
+                     f"(known: {known}); write the ROCm release of the amdgpu driver, e.g. '6.4'")
+        platform, why = self._platform(merged, gpus, where, inherited)
+        jetpack = self._jetpack(merged, gpus, where, driver, cuda)
+        return Target(name=name, vendor=vendor, gpus=tuple(gpus), driver=driver, cuda=cuda, rocm=rocm,
+                      platform=platform, jetpack=jetpack, rocm_driver=rocm_driver, platform_why=why)
+
+    def _platform(self, table: dict[str, Any], gpus: list[GpuReq], where: str,
+                  inherited: set[str]) -> tuple[str, str]:
+        """(platform, why): as written, else the one the GPUs imply, else linux/amd64. GPUs that
+        imply different platforms, or a platform the GPUs contradict, are errors naming them."""
+        implied: dict[str, list[str]] = {}
+        for g in gpus:
+            if g.platform:
+                implied.setdefault(g.platform, []).append(g.name)
+        if len(implied) > 1:
+            parts = "; ".join(f"{', '.join(n)} {'is' if len(n) == 1 else 'are'} {p}"
+                              for p, n in sorted(implied.items()))
+            self.bad(f"{where}.gpus", f"GPUs of different platforms in one target ({parts}); "
+                     "put each platform's GPUs in its own [targets.NAME]")
+            return "linux/amd64", ""
+        raw = table.get("platform")
+        if raw is not None and "platform" in inherited and implied:
+            raw = None  # the target's own GPUs decide its platform, not [hardware]'s
+        if raw is not None:
+            if raw not in PLATFORMS:
+                self.bad(f"{where}.platform", f"{raw!r} must be one of {', '.join(PLATFORMS)} (Docker's names)")
+                return "linux/amd64", ""
+            for p, names in implied.items():
+                if p != raw:
+                    self.bad(f"{where}.platform", f"is {raw!r} but {', '.join(names)} "
+                             f"{'runs' if len(names) == 1 else 'run'} on {p}; drop the key or move those GPUs")
+            return str(raw), f"{raw} as written in [{'hardware' if 'platform' in inherited else where}]"
+        if implied:
+            ((p, names),) = implied.items()
+            return p, f"{', '.join(names)} {'comes' if len(names) == 1 else 'come'} with an Arm CPU ({p})"
+        return "linux/amd64", "linux/amd64, the default (no GPU listed implies another platform)"
+
+    def _jetpack(self, table: dict[str, Any], gpus: list[GpuReq], where: str, driver: Dotted | None,
+                 cuda: Dotted | None) -> Dotted | None:
+        """The JetPack release of a Jetson target: as written (checked against its modules), else
+        the newest that supports them all. None for a target without Jetson modules."""
+        jetsons = [g.name for g in gpus if self.provider.is_jetson(g.name)]
+        raw = table.get("jetpack")
+        if not jetsons:
+            if raw is not None:
+                self.bad(f"{where}.jetpack", "applies to Jetson modules only (e.g. gpus = ['Jetson AGX Orin'])")
+            return None
+        if len(jetsons) != len(gpus):
+            others = [g.name for g in gpus if g.name not in jetsons]
+            self.bad(f"{where}.gpus", f"mixes Jetson modules ({', '.join(jetsons)}) with other GPUs "
+                     f"({', '.join(others)}); put them in separate [targets.NAME]")
+            return None
+        if driver is not None or cuda is not None:
+            self.bad(where, "a Jetson's driver and CUDA come with its JetPack release: write jetpack = '6.2' "
+                     "instead of driver or cuda")
+        fits = self.provider.jetpacks_for(jetsons)
+        if raw is None:
+            if not fits:
+                self.bad(f"{where}.gpus", f"no JetPack release in the data supports {', '.join(jetsons)} together")
+                return None
+            return fits[-1].version
+        version = self._version(table, "jetpack", where, lambda s: parse_dotted(s, "JetPack version"))
+        if version is None:
+            return None
+        row = self.provider.jetpack(version)
+        if row is None:
+            known = ", ".join(j.version.raw for j in self.provider.m.jetpacks)
+            self.bad(f"{where}.jetpack", f"JetPack {version.raw} is not in the data (known: {known})")
+            return None
+        missing = [n for n in jetsons if n not in row.gpus]
+        if missing:
+            ok = ", ".join(j.version.raw for j in fits) or "none"
+            self.bad(f"{where}.jetpack", f"JetPack {row.version.raw} does not support {', '.join(missing)} "
+                     f"(JetPack releases that do: {ok})")
+            return None
+        return row.version
 
     def _version(self, table: dict[str, Any], key: str, where: str, parse: Any) -> Dotted | None:
         raw = table.get(key)
@@ -455,14 +544,36 @@ def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[P
             gpus.append(req)
     p.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
                             "(or gfx942), or update envsolve's data")
-    vendor = facts.vendor if facts.vendor in ("nvidia", "amd") and gpus else "cpu"
+    base = spec.targets[0]
+    jetson = facts.platform == "jetson"
+    if jetson and not gpus:  # a Jetson lists no GPU (no nvidia-smi): the spec's Jetson modules stand
+        gpus = [g for g in base.gpus if provider.is_jetson(g.name)]
+    vendor = "nvidia" if jetson and gpus else facts.vendor if facts.vendor in ("nvidia", "amd") and gpus else "cpu"
     driver = None
-    if vendor == "nvidia" and facts.driver:
+    if vendor == "nvidia" and facts.driver and not jetson:
         try:
             driver = parse_driver(facts.driver)
-        except ValueError:  # Jetson's L4T version is not a desktop driver version
+        except ValueError:
             driver = None
-    base = spec.targets[0]
+    jetpack = None
+    if jetson and gpus:
+        row = provider.jetpack_of_l4t(facts.l4t)
+        jetpack = row.version if row is not None else base.jetpack
+        if row is None:
+            warnings.append(f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data; "
+                            + (f"keeping jetpack = {base.jetpack.raw}" if base.jetpack else "solving for the newest "
+                               "JetPack the modules support"))
+            if jetpack is None and (fits := provider.jetpacks_for([g.name for g in gpus])):
+                jetpack = fits[-1].version
+    platform = DOCKER_PLATFORM.get(facts.machine, "") or ("linux/arm64" if jetson else "")
+    why = (f"this host's CPU ({facts.machine})" if facts.machine
+           else "a Jetson (/etc/nv_tegra_release)" if jetson else "")
+    implied = {g.platform for g in gpus if g.platform}
+    if not platform:
+        platform, why = (implied.pop(), "the host's GPUs") if len(implied) == 1 else (base.platform, base.platform_why)
     host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=driver,
-                  cuda=base.cuda if vendor == "nvidia" else None, rocm=base.rocm if vendor == "amd" else None)
+                  cuda=base.cuda if vendor == "nvidia" and not jetson else None,
+                  rocm=base.rocm if vendor == "amd" else None,
+                  rocm_driver=base.rocm_driver if vendor == "amd" else None,
+                  platform=platform, jetpack=jetpack, platform_why=why)
     return replace(spec, targets=(host, *spec.targets[1:])), warnings

@@ -37,6 +37,7 @@ def test_lock_output_path_and_json(spec: Path, tmp_path: Path) -> None:
     assert r.exit_code == 0
     data = json.loads(r.stdout)
     assert data["version"] == 3 and data["environments"][0]["frameworks"][0]["variant"] == "cu126"
+    assert data["environments"][0]["platform"] == "linux/amd64"
     assert out.exists()
 
 
@@ -88,6 +89,21 @@ def test_explain(spec: Path) -> None:
     assert r.exit_code == 0
     assert "target default: H100 (sm_90)" in r.output
     assert "chose torch 2.7.1 (cu126): newest release that fits, the default build; driver >= 560.28.03 (native)" in r.output
+
+
+def test_explain_says_why_a_platform_was_chosen_and_what_it_rules_out(tmp_path: Path) -> None:
+    p = tmp_path / "project.toml"
+    p.write_text('[frameworks]\ntorch = "<2.11"\n[hardware]\ngpus = ["GH200"]\n')
+    r = CliRunner().invoke(main, ["explain", str(p)])  # the shipped data
+    assert r.exit_code == 0, r.output
+    assert "target default: GH200 (sm_90)\n  platform linux/arm64: GH200 comes with an Arm CPU (linux/arm64)\n" in r.output
+    # torch 2.10's default-index aarch64 wheel is a CPU build: its cu128 build is x86_64 only
+    assert "    torch 2.10.0 (cu128): no linux/arm64 wheel of this build (matrices/platforms.toml)\n" in r.output
+    p.write_text('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["Jetson AGX Orin"]\n')
+    r = CliRunner().invoke(main, ["explain", str(p)])
+    assert "  JetPack 6.2: the Jetson's driver and CUDA 12.6 come with it\n" in r.output, r.output
+    assert "torch 2.15.0 (cu132): cu132 is not built for JetPack 6: a Jetson runs the builds of NVIDIA's Jetson index" \
+           in r.output
 
 
 def test_graph_export_dot_and_json() -> None:

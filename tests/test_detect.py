@@ -95,6 +95,42 @@ def test_jetson_and_no_gpu(real_graph: Provider) -> None:
     assert hardware_table(cpu, real_graph) == {"vendor": "cpu"}
 
 
+def test_gh200_is_an_arm_host(real_graph: Provider) -> None:
+    f = host("gh200", real_graph)
+    (g,) = f.gpus
+    assert (f.machine, f.driver, g.name, g.compute_capability) == ("aarch64", "570.124.06", "NVIDIA GH200 480GB", "9.0")
+    assert hardware_table(f, real_graph) == {"gpus": ["GH200"], "driver": "570.124.06", "vendor": "nvidia",
+                                             "platform": "linux/arm64"}
+
+
+def test_a_jetson_names_its_jetpack_from_l4t(real_graph: Provider) -> None:
+    f = host("jetson-orin-nx-jp62", real_graph)
+    assert (f.platform, f.l4t, f.machine, f.gpus) == ("jetson", "R36.4.3", "aarch64", ())
+    assert hardware_table(f, real_graph) == {"vendor": "cpu", "platform": "linux/arm64", "jetpack": "6.2"}
+    # an L4T release the data has no JetPack for names none
+    assert "jetpack" not in hardware_table(host("jetson-orin", real_graph), real_graph)
+
+
+def test_cli_lock_host_on_a_gh200_locks_arm64(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\n')
+    r = _cli(monkeypatch, "gh200", "lock", "--host", str(spec))
+    assert r.exit_code == 0, r.output
+    lock = (tmp_path / "envsolve.lock").read_text()
+    assert 'platform = "linux/arm64"' in lock and '"GH200"' in lock
+
+
+def test_cli_lock_host_on_a_jetson_keeps_its_modules_and_takes_jetpack_from_l4t(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["Jetson Orin NX"]\njetpack = "6.1"\n')
+    r = _cli(monkeypatch, "jetson-orin-nx-jp62", "lock", "--host", str(spec))
+    assert r.exit_code == 0, r.output
+    lock = (tmp_path / "envsolve.lock").read_text()
+    assert 'jetpack = "6.2"' in lock and 'base_image = "nvcr.io/nvidia/l4t-jetpack:r36.4.0"' in lock
+    assert 'platform = "linux/arm64"' in lock and 'variant = "jp6-cu126"' in lock
+
+
 def test_overrides_for_build_hosts(real_graph: Provider) -> None:
     f = host("no-gpu", real_graph, {"ENVSOLVE_GPUS": "H100, sm_80", "ENVSOLVE_DRIVER": "550.54.15"})
     assert (f.vendor, f.driver, f.source) == ("nvidia", "550.54.15", "ENVSOLVE_GPUS, ENVSOLVE_DRIVER")

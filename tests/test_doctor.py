@@ -44,6 +44,31 @@ def test_driver_native_minor_version_or_too_old(real_graph: Provider) -> None:
     assert next(f.fix for f in old if f.check == "driver").startswith("upgrade the NVIDIA driver to >= 560.28.03")
 
 
+def test_a_lock_of_another_platform_fails_on_this_host(real_graph: Provider) -> None:
+    x86 = environment(H100_TORCH, real_graph)
+    assert ("fail", "environment 'default' is built for linux/amd64, but this host is linux/arm64 (aarch64)") in by(
+        check(x86, host("gh200", real_graph), real_graph, installed={}, tools={}), "host")
+    arm = environment('[frameworks]\ntorch = "==2.11.0"\n[hardware]\ngpus = ["GH200"]\n', real_graph)
+    assert arm.platform == "linux/arm64"
+    assert [f for f in by(check(arm, host("gh200", real_graph), real_graph, installed={}, tools={}), "host")
+            if f[0] == "fail"] == []
+
+
+def test_a_jetson_is_checked_by_its_jetpack(real_graph: Provider) -> None:
+    jp62 = environment('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["Jetson Orin NX"]\njetpack = "6.2"\n',
+                       real_graph)
+    board = host("jetson-orin-nx-jp62", real_graph)
+    findings = check(jp62, board, real_graph, installed={}, tools={})
+    assert by(findings, "driver") == [("ok", "JetPack 6.2 (L4T R36.4.3) brings CUDA 12.6, as the lock's JetPack 6.2 "
+                                             "does")]
+    assert by(findings, "host") == []  # no tool lists a Jetson's GPU: that is no failure
+    jp60 = environment('[hardware]\ngpus = ["Jetson Orin NX"]\njetpack = "6.0"\n',
+                       real_graph)
+    [(level, msg)] = by(check(jp60, board, real_graph, installed={}, tools={}), "driver")
+    assert level == "fail" and msg == ("this board runs JetPack 6.2 (L4T R36.4.3, CUDA 12.6); the environment was "
+                                       "locked for JetPack 6.0 (CUDA 12.2)")
+
+
 def test_each_gpu_against_the_locked_builds(real_graph: Provider) -> None:
     lock = environment(H100_TORCH, real_graph)
     assert by(check(lock, host("h100", real_graph), real_graph, installed={}, tools={}), "gpu") == [

@@ -254,3 +254,18 @@ def test_a_pytorch_index_build_gets_its_own_hashed_file_and_installs(index: HTTP
     for reqs in ("requirements-pytorch.txt", "requirements.txt"):
         done = subprocess.run([*pip, "-r", str(out / reqs)], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+
+
+def test_each_environment_is_resolved_for_its_own_platform(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    wheels = [Wheel("nativepkg", "2.0", tag="py3-none-manylinux_2_17_x86_64"),
+              Wheel("nativepkg", "1.0", tag="py3-none-manylinux_2_17_aarch64")]
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", serve(httpserver, wheels))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    r = _lock(tmp_path, '[hardware]\ngpus = ["H100"]\n[targets.grace]\ngpus = ["GH200"]\n'
+                        '[packages]\npip = ["nativepkg"]\n')
+    assert r.exit_code == 0, r.output
+    got = {e["name"]: (e["platform"], [(p["name"], p["version"]) for p in e["packages"]])
+           for e in json.loads(r.stdout)["environments"]}
+    assert got == {"default": ("linux/amd64", [("nativepkg", "2.0")]),
+                   "grace": ("linux/arm64", [("nativepkg", "1.0")])}  # 2.0 has no aarch64 wheel

@@ -64,6 +64,18 @@ gpus = ["H100"]
 [image]
 repository = "registry.example:5000/team/jax"
 ''',
+    # a platform axis: each cell built natively, linux/arm64 ones on GitHub's Arm runners
+    "arm-axis": '''
+[matrix]
+python = ["3.12"]
+torch = ["2.7.1", "2.10.0"]
+accelerator = ["cpu", "cu128"]
+platform = ["linux/amd64", "linux/arm64"]
+gpus = ["H100"]
+
+[image]
+repository = "ghcr.io/acme/arm"
+''',
     # Docker Hub (no host), a matrix whose every cell is pruned
     "hub-nothing-valid": '''
 [matrix]
@@ -228,12 +240,12 @@ def test_gpu_matrix_of_the_solve_step_crosses_cells_with_gpus(workflows: dict[st
                        cwd=repo, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
-    assert outputs["cells"] == "6"
+    assert outputs["cells"] == "4"  # the ROCm cells: no rocm image or wheel for linux/arm64
     nvidia = json.loads(outputs["nvidia-matrix"])["include"]
     assert sorted((j["id"], j["gpu"]) for j in nvidia) == [
         ("py3_11-torch2_7_1-cu128", "a100"), ("py3_11-torch2_7_1-cu128", "rtx-5090"),
         ("py3_12-torch2_7_1-cu128", "a100"), ("py3_12-torch2_7_1-cu128", "rtx-5090")]
-    assert outputs["nvidia-jobs"] == "4" and outputs["amd-jobs"] == "2"
+    assert outputs["nvidia-jobs"] == "4" and outputs["amd-jobs"] == "0"
 
 
 def test_pushing_follows_the_image_repository(workflows: dict[str, Path]) -> None:
@@ -395,7 +407,7 @@ def test_bake_file_with_a_smoke_group_of_the_cpu_cells(tmp_path: Path, monkeypat
     data = json.loads(r.stdout)
     jsonschema.validate(data, BAKE_SCHEMA)
     default, smoke = data["group"]["default"]["targets"], data["group"]["smoke"]["targets"]
-    assert len(default) == 6 and smoke == ["smoke-py3_11-torch2_7_1-cpu", "smoke-py3_12-torch2_7_1-cpu"]
+    assert len(default) == 4 and smoke == ["smoke-py3_11-torch2_7_1-cpu", "smoke-py3_12-torch2_7_1-cpu"]
     assert set(data["target"]) == set(default) | set(smoke)
     for name in default:  # every image target builds what was rendered
         t = data["target"][name]
@@ -414,7 +426,42 @@ def test_bake_file_with_a_smoke_group_of_the_cpu_cells(tmp_path: Path, monkeypat
     assert set(data["group"]) == {"default"}
 
 
+def test_a_platform_axis_builds_each_cell_natively(real_graph: Provider, workflows: dict[str, Path],
+                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ms = parse_matrix(MATRICES["arm-axis"], "images.toml", real_graph)
+    results = solve_cells(real_graph, ms, ms.cells())
+    valid = {r.cell.id: r.resolution.base_image for r in results if r.resolution is not None}
+    pruned = {r.cell.id: r.reason for r in results if r.resolution is None}
+    # torch 2.10's cu128 build is the default-index wheel, which is a CPU build on aarch64
+    assert list(pruned) == ["py3_12-torch2_10_0-cu128-linux_arm64"]
+    assert "no linux/arm64 wheel of this build" in pruned["py3_12-torch2_10_0-cu128-linux_arm64"]
+    assert valid["py3_12-torch2_7_1-cu128-linux_arm64"].startswith("nvidia/cuda:12.8")
+    rows = formats.github(ms, results, "d", None)["include"]
+    assert {(r["platform"], r["runner"]) for r in rows} == {("linux/amd64", "ubuntu-latest"),
+                                                           ("linux/arm64", "ubuntu-24.04-arm")}
+    monkeypatch.chdir(tmp_path)
+    Path("images.toml").write_text(MATRICES["arm-axis"])
+    data = json.loads(CliRunner().invoke(main, ["matrix", "images.toml", "--format", "bake"]).stdout)
+    jsonschema.validate(data, BAKE_SCHEMA)
+    assert data["target"]["py3_12-torch2_7_1-cu128-linux_arm64"]["platforms"] == ["linux/arm64"]
+    assert data["target"]["smoke-py3_12-torch2_7_1-cpu-linux_arm64"]["platforms"] == ["linux/arm64"]
+    build = yaml.safe_load(workflows["arm-axis"].read_text())["jobs"]["build"]
+    assert build["runs-on"] == "${{ matrix.runner }}"
+    steps = {s["name"]: s for s in build["steps"]}
+    assert "set up QEMU (other platforms)" not in steps  # no emulation: each runner builds its own
+    assert steps["build the image (pushed from the default branch)"]["with"]["platforms"] == "${{ matrix.platform }}"
+
+
 def test_github_rows_say_whose_gpu_the_smoke_test_needs(real_graph: Provider) -> None:
-    ms = parse_matrix(MATRICES["ghcr-gpus"], "images.toml", real_graph)
+    amd64 = MATRICES["ghcr-gpus"].replace('platforms = ["linux/amd64", "linux/arm64"]\n', "")
+    ms = parse_matrix(amd64, "images.toml", real_graph)
     rows = formats.github(ms, solve_cells(real_graph, ms, ms.cells()), "d", None)["include"]
     assert {r["accelerator"]: r["vendor"] for r in rows} == {"cpu": "cpu", "cu128": "nvidia", "rocm6.2": "amd"}
+
+
+def test_an_image_of_two_platforms_must_solve_the_same_on_both(real_graph: Provider) -> None:
+    ms = parse_matrix(MATRICES["ghcr-gpus"], "images.toml", real_graph)
+    pruned = {r.cell.get("accelerator"): r.reason for r in solve_cells(real_graph, ms, ms.cells()) if not r.valid}
+    assert list(pruned) == ["rocm6.2"]
+    assert pruned["rocm6.2"].startswith("linux/arm64: no torch 2.7.1 build serves MI300X (gfx942): ")
+    assert "rocm6.3: no linux/arm64 wheel of this build (matrices/platforms.toml)" in pruned["rocm6.2"]

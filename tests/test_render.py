@@ -24,7 +24,8 @@ from .conftest import TEST_INDEXES
 HERE = Path(__file__).parent
 LOCKS = sorted((HERE / "cases").glob("*/expected.lock"))
 GOLDEN = HERE / "goldens" / "render"
-GOLDEN_CASES = ["keras-torch-rtx4090", "fleet-three-targets", "h100-tensorflow-2.12", "l4-jax-driver-525"]
+GOLDEN_CASES = ["keras-torch-rtx4090", "fleet-three-targets", "h100-tensorflow-2.12", "l4-jax-driver-525",
+                "gh200-torch-newest", "jetson-agx-orin-jetpack6", "mi300x-torch"]
 
 
 def rendered(lock_path: Path) -> dict[str, dict[str, str]]:
@@ -94,6 +95,7 @@ def test_dockerfiles_parse_and_start_from_an_image_the_data_knows(real_graph: Pr
     from dockerfile_parse import DockerfileParser
 
     known = {i.ref(f, o) for i in real_graph.m.images for f in i.flavors for o in i.os}
+    known |= {j.image for j in real_graph.m.jetpacks if j.image}  # a Jetson's l4t image comes with its JetPack
     for lock_path in LOCKS:
         data = lockfile.read(lock_path)
         for env in data.environments:

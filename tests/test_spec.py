@@ -117,3 +117,61 @@ def test_arbitrary_text_gives_spec_error_or_spec(text: str, fixture_graph: Provi
         parse_spec(text, "project.toml", fixture_graph)
     except SpecError:
         pass
+
+
+def _platform_errors(text: str, graph: Provider) -> str:
+    with pytest.raises(SpecError) as e:
+        parse_spec(text, "project.toml", graph)
+    return e.value.message
+
+
+def test_the_platform_follows_the_gpus(real_graph: Provider) -> None:
+    s = parse_spec('[hardware]\ngpus = ["GH200"]\n[targets.x86]\ngpus = ["H100"]\n'
+                   '[targets.arm]\ngpus = ["H100"]\nplatform = "linux/arm64"\n', "project.toml", real_graph)
+    got = {t.name: (t.platform, t.platform_why) for t in s.targets}
+    assert got == {"default": ("linux/arm64", "GH200 comes with an Arm CPU (linux/arm64)"),
+                   "x86": ("linux/amd64", "linux/amd64, the default (no GPU listed implies another platform)"),
+                   "arm": ("linux/arm64", "linux/arm64 as written in [targets.arm]")}
+
+
+def test_gpus_of_two_platforms_in_one_target_are_named(real_graph: Provider) -> None:
+    from dataclasses import replace
+
+    # no NVIDIA model in the data is x86-only; make the H100 one to see the message
+    m = real_graph.m
+    graph = Provider(replace(m, gpus=tuple(replace(g, platform="linux/amd64") if g.name == "H100" else g
+                                           for g in m.gpus)))
+    msg = _platform_errors('[hardware]\ngpus = ["H100", "GH200"]\n', graph)
+    assert msg == ("project.toml: hardware.gpus: GPUs of different platforms in one target (H100 is linux/amd64; "
+                   "GH200 is linux/arm64); put each platform's GPUs in its own [targets.NAME]")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[hardware]\ngpus = ["GB200"]\nplatform = "linux/amd64"\n',
+     "hardware.platform: is 'linux/amd64' but GB200 runs on linux/arm64; drop the key or move those GPUs"),
+    ('[hardware]\ngpus = ["H100"]\nplatform = "arm64"\n',
+     "hardware.platform: 'arm64' must be one of linux/amd64, linux/arm64 (Docker's names)"),
+    ('[hardware]\ngpus = ["H100"]\njetpack = "6.2"\n',
+     "hardware.jetpack: applies to Jetson modules only (e.g. gpus = ['Jetson AGX Orin'])"),
+    ('[hardware]\ngpus = ["Jetson AGX Orin"]\njetpack = "4.6"\n',
+     "hardware.jetpack: JetPack 4.6 is not in the data (known: 5.1.2, 6.0, 6.1, 6.2, 7.0, 7.1)"),
+    ('[hardware]\ngpus = ["Jetson AGX Orin"]\ndriver = "540.4.0"\n',
+     "hardware: a Jetson's driver and CUDA come with its JetPack release: write jetpack = '6.2' instead of driver "
+     "or cuda"),
+    ('[hardware]\ngpus = ["Jetson AGX Orin", "Jetson T5000"]\n',
+     "hardware.gpus: no JetPack release in the data supports Jetson AGX Orin, Jetson T5000 together"),
+    ('[hardware]\ngpus = ["MI300X"]\nrocm_driver = "4.5"\n',
+     "hardware.rocm_driver: '4.5': the data has no kernel-driver row for it (known: 5.3, 5.4, 5.5, 5.6, 5.7, "
+     "6.0, 6.1, 6.2, 6.3, 6.4, 7.0, 7.1, 7.2); write the ROCm release of the amdgpu driver, e.g. '6.4'"),
+    ('[hardware]\ngpus = ["H100"]\nrocm_driver = "6.4"\n',
+     "hardware.rocm_driver: applies to AMD GPUs only (the ROCm release of the amdgpu kernel driver)"),
+])
+def test_platform_keys_name_file_key_and_value(text: str, expected: str, real_graph: Provider) -> None:
+    assert f"project.toml: {expected}" in _platform_errors(text, real_graph).splitlines()
+
+
+def test_a_jetson_target_takes_the_newest_jetpack_of_its_modules(real_graph: Provider) -> None:
+    s = parse_spec('[hardware]\ngpus = ["Jetson AGX Xavier"]\n[targets.thor]\ngpus = ["Jetson T4000"]\n',
+                   "project.toml", real_graph)
+    got = {t.name: (t.platform, t.jetpack.raw if t.jetpack else "") for t in s.targets}
+    assert got == {"default": ("linux/arm64", "5.1.2"), "thor": ("linux/arm64", "7.1")}

@@ -33,21 +33,23 @@ class CellResult:
 
 
 
-def _target(ms: MatrixSpec, accelerator: str) -> Target:
-    """The hardware of a cell: the accelerator's vendor, its pin, and the matrix GPUs of that vendor."""
+def _target(ms: MatrixSpec, accelerator: str, platform: str) -> Target:
+    """The hardware of a cell: the accelerator's vendor, its pin, the matrix GPUs of that vendor,
+    and the platform (the cell's, else the one of [image] platforms when it names one)."""
     if accelerator == "cpu":
-        return Target(name="default", vendor="cpu")
+        return Target(name="default", vendor="cpu", platform=platform)
     if accelerator.startswith("cu"):
         digits = accelerator[2:]  # cu128: CUDA 12.8; cu12: any CUDA 12; cuda: any
         cuda = cuda_of_variant(accelerator) if len(digits) >= 3 else digits if digits.isdigit() else ""
         return Target(name="default", vendor="nvidia", gpus=tuple(g for g in ms.gpus if g.vendor == "nvidia"),
                       driver=parse_driver(ms.driver) if ms.driver else None,
-                      cuda=parse_dotted(cuda, "CUDA version") if cuda else None)
+                      cuda=parse_dotted(cuda, "CUDA version") if cuda else None, platform=platform)
     rocm = parse_dotted(accelerator[4:], "ROCm version") if accelerator != "rocm" else None
-    return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"), rocm=rocm)
+    return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"), rocm=rocm,
+                  platform=platform)
 
 
-def cell_spec(ms: MatrixSpec, cell: Cell, cache: Cache) -> ProjectSpec:
+def cell_spec(ms: MatrixSpec, cell: Cell, cache: Cache, platform: str = "") -> ProjectSpec:
     """The project spec a cell stands for: exact pins for every axis it names. Its pieces (each
     framework pin, the target of each accelerator) are made once per matrix, so cells share them."""
     parts = cache.table("cell parts")
@@ -61,14 +63,15 @@ def cell_spec(ms: MatrixSpec, cell: Cell, cache: Cache) -> ProjectSpec:
                                                 backend=backend)
             frameworks.append(parts[(name, v)])
     accelerator = values.get("accelerator") or "cpu"
-    if ("accelerator", accelerator) not in parts:
-        parts[("accelerator", accelerator)] = _target(ms, accelerator)
+    platform = values.get("platform") or platform or ms.platforms[0]
+    if ("accelerator", accelerator, platform) not in parts:
+        parts[("accelerator", accelerator, platform)] = _target(ms, accelerator, platform)
     py = values.get("python")
     python_raw = f"=={py}.*" if py else "*"
     return ProjectSpec(
         path=ms.path, name="matrix", python=cache.range(python_raw), python_raw=python_raw,
         frameworks=tuple(sorted(frameworks, key=lambda f: f.name)),
-        targets=(parts[("accelerator", accelerator)],),
+        targets=(parts[("accelerator", accelerator, platform)],),
         os=values.get("os", ""), flavor=values.get("flavor", ""),
     )
 
@@ -82,19 +85,39 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
     """:func:`solve_cells` one cell at a time, for output that streams."""
     cache = Cache()
     reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
+    # without a platform axis, an image of several [image] platforms is one tag for all of them:
+    # its cell must solve for each, the same way
+    each = () if any(a == "platform" for a, _ in ms.axes) else ms.platforms[1:]
     for cell in cells:
         spec = cell_spec(ms, cell, cache)
         r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
-        if isinstance(r, Unsatisfiable):
-            if id(r) not in reasons:
-                reasons[id(r)] = "; ".join(c.reason for c in r.clashes)
-            yield CellResult(cell=cell, resolution=None, reason=reasons[id(r)])
-        elif variant := _variant_problem(cell, r):
-            yield CellResult(cell=cell, resolution=None, reason=variant)
-        elif not r.base_image:
-            yield CellResult(cell=cell, resolution=None, reason=r.warnings[0] if r.warnings else "no base image")
+        for platform in each if isinstance(r, Resolution) else ():
+            other = cell_spec(ms, cell, cache, platform)
+            o = try_solve_target(provider, other, other.targets[0], cache=cache)
+            if isinstance(o, Unsatisfiable):
+                yield CellResult(cell=cell, resolution=None,
+                                 reason=f"{platform}: " + "; ".join(c.reason for c in o.clashes))
+                break
+            if isinstance(r, Resolution) and (o.packages, o.base_image, o.python) != (r.packages, r.base_image,
+                                                                                      r.python):
+                yield CellResult(cell=cell, resolution=None, reason=(
+                    f"{platform} gets other builds or another base image than {ms.platforms[0]} "
+                    f"({o.base_image}); one image tag cannot hold both: add a platform axis"))
+                break
         else:
-            yield CellResult(cell=cell, resolution=r)
+            yield _result(cell, r, reasons)
+
+
+def _result(cell: Cell, r: Resolution | Unsatisfiable, reasons: dict[int, str]) -> CellResult:
+    if isinstance(r, Unsatisfiable):
+        if id(r) not in reasons:
+            reasons[id(r)] = "; ".join(c.reason for c in r.clashes)
+        return CellResult(cell=cell, resolution=None, reason=reasons[id(r)])
+    if variant := _variant_problem(cell, r):
+        return CellResult(cell=cell, resolution=None, reason=variant)
+    if not r.base_image:
+        return CellResult(cell=cell, resolution=None, reason=r.warnings[0] if r.warnings else "no base image")
+    return CellResult(cell=cell, resolution=r)
 
 
 def _variant_problem(cell: Cell, r: Resolution) -> str:

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..domain import ACCELERATOR
+from ..domain import ACCELERATOR, driver_text
 from ..solve import Resolution
 from .cells import CellResult
 from .spec import Cell, MatrixSpec
@@ -26,6 +26,15 @@ IMAGE_STAGE = "runtime"
 MARKDOWN_ROWS = 500  # per table: GitHub keeps at most 1 MiB of a step's summary
 
 
+# The GitHub-hosted runner that builds a platform natively.
+RUNNERS = {"linux/amd64": "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"}
+
+
+def platforms(ms: MatrixSpec, cell: Cell) -> list[str]:
+    """The platforms a cell's image is built for: its own (the ``platform`` axis), else [image]'s."""
+    return [p] if (p := cell.get("platform")) else list(ms.platforms)
+
+
 def image_tag(ms: MatrixSpec, cell: Cell) -> str:
     return f"{ms.repository}:{cell.id}"
 
@@ -37,6 +46,8 @@ def row(ms: MatrixSpec, res: CellResult, render_dir: str) -> dict[str, Any]:
     out["image"] = image_tag(ms, res.cell)
     out["dockerfile"] = f"{render_dir}/{res.cell.id}/Dockerfile"
     out["vendor"] = vendor(res.resolution)
+    if platform := res.cell.get("platform"):
+        out["runner"] = RUNNERS[platform]  # built natively: GitHub's Arm runners for linux/arm64
     return out
 
 
@@ -72,7 +83,7 @@ def bake(ms: MatrixSpec, results: list[CellResult], render_dir: str) -> dict[str
         if not r.valid:
             continue
         t: dict[str, Any] = {"context": f"{render_dir}/{r.cell.id}", "dockerfile": "Dockerfile",
-                             "tags": [image_tag(ms, r.cell)], "platforms": list(ms.platforms)}
+                             "tags": [image_tag(ms, r.cell)], "platforms": platforms(ms, r.cell)}
         if IMAGE_STAGE:
             t["target"] = IMAGE_STAGE
         targets[r.cell.id] = t
@@ -80,7 +91,7 @@ def bake(ms: MatrixSpec, results: list[CellResult], render_dir: str) -> dict[str
             smoke[smoke_target(r.cell)] = {
                 "description": f"runs smoke_test.py of {r.cell.id} at build time",
                 "context": t["context"], "dockerfile": "Dockerfile", "target": SMOKE_STAGE,
-                "platforms": list(ms.platforms), "output": ["type=cacheonly"]}
+                "platforms": platforms(ms, r.cell), "output": ["type=cacheonly"]}
     groups: dict[str, dict[str, Any]] = {"default": {"targets": list(targets)}}
     if smoke:
         groups["smoke"] = {"description": "the smoke test of every CPU cell, run at build time",
@@ -143,7 +154,7 @@ def md_escape(text: str) -> str:
 
 def _stack(res: Resolution) -> str:
     if res.cuda:
-        return f"CUDA {res.cuda} ({res.compat}, driver >= {res.driver_min})"
+        return f"CUDA {res.cuda} ({res.compat}, {driver_text(res.driver_min, res.jetpack)})"
     return f"ROCm {res.rocm}" if res.rocm else "CPU"
 
 

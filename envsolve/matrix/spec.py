@@ -27,7 +27,7 @@ else:  # pragma: no cover
 
 __all__ = ["AXES", "Cell", "MatrixSpec", "parse_matrix"]
 
-AXES = ("python", *FRAMEWORKS, "accelerator", "os", "flavor")
+AXES = ("python", *FRAMEWORKS, "accelerator", "os", "flavor", "platform")
 _ACCEL = re.compile(r"cpu|cuda|cu\d{2,3}|rocm|rocm\d+(\.\d+){0,2}")
 # an image repository: registry host[:port]/path segments, lower case (Docker's reference grammar)
 _REPOSITORY = re.compile(r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*")
@@ -231,6 +231,8 @@ class _Parser(SectionParser):
             return f"{value!r} is not one of {', '.join(FLAVORS)}"
         elif axis == "os" and not _OS.fullmatch(value):
             return f"{value!r} is not an OS name such as ubuntu22.04"
+        elif axis == "platform" and not _PLATFORM.fullmatch(value):
+            return f"{value!r} is not a platform: linux/amd64 or linux/arm64 (Docker's names)"
         return None
 
 

@@ -79,6 +79,6 @@ def why_chosen(c: Candidate) -> str:
     b = c.build
     how = "the default build" if b.default else "the newest usable build (the default build does not fit)"
     drv = ""
-    if c.compat:
+    if c.compat and c.driver_min:
         drv = f"; driver >= {c.driver_min} ({c.compat})"
     return f"newest release that fits, {how}{drv}"

@@ -6,11 +6,14 @@
   target must be served by the same build.
 * The driver runs the build's CUDA natively, or by minor-version compatibility within the
   major (never for PTX). A driver branch that dropped a GPU's generation cannot serve it.
+* The build is published for the target's platform (matrices/platforms.toml). A Jetson runs
+  the builds of its JetPack (linked against JetPack's own CUDA), or from JetPack 7 (SBSA) the
+  linux/arm64 builds whose CUDA major is JetPack's; its driver comes with JetPack.
 """
 
 from __future__ import annotations
 
-from ..data import Build, Release
+from ..data import Build, JetPack, Release
 from ..domain import ACCELERATOR, kernels
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
@@ -137,11 +140,47 @@ def _driver(g: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted 
                         f"CUDA {cuda} (needs >= {native}){ptx_note}")
 
 
+def _platform(g: Provider, b: Build, t: Target) -> No | None:
+    """Why ``b`` cannot run on ``t``'s platform or JetPack (None when it can)."""
+    jp = g.jetpack(t.jetpack) if t.jetpack is not None else None
+    if jp is not None and not jp.sbsa:
+        if b.jetpack != str(jp.version.major):
+            return No("platform", f"{b.variant} is not built for JetPack {jp.version.major}: a Jetson runs the "
+                      f"builds of NVIDIA's Jetson index for its JetPack ({jp.version}, CUDA {jp.cuda})")
+        return None
+    if b.jetpack:
+        return No("platform", f"{b.variant} is built for Jetson modules (JetPack {b.jetpack}) only")
+    if not g.on_platform(b, t.platform):
+        return No("platform", f"no {t.platform} wheel of this build (matrices/platforms.toml)")
+    return None
+
+
+def _fit_jetson(g: Provider, b: Build, t: Target, jp: JetPack) -> tuple[str, Dotted | None, No | None]:
+    """A Jetson's CUDA is its JetPack's: a build linked against JetPack's CUDA needs that very
+    major.minor; an SBSA build (JetPack 7) runs its major, newer minors by minor-version compatibility."""
+    if b.cuda is None:
+        return "", None, No("accelerator", f"{b.variant} names no CUDA version")
+    if b.cuda.major != jp.cuda.major or (b.system_cuda and b.cuda.prefix(2) != jp.cuda.prefix(2)):
+        return "", None, No("jetpack", f"built for CUDA {b.cuda}; JetPack {jp.version} brings CUDA {jp.cuda}")
+    ptx_only = _kernels(g, b, b.cuda, t)
+    if isinstance(ptx_only, No):
+        return "", None, ptx_only
+    if ptx_only and b.cuda.prefix(2) > jp.cuda.prefix(2):
+        return "", None, No("jetpack", f"{', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, "
+                            f"which needs CUDA {b.cuda} natively; JetPack {jp.version} brings CUDA {jp.cuda}")
+    return ("native" if b.cuda.prefix(2) <= jp.cuda.prefix(2) else "minor-version"), None, None
+
+
 def _fit_amd(g: Provider, b: Build, t: Target) -> No | None:
     if b.rocm is None:  # the loader refuses ROCm builds without a ROCm version
         return No("accelerator", f"{b.variant} names no ROCm version")
     if t.rocm is not None and b.rocm.prefix(2)[: len(t.rocm.key[:2])] != t.rocm.key[:2]:
         return No("pin", f"built for ROCm {b.rocm}, not the pinned ROCm {t.rocm}")
+    if t.rocm_driver is not None and (kmd := g.kmd(t.rocm_driver)) is not None:
+        user = "{}.{}".format(*b.rocm.prefix(2))
+        if user not in kmd.user:
+            return No("driver", f"ROCm {user} user space is not supported on the amdgpu kernel driver of ROCm "
+                      f"{t.rocm_driver} (it supports {', '.join(kmd.user)})")
     row = g.rocm_row(b.rocm)
     targets = b.gfx or (row.gfx if row else ())
     for gpu in t.gpus:
@@ -158,11 +197,19 @@ def fit(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release, b
         need = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build",
                 "cpu": "the target has no GPU"}[wanted]
         return No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; {need}")
+    if (no := _platform(g, b, t)) is not None:
+        return no
+    b = g.for_platform(b, t.platform)
     pys = pythons(cache, spec, rel, b)
+    if t.platform != "linux/amd64" and (w := g.platform_wheel(b, t.platform)) is not None and w.python:
+        pys = pys & frozenset(w.python)
     if not pys:
         return No("python", f"has no wheel for Python {spec.python_raw} (it has {', '.join(b.python or rel.python)})")
     compat, dmin = "", None
-    if t.vendor == "nvidia":
+    jp = g.jetpack(t.jetpack) if t.jetpack is not None else None
+    if jp is not None:
+        compat, dmin, no = _fit_jetson(g, b, t, jp)
+    elif t.vendor == "nvidia":
         compat, dmin, no = _fit_nvidia(g, b, t)
     elif t.vendor == "amd":
         no = _fit_amd(g, b, t)

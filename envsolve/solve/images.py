@@ -1,5 +1,8 @@
 """The base image of a resolution: the newest patch of the build's CUDA/ROCm (or the Python
-image for CPU) for the chosen OS and flavour, preferring rows not marked low confidence.
+image for CPU) for the chosen OS and flavour, published for the target's platform, preferring
+rows not marked low confidence. A Jetson before JetPack 7 gets its JetPack's l4t image; a ROCm
+wheel gets an image of its own ROCm major.minor, or, said explicitly, a plain OS image with no
+system ROCm when the wheel brings its whole ROCm user space.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: D
     brings no CUDA libraries of its own (``system_cuda``) gets an image flavour with cuDNN."""
     flavor = spec.flavor or "base"
     fallback = ""
+    jp = g.jetpack(t.jetpack) if t.jetpack is not None else None
+    if jp is not None and not jp.sbsa:
+        if spec.os and spec.os != jp.os:
+            return "", f"JetPack {jp.version} runs {jp.os}, not [container] os = {spec.os!r}", "", ""
+        note = f"base image for JetPack {jp.version} is marked confidence = low" if jp.confidence == "low" else ""
+        return jp.image, note, jp.os, ""
     if accel == "cpu":
         rows = [i for i in g.images("cpu") if i.python == python]
         flavor = "slim"
@@ -31,23 +40,33 @@ def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: D
         rows = [i for i in g.images(accel) if not i.python and _runs(g, t, i)]
     else:
         rows = [i for i in g.images(accel) if i.version.prefix(2) == version.prefix(2)]
-        if accel == "rocm" and not rows:
-            # ROCm wheels bundle their user-space libraries; the image's ROCm need only share the major
-            rows = [i for i in g.images("rocm") if i.version.major == version.major and i.version < version]
-            fallback = f"no ROCm {version} image in the data; using the newest ROCm {version.major}.x image"
-        if accel == "cuda" and compat == "minor-version":
+        rows = [i for i in rows if g.image_on_platform(i, t.platform)]
+        if accel == "rocm" and not rows and not needs_cudnn:
+            # no image of the wheel's ROCm: one of another ROCm would disagree with the wheel, so
+            # a plain OS image with no system ROCm, the wheel's own user space the only ROCm in it
+            rows = [i for i in g.images("cpu") if not i.python]
+            flavor = "base"
+            fallback = (f"no ROCm {version} image in the data: the base image has no system ROCm, and the "
+                        f"ROCm {version} user space is the one the wheels bring")
+        if accel == "cuda" and compat == "minor-version" and jp is not None:
+            # a Jetson's driver is its JetPack's: an image of at most the JetPack's CUDA
+            rows = [i for i in g.images("cuda") if i.version.major == version.major
+                    and i.version.prefix(2) <= jp.cuda.prefix(2)]
+        elif accel == "cuda" and compat == "minor-version":
             # The container toolkit refuses an image whose CUDA the driver does not run natively
             # (NVIDIA_REQUIRE_CUDA), so take the newest image of the major such a driver runs.
             limit = g.newest_branch_for({x.family for x in t.gpus})
             rows = [i for i in g.images("cuda") if i.version.major == version.major
                     and (n := g.native_driver_min(i.version)) is not None
                     and (n <= t.driver if t.driver is not None else limit is None or n.major <= limit)]
+    rows = [i for i in rows if g.image_on_platform(i, t.platform)]
     if needs_cudnn and accel == "cuda":
         flavor = _cudnn_flavor(rows, "devel" if flavor == "devel" else "runtime") or flavor
     rows = [i for i in rows if (not spec.os or spec.os in i.os) and (flavor in i.flavors or accel == "cpu")]
     if not rows:
         what = f"{accel.upper()} {version}" if version else f"Python {python}"
         where = f" on {spec.os}" if spec.os else ""
+        where += f" for {t.platform}" if t.platform != "linux/amd64" else ""
         ceiling = " that such a driver runs" if compat == "minor-version" else ""
         return "", f"no base image in matrices/images.toml for {what}{where} ({flavor}){ceiling}", "", ""
     confident = [i for i in rows if i.confidence != "low"] or rows
@@ -66,6 +85,8 @@ def _runs(g: Provider, t: Target, image: Image) -> bool:
     that still supports its GPUs) and that CUDA can target every GPU; any ROCm image runs."""
     if image.accelerator != "cuda":
         return True
+    if t.jetpack is not None and (jp := g.jetpack(t.jetpack)) is not None:
+        return image.version.prefix(2) <= jp.cuda.prefix(2)
     need = g.native_driver_min(image.version)
     if need is None:
         return False

@@ -61,6 +61,8 @@ class PackagePin:
 class Resolution:
     target: Target
     accelerator: str
+    platform: str = "linux/amd64"  # Docker's name of the platform the environment runs on
+    jetpack: str = ""  # a Jetson's JetPack release
     python: str
     cuda: str
     rocm: str
@@ -84,6 +86,6 @@ class Resolution:
 class No:
     """Why a build does not fit: a code the explanations group by, and the text."""
 
-    code: str  # accelerator | pin | arch | arch-cuda | cudnn | driver | python | companion
+    code: str  # accelerator | pin | arch | arch-cuda | cudnn | driver | python | companion | platform | jetpack
     text: str
     needs: str = ""  # for arch-cuda: the CUDA major.minor the GPU needs

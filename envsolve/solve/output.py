@@ -37,7 +37,8 @@ def resolution(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: l
     system = [b for b in builds if b.system_cuda]
     stack = cuda or rocm
     key = (accel, stack.raw if stack else "", python, compat, spec.os, spec.flavor,
-           t.driver.raw if t.driver else "", frozenset(x.family for x in t.gpus), bool(system))
+           t.driver.raw if t.driver else "", frozenset(x.family for x in t.gpus), bool(system), t.platform,
+           t.jetpack.raw if t.jetpack else "")
     images = cache.table("images")
     if key not in images:
         images[key] = base_image(g, spec, t, accel, stack, python, compat, needs_cudnn=bool(system))
@@ -52,7 +53,8 @@ def resolution(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: l
         variant = b.variant if b else "any"
         index = b.index if b else "pypi"
         path = b.index_path if b else ""
-        name = (b.dist if b and b.dist else c.package)
+        on = g.platform_wheel(b, t.platform) if b and t.platform != "linux/amd64" else None
+        name = on.dist if on and on.dist else (b.dist if b and b.dist else c.package)
         version = b.dist_version if b and b.dist_version else c.release.raw
         conda: tuple[str, ...] = ()
         if accel != "rocm" and not any(spec.framework(comp) for comp, _ in c.release.companions):
@@ -66,6 +68,8 @@ def resolution(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: l
     return Resolution(
         target=t,
         accelerator=accel,
+        platform=t.platform,
+        jetpack=t.jetpack.raw if t.jetpack else "",
         python=python,
         cuda=cuda.raw if cuda else "",
         rocm=rocm.raw if rocm else "",
