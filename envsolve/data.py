@@ -23,7 +23,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .domain import FRAMEWORKS
+from .domain import DEFAULT_INDEXES, FRAMEWORKS
 from .errors import MatrixError, Problem, Problems
 from .paths import cache_dir, data_dir
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
@@ -419,7 +419,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
                 "version": _version,
                 "variant": _str,
                 "accelerator": _one_of(*ACCELERATORS),
-                "index": _one_of("pypi", "pytorch"),
+                "index": _one_of("pypi", *DEFAULT_INDEXES),
             },
             {
                 "default": _bool,

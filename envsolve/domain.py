@@ -33,8 +33,9 @@ __all__ = [
     "variant_of_cuda",
 ]
 
-# The frameworks the solver resolves, in preference order (newest torch first, then ...).
-FRAMEWORKS = ("torch", "tensorflow", "jax", "keras")
+# The frameworks the solver resolves, in preference order (newest torch first, then ...). Each has a
+# matrices/<name>.toml; adding a framework is that file plus its name here (matrices/README.md).
+FRAMEWORKS = ("torch", "tensorflow", "jax", "keras", "onnxruntime", "paddlepaddle", "cupy")
 # Companion package -> the framework whose release fixes its version.
 COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "jaxlib": "jax"}
 # Framework -> its companions (the same fact, the other way round).
@@ -49,7 +50,9 @@ ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 # Index name -> the public URL of an index every user needs, written in full into locks and
 # artifacts (the URL PyTorch's install selector prints; builds under it by variant: /cu128).
 # The default index ("pypi") is never written here: it is pip's, at install time.
-DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl"}
+DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
+                   # PaddlePaddle's own index of its CUDA builds (/cu118, /cu126, ...)
+                   "paddle": "https://www.paddlepaddle.org.cn/packages/stable"}
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 

@@ -26,7 +26,8 @@ from .paths import templates_dir
 __all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render", "templates_dir"]
 
 ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py")
-# written beside them when the environment has PyTorch-index builds
+# written beside them when the environment has PyTorch-index builds (requirements-<index>.txt for
+# another index's, such as requirements-paddle.txt)
 PYTORCH_REQUIREMENTS = "requirements-pytorch.txt"
 _MARKER = '"__ENVSOLVE_EXPECTED__"'
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -210,7 +211,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "args": args,
         "default_requirements": default_reqs,
         "held": held,
-        "pytorch_file": PYTORCH_REQUIREMENTS,
+        "pytorch_file": f"requirements-{groups[0]['index']}.txt" if groups else PYTORCH_REQUIREMENTS,
         "conda_name": tag,
         "conda_specs": conda_specs,
         "conda_groups": conda_groups,
@@ -219,7 +220,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     names_out = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]
     out = {name: jenv.get_template(f"{name}.j2").render(ctx) for name in names_out}
     if groups:
-        out[PYTORCH_REQUIREMENTS] = jenv.get_template(f"{PYTORCH_REQUIREMENTS}.j2").render(ctx)
+        out[ctx["pytorch_file"]] = jenv.get_template(f"{PYTORCH_REQUIREMENTS}.j2").render(ctx)
     script = (templates_dir() / "smoke_test.py").read_text(encoding="utf-8")
     expected = json.dumps(_expected(lock, env), sort_keys=True)
     out["smoke_test.py"] = script.replace(_MARKER, repr(expected), 1)
