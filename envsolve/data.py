@@ -92,7 +92,7 @@ class Gpu(_Row):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CudaMajor(_Row):
     major: int
-    minor_compat_driver_min: Dotted
+    minor_compat_driver_min: Dotted | None = None  # None: no minor-version compatibility (CUDA 10 and older)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -207,6 +207,7 @@ class Image(_Row):
     flavors: tuple[str, ...]
     cudnn: str = ""
     python: str = ""
+    removed: bool = False  # the registry deleted these tags (end of life): recorded, never chosen
 
     def ref(self, flavor: str, os: str) -> str:
         tag = self.tag.format(version=self.version.raw, flavor=flavor, os=os)
@@ -387,7 +388,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
         ),
     },
     "cuda": {
-        "major": (CudaMajor, {"major": _int, "minor_compat_driver_min": _driver}, {}),
+        "major": (CudaMajor, {"major": _int}, {"minor_compat_driver_min": _driver}),
         "toolkit": (
             Toolkit,
             {"version": _dotted, "driver_min": _driver, "archs": _archs},
@@ -461,7 +462,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
                 "os": _strs,
                 "flavors": _strs,
             },
-            {"cudnn": _str, "python": _str},
+            {"cudnn": _str, "python": _str, "removed": _bool},
         ),
         "os": (OsRelease, {"name": _str, "python": _str}, {}),
     },

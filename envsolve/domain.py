@@ -23,6 +23,7 @@ __all__ = [
     "COMPANIONS",
     "COMPANIONS_OF",
     "DEFAULT_INDEXES",
+    "EXTRA_INDEXES",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
     "cuda_of_variant",
@@ -52,7 +53,14 @@ ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 # The default index ("pypi") is never written here: it is pip's, at install time.
 DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
                    # PaddlePaddle's own index of its CUDA builds (/cu118, /cu126, ...)
-                   "paddle": "https://www.paddlepaddle.org.cn/packages/stable"}
+                   "paddle": "https://www.paddlepaddle.org.cn/packages/stable",
+                   # NVIDIA's index (nvidia-tensorflow), the one nvidia-pyindex configures
+                   "nvidia": "https://pypi.ngc.nvidia.com"}
+
+# Indexes that hold a framework but not its dependencies (nvidia-tensorflow's nvidia-*-cu12 wheels and numpy
+# are on the default index): their builds are installed with --extra-index-url, pinned to a local version
+# (1.15.5+nv23.3) that the default index cannot serve. Every other index is used alone (--index-url).
+EXTRA_INDEXES = frozenset({"nvidia"})
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 

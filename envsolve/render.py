@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .config import check_url
-from .domain import cuda_of_variant, qualified_image
+from .domain import EXTRA_INDEXES, cuda_of_variant, qualified_image
 from .errors import LockError
 from .lock import Environment, Lock, LockedPackage
 from .paths import templates_dir
@@ -132,6 +132,7 @@ def _groups(lock: Lock, env: Environment) -> list[dict[str, Any]]:
         root = roots.get(index, "")
         sub = url[len(root):] if root and url.startswith(root) else ""
         out.append({"index": index, "url": url, "requirements": [p.requirement for p in pkgs],
+                    "option": "--extra-index-url" if index in EXTRA_INDEXES else "--index-url",
                     # in the Dockerfile, the URL with its root as a build argument (a mirror at build time)
                     "arg": _arg(index) if root and (not sub or sub.startswith("/")) else "",
                     "sub": sub})
@@ -190,6 +191,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     tag = f"{lock.project}-{env.name}".lower()
     run_flags = {"cuda": "--gpus all ", "rocm": "--device=/dev/kfd --device=/dev/dri --group-add video "}
     names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.packages)
+    index_file = f"requirements-{groups[0]['index']}.txt" if groups else PYTORCH_REQUIREMENTS
     ctx = {
         "lock_name": lock_name,
         "lock_digest": lock.lock_digest,
@@ -211,7 +213,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "args": args,
         "default_requirements": default_reqs,
         "held": held,
-        "pytorch_file": f"requirements-{groups[0]['index']}.txt" if groups else PYTORCH_REQUIREMENTS,
+        "pytorch_file": index_file,
         "conda_name": tag,
         "conda_specs": conda_specs,
         "conda_groups": conda_groups,
@@ -220,7 +222,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     names_out = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]
     out = {name: jenv.get_template(f"{name}.j2").render(ctx) for name in names_out}
     if groups:
-        out[ctx["pytorch_file"]] = jenv.get_template(f"{PYTORCH_REQUIREMENTS}.j2").render(ctx)
+        out[index_file] = jenv.get_template(f"{PYTORCH_REQUIREMENTS}.j2").render(ctx)
     script = (templates_dir() / "smoke_test.py").read_text(encoding="utf-8")
     expected = json.dumps(_expected(lock, env), sort_keys=True)
     out["smoke_test.py"] = script.replace(_MARKER, repr(expected), 1)
