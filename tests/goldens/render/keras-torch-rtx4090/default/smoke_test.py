@@ -143,7 +143,7 @@ def gpu_frameworks() -> list[str]:
                 seen.append("jax")
         except RuntimeError:
             pass
-    tf = _module("tensorflow") if any(n.startswith("tensorflow") for n in names) else None
+    tf = _module("tensorflow") if any(n.removeprefix("nvidia-").startswith("tensorflow") for n in names) else None
     if tf is not None and tf.config.list_physical_devices("GPU"):
         seen.append("tensorflow")
     for name in ("onnxruntime", "paddle", "cupy"):
@@ -212,7 +212,7 @@ def _ort_session(ort: Any, elem_type: int, on_gpu: bool) -> Any:
 def jax_or_tf_gpus() -> list[dict[str, Any]]:
     """GPUs as JAX or TensorFlow (else CuPy, PaddlePaddle or nvidia-smi) name them, when torch is not locked."""
     names = {p["name"] for p in EXPECTED["packages"]}
-    if not names & {"jax", "tensorflow", "tensorflow-cpu"}:
+    if not any(n == "jax" or n.removeprefix("nvidia-").startswith("tensorflow") for n in names):
         return other_gpus()
     jax = _module("jax")
     if jax is not None:
@@ -318,7 +318,7 @@ def check_packages(r: Report, cpu_run: bool) -> None:
                 r.fail(f"{name} installed", f"{name} is not installed (lock: {p['version']})")
             continue
         base, local = _base_and_local(installed)
-        if base != p["version"]:
+        if base != p["version"] and installed != p["version"]:  # nvidia-tensorflow locks 1.15.5+nv23.3
             r.fail(f"{name} version", f"{installed} installed, the lock says {p['version']}")
             continue
         r.ok(f"{name} version", installed)
@@ -395,7 +395,7 @@ def torch_accelerator(r: Report) -> list[dict[str, Any]]:
 
 def other_frameworks_see_gpu(r: Report) -> None:
     names = {p["name"] for p in EXPECTED["packages"]}
-    if any(n.startswith("tensorflow") for n in names):
+    if any(n.removeprefix("nvidia-").startswith("tensorflow") for n in names):
         tf = _module("tensorflow")
         if tf is not None:
             found = tf.config.list_physical_devices("GPU")
@@ -551,7 +551,7 @@ class _Ops:
 
 def _matmul_framework() -> str:
     for name in ("torch", "jax", "tensorflow", "paddle", "cupy", "onnxruntime"):
-        if any(p["name"].startswith(_DISTS.get(name, name)) for p in EXPECTED["packages"]) and \
+        if any(p["name"].removeprefix("nvidia-").startswith(_DISTS.get(name, name)) for p in EXPECTED["packages"]) and \
                 _module(name) is not None:
             return name
     return ""
@@ -758,7 +758,7 @@ def run(allow_cpu: bool) -> Report:
         train_torch(r, "torch" in seen_by)
     if "keras" in names:
         train_keras(r)
-    if any(n.startswith("tensorflow") for n in names):
+    if any(n.removeprefix("nvidia-").startswith("tensorflow") for n in names):
         train_tensorflow(r)
     if "jax" in names:
         train_jax(r)
