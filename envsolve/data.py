@@ -23,7 +23,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .domain import FRAMEWORKS
+from .domain import DEFAULT_INDEXES, FRAMEWORKS
 from .errors import MatrixError, Problem, Problems
 from .paths import cache_dir, data_dir
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
@@ -98,7 +98,7 @@ class Gpu(_Row):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CudaMajor(_Row):
     major: int
-    minor_compat_driver_min: Dotted
+    minor_compat_driver_min: Dotted | None = None  # None: no minor-version compatibility (CUDA 10 and older)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -214,6 +214,7 @@ class Image(_Row):
     flavors: tuple[str, ...]
     cudnn: str = ""
     python: str = ""
+    removed: bool = False  # the registry deleted these tags (end of life): recorded, never chosen
 
     def ref(self, flavor: str, os: str) -> str:
         tag = self.tag.format(version=self.version.raw, flavor=flavor, os=os)
@@ -457,7 +458,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
         ),
     },
     "cuda": {
-        "major": (CudaMajor, {"major": _int, "minor_compat_driver_min": _driver}, {}),
+        "major": (CudaMajor, {"major": _int}, {"minor_compat_driver_min": _driver}),
         "toolkit": (
             Toolkit,
             {"version": _dotted, "driver_min": _driver, "archs": _archs},
@@ -489,7 +490,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
                 "version": _version,
                 "variant": _str,
                 "accelerator": _one_of(*ACCELERATORS),
-                "index": _one_of("pypi", "pytorch", "jetson"),
+                "index": _one_of("pypi", *DEFAULT_INDEXES),
             },
             {
                 "default": _bool,
@@ -549,7 +550,7 @@ _KINDS: dict[str, dict[str, _Spec]] = {
                 "os": _strs,
                 "flavors": _strs,
             },
-            {"cudnn": _str, "python": _str},
+            {"cudnn": _str, "python": _str, "removed": _bool},
         ),
         "os": (OsRelease, {"name": _str, "python": _str}, {}),
     },

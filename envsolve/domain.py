@@ -24,6 +24,7 @@ __all__ = [
     "COMPANIONS_OF",
     "DEFAULT_INDEXES",
     "DOCKER_PLATFORM",
+    "EXTRA_INDEXES",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
     "cuda_of_variant",
@@ -35,8 +36,9 @@ __all__ = [
     "variant_of_cuda",
 ]
 
-# The frameworks the solver resolves, in preference order (newest torch first, then ...).
-FRAMEWORKS = ("torch", "tensorflow", "jax", "keras")
+# The frameworks the solver resolves, in preference order (newest torch first, then ...). Each has a
+# matrices/<name>.toml; adding a framework is that file plus its name here (matrices/README.md).
+FRAMEWORKS = ("torch", "tensorflow", "jax", "keras", "onnxruntime", "paddlepaddle", "cupy")
 # Companion package -> the framework whose release fixes its version.
 COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "jaxlib": "jax"}
 # Framework -> its companions (the same fact, the other way round).
@@ -53,10 +55,19 @@ ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 # The default index ("pypi") is never written here: it is pip's, at install time.
 DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
                    # NVIDIA's Jetson AI Lab index: builds for each JetPack under /jp6/cu126 and the like
-                   "jetson": "https://pypi.jetson-ai-lab.io"}
+                   "jetson": "https://pypi.jetson-ai-lab.io",
+                   # PaddlePaddle's own index of its CUDA builds (/cu118, /cu126, ...)
+                   "paddle": "https://www.paddlepaddle.org.cn/packages/stable",
+                   # NVIDIA's index (nvidia-tensorflow), the one nvidia-pyindex configures
+                   "nvidia": "https://pypi.ngc.nvidia.com"}
 
 # The machine name ``uname -m`` prints -> Docker's name of the platform.
 DOCKER_PLATFORM = {"x86_64": "linux/amd64", "amd64": "linux/amd64", "aarch64": "linux/arm64", "arm64": "linux/arm64"}
+
+# Indexes that hold a framework but not its dependencies (nvidia-tensorflow's nvidia-*-cu12 wheels and numpy
+# are on the default index): their builds are installed with --extra-index-url, pinned to a local version
+# (1.15.5+nv23.3) that the default index cannot serve. Every other index is used alone (--index-url).
+EXTRA_INDEXES = frozenset({"nvidia"})
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 

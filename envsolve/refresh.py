@@ -52,9 +52,10 @@ DEFAULT_PACKAGES = (
     "jax-cuda12-plugin", "jax-cuda13-plugin", "keras", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
     # CUDA 13's runtime is published without the -cu13 suffix (that name holds a placeholder)
     "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "cuda-toolkit",
-)
-# jax is a pure wheel: the Pythons of a jax release are those its jaxlib has wheels for
-PYTHONS_FROM = {"jax": "jaxlib"}
+)  # ONNX Runtime, PaddlePaddle and CuPy on request: --package onnxruntime --package cupy --package cupy-cuda12x
+# jax is a pure wheel: the Pythons of a jax release are those its jaxlib has wheels for; `cupy` on the
+# index is a source distribution, and its wheels are cupy-cudaXXx
+PYTHONS_FROM = {"jax": "jaxlib", "cupy": "cupy-cuda12x"}
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _METADATA_TRIES = 3  # wheels of one release whose metadata file is tried before giving up
 
@@ -349,6 +350,7 @@ def _known_newest(m: Matrices, name: str) -> str:
     else:
         raw = [v for r in m.releases for c, v in r.companions if c == name]
         raw += [v for b in m.builds for p, v in b.pins if p == name]
+        raw += [b.dist_version or b.raw for b in m.builds if b.dist == name]  # onnxruntime-gpu, cupy-cuda12x
         for v in raw:
             try:
                 found.append(Version(v))

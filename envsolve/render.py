@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .config import check_url
-from .domain import cuda_of_variant, driver_text, qualified_image
+from .domain import EXTRA_INDEXES, cuda_of_variant, driver_text, qualified_image
 from .errors import LockError
 from .lock import Environment, Lock, LockedPackage, Package
 from .paths import templates_dir
@@ -26,7 +26,8 @@ from .paths import templates_dir
 __all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render", "templates_dir"]
 
 ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py")
-# written beside them when the environment has PyTorch-index builds
+# written beside them when the environment has PyTorch-index builds (requirements-<index>.txt for
+# another index's, such as requirements-paddle.txt)
 PYTORCH_REQUIREMENTS = "requirements-pytorch.txt"
 _MARKER = '"__ENVSOLVE_EXPECTED__"'
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -132,6 +133,7 @@ def _groups(lock: Lock, env: Environment) -> list[dict[str, Any]]:
         root = roots.get(index, "")
         sub = url[len(root):] if root and url.startswith(root) else ""
         out.append({"index": index, "url": url, "requirements": [p.requirement for p in pkgs],
+                    "option": "--extra-index-url" if index in EXTRA_INDEXES else "--index-url",
                     # in the Dockerfile, the URL with its root as a build argument (a mirror at build time)
                     "arg": _arg(index) if root and (not sub or sub.startswith("/")) else "",
                     "sub": sub})
@@ -221,6 +223,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     run_flags = {"cuda": "--runtime nvidia " if env.jetpack else "--gpus all ",
                  "rocm": "--device=/dev/kfd --device=/dev/dri --group-add video --group-add render "}
     names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.frameworks)
+    index_file = f"requirements-{groups[0]['index']}.txt" if groups else PYTORCH_REQUIREMENTS
     ctx = {
         "lock_name": lock_name,
         "lock_digest": lock.lock_digest,
@@ -249,7 +252,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "pip_flags": " --require-hashes --no-deps" if full else "",
         "default_shell": [_shell(r) for r in default_reqs + held],
         "project_shell": [_shell(r) for r in default_reqs + held + extra_pip],
-        "pytorch_file": PYTORCH_REQUIREMENTS,
+        "pytorch_file": index_file,
         "conda_name": tag,
         "conda_specs": conda_specs,
         "conda_groups": conda_groups,
@@ -258,7 +261,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     names_out = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]
     out = {name: jenv.get_template(f"{name}.j2").render(ctx) for name in names_out}
     if groups:
-        out[PYTORCH_REQUIREMENTS] = jenv.get_template(f"{PYTORCH_REQUIREMENTS}.j2").render(ctx)
+        out[index_file] = jenv.get_template(f"{PYTORCH_REQUIREMENTS}.j2").render(ctx)
     script = (templates_dir() / "smoke_test.py").read_text(encoding="utf-8")
     expected = json.dumps(_expected(lock, env), sort_keys=True)
     out["smoke_test.py"] = script.replace(_MARKER, repr(expected), 1)

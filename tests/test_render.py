@@ -15,17 +15,22 @@ from click.testing import CliRunner
 
 from envsolve import lock as lockfile
 from envsolve.cli import main
-from envsolve.domain import qualified_image
+from envsolve.domain import EXTRA_INDEXES, qualified_image
+from envsolve.errors import LockError
 from envsolve.provider import Provider
 from envsolve.render import ARTIFACTS, render
 
 from .conftest import TEST_INDEXES
 
 HERE = Path(__file__).parent
-LOCKS = sorted((HERE / "cases").glob("*/expected.lock"))
+# case locks whose environments all have a base image (a legacy build whose CUDA image was removed
+# from the registry may have none: those are refused, below)
+LOCKS = sorted(p for p in (HERE / "cases").glob("*/expected.lock") if 'base_image = ""' not in p.read_text())
+NO_IMAGE = sorted(p for p in (HERE / "cases").glob("*/expected.lock") if p not in LOCKS)
 GOLDEN = HERE / "goldens" / "render"
 GOLDEN_CASES = ["keras-torch-rtx4090", "fleet-three-targets", "h100-tensorflow-2.12", "l4-jax-driver-525",
-                "gh200-torch-newest", "jetson-agx-orin-jetpack6", "mi300x-torch"]
+                "gh200-torch-newest", "jetson-agx-orin-jetpack6", "mi300x-torch",
+                "a100-tensorflow-2.6"]
 
 
 def rendered(lock_path: Path) -> dict[str, dict[str, str]]:
@@ -35,6 +40,15 @@ def rendered(lock_path: Path) -> dict[str, dict[str, str]]:
 
 def test_every_case_lock_is_rendered() -> None:
     assert len(LOCKS) >= 25
+
+
+def test_a_lock_whose_image_no_longer_exists_is_refused_with_the_reason() -> None:
+    assert NO_IMAGE, "a case whose CUDA image was removed (t4-driver-418)"
+    for lock_path in NO_IMAGE:
+        data = lockfile.read(lock_path)
+        env = next(e for e in data.environments if not e.base_image)
+        with pytest.raises(LockError, match="has no base image"):
+            render(data, env)
 
 
 def _embedded_facts(script: str) -> str:
@@ -143,9 +157,11 @@ def test_conda_environments_are_valid_match_specs() -> None:
             # pip takes one index per run: with PyTorch-index builds on pip, those alone are in the
             # pip section and requirements.txt brings the rest after them
             later = render(data, env)["requirements.txt"].splitlines() if any(
-                p.index == "pytorch" and not p.conda for p in env.packages) else []
-            assert not any(u.startswith("--extra-index-url") for u in pip)
-            for p in env.packages:
+                p.index == "pytorch" and not p.conda for p in env.frameworks) else []
+            # --extra-index-url only for an index that lacks its builds' dependencies (nvidia-tensorflow)
+            extra = {p.index_url for p in env.frameworks if p.index in EXTRA_INDEXES}
+            assert not any(u.startswith("--extra-index-url") and u.split()[1] not in extra for u in pip)
+            for p in env.frameworks:
                 assert (p.conda and set(p.conda) <= set(specs)) or p.requirement in pip + later
 
 

@@ -171,3 +171,50 @@ def test_explain_lists_choices_and_rejections(fixture_graph: Provider) -> None:
     text = rep.render(rs, verbose=True)
     assert "chose torch 2.7.1 (cu128): newest release that fits, the newest usable build (the default build does not fit)" in text
     assert "torch 2.7.1 (cu126): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8" in text
+
+
+# ---------------------------------------------------------------------------- legacy and data-only frameworks
+
+
+def test_a_bundled_cuda_build_whose_image_was_removed_gets_the_nearest_image_the_driver_runs(
+        real_graph: Provider) -> None:
+    r = one('[frameworks]\ntorch = "==1.8.1"\n[hardware]\ngpus = ["T4"]', real_graph)
+    assert pkg(r, "torch") == ("1.8.1", "cu102") and r.cuda == "10.2"
+    assert r.base_image == "nvidia/cuda:11.0.3-base-ubuntu20.04"
+    assert any("CUDA 10.2 (its tags were removed from the registry" in w and "needs a driver >= 450" in w
+               for w in r.warnings)
+
+
+def test_a_removed_image_and_a_driver_too_old_for_any_other_leave_no_image_and_say_which_driver(
+        real_graph: Provider) -> None:
+    r = one('[frameworks]\ntorch = "==1.8.1"\n[hardware]\ngpus = ["T4"]\ndriver = "440.33.01"', real_graph)
+    assert r.base_image == ""
+    assert any("no newer CUDA image runs on driver 440.33.01" in w and "a driver >= 450" in w for w in r.warnings)
+
+
+def test_a_system_cuda_build_whose_image_was_removed_has_no_image_and_says_so(real_graph: Provider) -> None:
+    r = one('[frameworks]\ntensorflow = "==1.15.*"\n[hardware]\ngpus = ["V100"]', real_graph)
+    assert pkg(r, "tensorflow-gpu") == ("1.15.5", "cuda") and r.cuda == "10.0"
+    assert r.base_image == ""
+    assert any("needs that CUDA and its cuDNN in the image: no image can be built" in w for w in r.warnings)
+
+
+def test_tensorflow_115_on_ampere_is_nvidias_build_from_nvidias_index(real_graph: Provider) -> None:
+    r = one('[frameworks]\ntensorflow = "==1.15.*"\n[hardware]\ngpus = ["A100"]', real_graph)
+    assert pkg(r, "nvidia-tensorflow") == ("1.15.5+nv23.3", "nv23.3")
+    assert (r.python, r.cuda) == ("3.8", "12.1")
+
+
+def test_onnxruntime_on_hopper_with_r535_takes_the_cuda_12_2_build_whose_ptx_the_driver_jits(
+        real_graph: Provider) -> None:
+    r = one('[frameworks]\nonnxruntime = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "535.104.05"', real_graph)
+    assert pkg(r, "onnxruntime-gpu") == ("1.23.2", "cuda12") and r.compat == "native"
+    e = unsat('[frameworks]\nonnxruntime = "==1.26.0"\n[hardware]\ngpus = ["H100"]\ndriver = "535.104.05"',
+              real_graph)
+    assert "H100 (sm_90) runs only through PTX JIT, which needs native support" in str(e)
+
+
+def test_paddle_gpu_builds_come_from_paddles_index_by_cuda_version(real_graph: Provider) -> None:
+    r = one('[frameworks]\npaddlepaddle = "==3.3.1"\n[hardware]\ngpus = ["A100"]\ncuda = "11.8"', real_graph)
+    (p,) = [p for p in r.packages if p.name == "paddlepaddle-gpu"]
+    assert (p.version, p.variant, p.index, p.index_path) == ("3.3.1", "cu118", "paddle", "cu118")

@@ -81,4 +81,8 @@ def why_chosen(c: Candidate) -> str:
     drv = ""
     if c.compat and c.driver_min:
         drv = f"; driver >= {c.driver_min} ({c.compat})"
-    return f"newest release that fits, {how}{drv}"
+    dist = ""
+    if b.dist or b.index != "pypi":  # another distribution or index than `pip install <framework>`
+        where = f" from the {b.index} index" if b.index != "pypi" else ""
+        dist = f"; installs {b.dist or b.package} {b.dist_version or b.raw}{where}"
+    return f"newest release that fits, {how}{drv}{dist}"

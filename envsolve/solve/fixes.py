@@ -56,7 +56,8 @@ def _span(name: str, versions: list[str], newest: str) -> str:
 
 def _lowest_driver(g: Provider, spec: ProjectSpec, t: Target) -> tuple[str, Resolution] | None:
     """The oldest driver floor in the data, newer than the target's, with which it resolves."""
-    floors = {tk.driver_min for tk in g.m.toolkits} | {m.minor_compat_driver_min for m in g.m.cuda_majors}
+    floors = {tk.driver_min for tk in g.m.toolkits}
+    floors |= {m.minor_compat_driver_min for m in g.m.cuda_majors if m.minor_compat_driver_min}
     for floor in sorted(floors):
         if t.driver is not None and floor <= t.driver:
             continue

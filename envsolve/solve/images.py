@@ -59,6 +59,32 @@ def base_image(g: Provider, spec: ProjectSpec, t: Target, accel: str, version: D
             rows = [i for i in g.images("cuda") if i.version.major == version.major
                     and (n := g.native_driver_min(i.version)) is not None
                     and (n <= t.driver if t.driver is not None else limit is None or n.major <= limit)]
+    if accel == "cuda" and version is not None and not any(not i.removed for i in rows):
+        gone = "its tags were removed from the registry (NVIDIA's end-of-life policy)" if rows else "none in the data"
+        if needs_cudnn:  # the build uses the image's CUDA and cuDNN: only that CUDA's image will do
+            return "", f"no nvidia/cuda image of CUDA {version} exists ({gone}), and this build needs that CUDA " \
+                       "and its cuDNN in the image: no image can be built for it", "", ""
+        # the wheels bring their own CUDA: an image whose CUDA the target runs natively serves them; the
+        # nearest to the build's: the newest older one of its major, else the oldest newer one (the least
+        # it asks of the driver)
+        plain = [i for i in g.images("cuda") if not i.python and not i.removed]
+        newer = [i for i in plain if i.version > version]
+        runs = [i for i in plain if _runs(g, t, i)]
+        rows = [i for i in runs if i.version.major == version.major and i.version < version] or \
+               [i for i in runs if i.version > version]
+        if not rows:
+            first = min(newer, key=lambda i: i.version, default=None)
+            need = g.native_driver_min(first.version) if first else None
+            what = f"driver {t.driver}" if t.driver is not None else "the drivers these GPUs can use"
+            hint = f": a driver >= {need} runs the CUDA {first.version} image" if first and need else ""
+            return "", (f"no nvidia/cuda image of CUDA {version} ({gone}), and no newer CUDA image runs on {what} "
+                        f"(the container toolkit refuses an image whose CUDA the driver does not run natively){hint}"
+                        ), "", ""
+        pick = max(i.version for i in rows) if rows[0].version < version else min(i.version for i in rows)
+        rows = [i for i in rows if i.version == pick]
+        fallback = (f"no nvidia/cuda image of CUDA {version} ({gone}); the wheels bring their own CUDA, so the base "
+                    f"image is CUDA {pick}, which needs a driver >= {g.native_driver_min(pick)}")
+    rows = [i for i in rows if not i.removed]
     rows = [i for i in rows if g.image_on_platform(i, t.platform)]
     if needs_cudnn and accel == "cuda":
         flavor = _cudnn_flavor(rows, "devel" if flavor == "devel" else "runtime") or flavor

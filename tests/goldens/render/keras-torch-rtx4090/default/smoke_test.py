@@ -58,9 +58,21 @@ class Report:
 
 def _module(name: str) -> Any:
     try:
-        return importlib.import_module(name)
+        mod = importlib.import_module(name)
     except Exception:  # an installed but broken framework is reported by the version checks
         return None
+    if name == "tensorflow" and mod.__version__.startswith("1."):
+        _tf1(mod)
+    return mod
+
+
+def _tf1(tf: Any) -> None:
+    """TensorFlow 1.15 (nvidia-tensorflow on Ampere and newer): eager mode and the 2.x names the
+    checks use (tf.config.list_physical_devices, tf.optimizers)."""
+    if not tf.executing_eagerly():
+        tf.compat.v1.enable_eager_execution()
+    if not hasattr(tf.config, "list_physical_devices"):
+        tf.config.list_physical_devices = tf.config.experimental.list_physical_devices
 
 
 def _base_and_local(version: str) -> tuple[str, str]:
@@ -131,14 +143,77 @@ def gpu_frameworks() -> list[str]:
                 seen.append("jax")
         except RuntimeError:
             pass
-    tf = _module("tensorflow") if any(n.startswith("tensorflow") for n in names) else None
+    tf = _module("tensorflow") if any(n.removeprefix("nvidia-").startswith("tensorflow") for n in names) else None
     if tf is not None and tf.config.list_physical_devices("GPU"):
         seen.append("tensorflow")
+    for name in ("onnxruntime", "paddle", "cupy"):
+        if any(n.startswith(_DISTS[name]) for n in names) and _sees_gpu(name):
+            seen.append(name)
     return seen
 
 
+# Frameworks checked through their own module, by the prefix of their distributions' names
+# (onnxruntime-gpu, paddlepaddle-gpu, cupy-cuda12x).
+_DISTS = {"onnxruntime": "onnxruntime", "paddle": "paddlepaddle", "cupy": "cupy"}
+
+
+def _sees_gpu(name: str) -> bool:
+    """Whether ONNX Runtime, PaddlePaddle or CuPy can run on a GPU here."""
+    mod = _module(name)
+    try:
+        if mod is None:
+            return False
+        if name == "onnxruntime":  # the CUDA provider is listed when compiled in: it must also start
+            return _ort_session(mod, 1, True) is not None
+        if name == "paddle":
+            return bool(mod.device.is_compiled_with_cuda() and mod.device.cuda.device_count() > 0)
+        return bool(mod.cuda.runtime.getDeviceCount() > 0)
+    except Exception:  # no driver, no libcuda, no device: the framework sees no GPU
+        return False
+
+
+def _pb(field: int, value: int | str | bytes) -> bytes:
+    """One protobuf field: an int as a varint, text or bytes length-delimited."""
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+    if isinstance(value, int):
+        return varint(field << 3) + varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def _matmul_onnx(elem_type: int) -> bytes:
+    """An ONNX model Y = MatMul(A, B) of one element type (1 float, 10 float16, 16 bfloat16), written
+    as protobuf by hand so that the check needs only onnxruntime (not the onnx package)."""
+    def tensor(name: str) -> bytes:  # ValueInfoProto{name, type: TypeProto{tensor_type{elem_type}}}
+        return _pb(1, name) + _pb(2, _pb(1, _pb(1, elem_type)))
+    node = _pb(1, "A") + _pb(1, "B") + _pb(2, "Y") + _pb(4, "MatMul")
+    graph = _pb(1, node) + _pb(2, "matmul") + _pb(11, tensor("A")) + _pb(11, tensor("B")) + _pb(12, tensor("Y"))
+    return _pb(1, 8) + _pb(7, graph) + _pb(8, _pb(1, "") + _pb(2, 13))  # IR 8, opset 13
+
+
+def _ort_session(ort: Any, elem_type: int, on_gpu: bool) -> Any:
+    """An ONNX Runtime session of the matmul model on the CUDA (or CPU) provider; None when the
+    CUDA provider cannot start (ONNX Runtime then falls back to the CPU)."""
+    provider = "CUDAExecutionProvider" if on_gpu else "CPUExecutionProvider"
+    if provider not in ort.get_available_providers():
+        return None
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(_matmul_onnx(elem_type), opts, providers=[provider])
+    return sess if sess.get_providers()[:1] == [provider] else None
+
+
 def jax_or_tf_gpus() -> list[dict[str, Any]]:
-    """GPUs as JAX or TensorFlow name them, when torch is not locked."""
+    """GPUs as JAX or TensorFlow (else CuPy, PaddlePaddle or nvidia-smi) name them, when torch is not locked."""
+    names = {p["name"] for p in EXPECTED["packages"]}
+    if not any(n == "jax" or n.removeprefix("nvidia-").startswith("tensorflow") for n in names):
+        return other_gpus()
     jax = _module("jax")
     if jax is not None:
         return [{"index": i, "name": getattr(d, "device_kind", str(d)), "memory_mib": 0,
@@ -151,6 +226,36 @@ def jax_or_tf_gpus() -> list[dict[str, Any]]:
         cc = details.get("compute_capability", (0, 0))
         out.append({"index": i, "name": details.get("device_name", d.name), "memory_mib": 0,
                     "arch": f"sm_{cc[0]}{cc[1]}"})
+    return out
+
+
+def other_gpus() -> list[dict[str, Any]]:
+    """GPUs as CuPy or PaddlePaddle name them, else as nvidia-smi does (ONNX Runtime names none)."""
+    names = {p["name"] for p in EXPECTED["packages"]}
+    out: list[dict[str, Any]] = []
+    cupy = _module("cupy") if any(n.startswith("cupy") for n in names) else None
+    paddle = _module("paddle") if any(n.startswith("paddlepaddle") for n in names) else None
+    if cupy is not None and _sees_gpu("cupy"):
+        for i in range(cupy.cuda.runtime.getDeviceCount()):
+            p = cupy.cuda.runtime.getDeviceProperties(i)
+            name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+            out.append({"index": i, "name": name, "memory_mib": int(p["totalGlobalMem"]) // (1024 * 1024),
+                        "arch": f"sm_{p['major']}{p['minor']}"})
+    elif paddle is not None and _sees_gpu("paddle"):
+        for i in range(paddle.device.cuda.device_count()):
+            p = paddle.device.cuda.get_device_properties(i)
+            out.append({"index": i, "name": p.name, "memory_mib": int(p.total_memory) // (1024 * 1024),
+                        "arch": f"sm_{p.major}{p.minor}"})
+    elif (exe := shutil.which("nvidia-smi")):
+        try:
+            text = subprocess.run([exe, "--query-gpu=name,memory.total,compute_cap", "--format=csv,noheader,nounits"],
+                                  capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            text = ""
+        for i, line in enumerate(ln for ln in text.splitlines() if ln.strip()):
+            name, mem, cc = (x.strip() for x in (line.split(",") + ["", ""])[:3])
+            out.append({"index": i, "name": name, "memory_mib": int(mem) if mem.isdigit() else 0,
+                        "arch": f"sm_{cc.replace('.', '')}"})
     return out
 
 
@@ -206,10 +311,14 @@ def check_packages(r: Report, cpu_run: bool) -> None:
         try:
             installed = md.version(name)
         except md.PackageNotFoundError:
-            r.fail(f"{name} installed", f"{name} is not installed (lock: {p['version']})")
+            twin = _CPU_TWIN.get(name, "")
+            if cpu_run and twin and _installed(twin) and md.version(twin) == p["version"]:
+                r.skip(f"{name} installed", f"the CPU build {twin} {p['version']} is installed instead (--allow-cpu)")
+            else:
+                r.fail(f"{name} installed", f"{name} is not installed (lock: {p['version']})")
             continue
         base, local = _base_and_local(installed)
-        if base != p["version"]:
+        if base != p["version"] and installed != p["version"]:  # nvidia-tensorflow locks 1.15.5+nv23.3
             r.fail(f"{name} version", f"{installed} installed, the lock says {p['version']}")
             continue
         r.ok(f"{name} version", installed)
@@ -220,6 +329,10 @@ def check_packages(r: Report, cpu_run: bool) -> None:
         else:
             r.fail(f"{name} variant", f"+{local} installed, the lock says {p['variant']}")
     check_pins(r, cpu_run)
+
+
+# A GPU distribution -> the CPU distribution of the same framework and version (--allow-cpu runs).
+_CPU_TWIN = {"onnxruntime-gpu": "onnxruntime", "paddlepaddle-gpu": "paddlepaddle"}
 
 
 def check_pins(r: Report, cpu_run: bool) -> None:
@@ -282,7 +395,7 @@ def torch_accelerator(r: Report) -> list[dict[str, Any]]:
 
 def other_frameworks_see_gpu(r: Report) -> None:
     names = {p["name"] for p in EXPECTED["packages"]}
-    if any(n.startswith("tensorflow") for n in names):
+    if any(n.removeprefix("nvidia-").startswith("tensorflow") for n in names):
         tf = _module("tensorflow")
         if tf is not None:
             found = tf.config.list_physical_devices("GPU")
@@ -298,6 +411,11 @@ def other_frameworks_see_gpu(r: Report) -> None:
             except RuntimeError:
                 gpus = []
             (r.ok if gpus else r.fail)("jax GPUs", f"{len(gpus)} GPU(s) visible to JAX")
+    for name, label in (("onnxruntime", "ONNX Runtime's CUDA provider"), ("paddle", "PaddlePaddle"),
+                        ("cupy", "CuPy")):
+        if any(n.startswith(_DISTS[name]) for n in names):
+            ok = _sees_gpu(name)
+            (r.ok if ok else r.fail)(f"{name} GPUs", f"{label} {'runs' if ok else 'does NOT run'} on the GPU")
 
 
 # ----------------------------------------------------------------------------- compute
@@ -357,6 +475,8 @@ class _Ops:
                 self.mm = fast if on else highest
 
             self.set_tf32 = set_tf32
+        elif framework in ("cupy", "paddle", "onnxruntime"):
+            self._other(framework, on_gpu)
         else:  # tensorflow
             tf = _module("tensorflow")
             name = "/GPU:0" if on_gpu else "/CPU:0"
@@ -381,9 +501,58 @@ class _Ops:
             self.set_tf32 = tf.config.experimental.enable_tensor_float_32_execution
 
 
+    def _other(self, framework: str, on_gpu: bool) -> None:
+        """CuPy (on the CPU: its array-module path, which hands NumPy arrays to NumPy), PaddlePaddle
+        and ONNX Runtime (a one-node MatMul model). None of them has a TF32 switch checked here."""
+        np = _module("numpy")
+        self.set_tf32 = lambda on: None
+        self.bf16 = False
+        self.sync = lambda z: None
+        self.back = lambda z: np.asarray(z, dtype=np.float64)
+        if framework == "cupy":
+            cupy = _module("cupy")
+            xp = cupy if on_gpu else cupy.get_array_module(np.zeros(1))  # NumPy, through CuPy's own dispatch
+            self.put = lambda a, dt: xp.asarray(a, dtype={"fp32": "float32", "fp16": "float16"}[dt])
+            self.mm = xp.matmul
+            if on_gpu:
+                self.sync = lambda z: cupy.cuda.Device().synchronize()
+                self.back = lambda z: cupy.asnumpy(z).astype(np.float64)
+            else:
+                self.labels = ("fp32",)
+        elif framework == "paddle":
+            paddle = _module("paddle")
+            paddle.set_device("gpu" if on_gpu else "cpu")
+            self.put = lambda a, dt: paddle.to_tensor(a, dtype={"fp32": "float32", "bf16": "bfloat16",
+                                                                "fp16": "float16"}[dt])
+            self.mm = paddle.matmul
+            self.sync = lambda z: paddle.device.synchronize() if on_gpu else None
+            self.back = lambda z: z.astype("float32").numpy().astype(np.float64)
+            self.bf16 = on_gpu and paddle.device.cuda.get_device_capability()[0] >= 8
+            if not on_gpu:
+                self.labels = ("fp32",)
+        else:
+            ort = _module("onnxruntime")
+            sessions: dict[str, Any] = {}
+            types = {"fp32": ("float32", 1), "fp16": ("float16", 10)}
+
+            def put(a: Any, dt: str) -> Any:
+                return a.astype(types[dt][0])
+
+            def mm(x: Any, y: Any) -> Any:
+                key = str(x.dtype)
+                if key not in sessions:
+                    sessions[key] = _ort_session(ort, 1 if key == "float32" else 10, on_gpu)
+                return sessions[key].run(None, {"A": x, "B": y})[0]
+
+            self.put, self.mm = put, mm
+            if not on_gpu:
+                self.labels = ("fp32",)
+
+
 def _matmul_framework() -> str:
-    for name in ("torch", "jax", "tensorflow"):
-        if any(p["name"].startswith(name) for p in EXPECTED["packages"]) and _module(name) is not None:
+    for name in ("torch", "jax", "tensorflow", "paddle", "cupy", "onnxruntime"):
+        if any(p["name"].removeprefix("nvidia-").startswith(_DISTS.get(name, name)) for p in EXPECTED["packages"]) and \
+                _module(name) is not None:
             return name
     return ""
 
@@ -419,7 +588,7 @@ def matmul(r: Report, seen_by: list[str], gpu_name: str) -> None:
     ref = a @ b
     tolerances = {"fp32": 1e-4, "bf16": 3e-2, "fp16": 5e-3}
     ops.set_tf32(False)
-    for label in ("fp32", "bf16" if ops.bf16 else "fp16"):
+    for label in getattr(ops, "labels", ("fp32", "bf16" if ops.bf16 else "fp16")):
         got = ops.back(ops.mm(ops.put(a, label), ops.put(b, label)))
         err = float(np.abs(got - ref).max() / np.abs(ref).max())
         ok = err <= tolerances[label]
@@ -514,6 +683,28 @@ def train_tensorflow(r: Report) -> None:
     (r.ok if _decreased(losses) else r.fail)("train tensorflow", f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
 
 
+def train_paddle(r: Report, on_gpu: bool) -> None:
+    paddle = _module("paddle")
+    if paddle is None:
+        r.fail("train paddle", "paddle cannot be imported")
+        return
+    paddle.set_device("gpu" if on_gpu else "cpu")
+    paddle.seed(0)
+    x = paddle.randn([512, 32])
+    y = paddle.matmul(x, paddle.randn([32, 1]))
+    model = paddle.nn.Sequential(paddle.nn.Linear(32, 64), paddle.nn.ReLU(), paddle.nn.Linear(64, 1))
+    opt = paddle.optimizer.Adam(learning_rate=1e-2, parameters=model.parameters())
+    losses = []
+    for _ in range(60):
+        loss = paddle.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        losses.append(float(loss))
+    (r.ok if _decreased(losses) else r.fail)("train paddle", f"on {'gpu' if on_gpu else 'cpu'}: "
+                                             f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+
+
 def train_jax(r: Report) -> None:
     jax = _module("jax")
     if jax is None:
@@ -567,10 +758,12 @@ def run(allow_cpu: bool) -> Report:
         train_torch(r, "torch" in seen_by)
     if "keras" in names:
         train_keras(r)
-    if any(n.startswith("tensorflow") for n in names):
+    if any(n.removeprefix("nvidia-").startswith("tensorflow") for n in names):
         train_tensorflow(r)
     if "jax" in names:
         train_jax(r)
+    if any(n.startswith("paddlepaddle") for n in names):
+        train_paddle(r, "paddle" in seen_by)
     return r
 
 
