@@ -13,7 +13,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -455,6 +455,12 @@ def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None,
         facts = _amd(probe)
     if facts is None:
         facts = HostFacts(vendor="cpu", source="no GPU tool found")
+    if platform == "jetson" and not facts.gpus and (model := probe.file("proc/device-tree/model")):
+        # a Jetson has no nvidia-smi list of GPUs: its board names the module
+        # ("NVIDIA Jetson Orin NX Engineering Reference Developer Kit"); the data matches the name
+        board = model.replace("\x00", "").strip()
+        if board:
+            facts = replace(facts, gpus=(GpuInfo(index=0, name=board),), source="/proc/device-tree/model")
     var = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}.get(facts.vendor)
     gpus = _visible(facts.gpus, env.get(var) if var else None, var or "", probe)
     vendor, driver, source = facts.vendor, facts.driver, facts.source

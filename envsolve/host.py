@@ -95,7 +95,15 @@ def complete(facts: HostFacts, provider: Provider) -> HostFacts:
     name (nvidia-smi -q -x and old drivers do not print it), and the newest CUDA the driver runs
     from the toolkits' driver floors when no tool reported it."""
     gpus = []
+    warnings = list(facts.warnings)
+    vendor = facts.vendor
     for g in facts.gpus:
+        if facts.platform == "jetson" and provider.gpu(g.name) is None and not g.arch:
+            module = jetson_module(g.name, provider)  # a Jetson's board names its module
+            if module is None:
+                warnings.append(f"the board {g.name!r} names no Jetson module in envsolve's data")
+                continue
+            g, vendor = replace(g, name=module), "nvidia"
         cc, gfx = g.compute_capability, g.gfx
         if not cc and not gfx and (model := provider.gpu(g.name)) is not None:
             info = provider.arch_info(model.arch)
@@ -105,7 +113,6 @@ def complete(facts: HostFacts, provider: Provider) -> HostFacts:
                 cc = info.compute_capability
         gpus.append(replace(g, compute_capability=cc, gfx=gfx))
     cuda, cuda_from = facts.cuda_driver_max, facts.cuda_driver_max_from
-    warnings = list(facts.warnings)
     if facts.vendor == "nvidia" and facts.driver and not cuda and facts.platform != "jetson":
         try:
             best = provider.cuda_max_for_driver(parse_driver(facts.driver))
@@ -114,8 +121,16 @@ def complete(facts: HostFacts, provider: Provider) -> HostFacts:
             best = None
         if best is not None:
             cuda, cuda_from = "{}.{}".format(*best.prefix(2)), "toolkit driver floors"
-    return replace(facts, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from, gpus=tuple(gpus),
+    return replace(facts, vendor=vendor, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from, gpus=tuple(gpus),
                    warnings=tuple(warnings))
+
+
+def jetson_module(board: str, provider: Provider) -> str | None:
+    """The Jetson module a board's name contains ("NVIDIA Jetson Orin NX Engineering Reference
+    Developer Kit" -> "Jetson Orin NX"): the longest module name of the data found in it."""
+    text = f" {board.casefold()} "
+    names = sorted((g.name for g in provider.m.gpus if provider.is_jetson(g.name)), key=len, reverse=True)
+    return next((n for n in names if f" {n.casefold()} " in text), None)
 
 
 def model_name(g: GpuInfo, provider: Provider) -> str:

@@ -316,3 +316,21 @@ def test_nvml_that_cannot_start_falls_back_to_nvidia_smi(monkeypatch: pytest.Mon
     f = complete(det.detect(environ={}, path=str(d / "bin"), root=d / "root"), real_graph)
     assert f.vendor == "nvidia" and f.driver == "535.129.03" and f.source != "NVML"
     assert "NVML could not start: NVML Shared Library Not Found" in f.warnings
+
+
+def test_a_jetson_board_names_its_module(real_graph: Provider) -> None:
+    f = host("jetson-orin-nx-board", real_graph)
+    assert [g.name for g in f.gpus] == ["Jetson Orin NX"] and f.vendor == "nvidia"
+    assert [g.compute_capability for g in f.gpus] == ["8.7"]
+    assert hardware_table(f, real_graph) == {"gpus": ["Jetson Orin NX"], "vendor": "nvidia",
+                                             "platform": "linux/arm64", "jetpack": "6.2"}
+
+
+def test_cli_lock_host_on_a_jetson_board_needs_no_module_in_the_spec(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\n')  # written for the data centre
+    r = _cli(monkeypatch, "jetson-orin-nx-board", "lock", "--host", str(spec))
+    assert r.exit_code == 0, r.output
+    lock = (tmp_path / "envsolve.lock").read_text()
+    assert '"Jetson Orin NX"' in lock and 'jetpack = "6.2"' in lock and 'variant = "jp6-cu126"' in lock
