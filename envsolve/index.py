@@ -34,6 +34,7 @@ from .versions import parse_python_minor
 
 __all__ = [
     "ACCEPT",
+    "admits",
     "BundledFacts",
     "DistFile",
     "IndexFormatError",
@@ -239,7 +240,7 @@ def _linux_x86_64(tag: Tag) -> bool:
                                      and tag.platform.endswith("_x86_64"))
 
 
-def _admits(requires_python: str, minor: str) -> bool:
+def admits(requires_python: str, minor: str) -> bool:
     """Whether ``Requires-Python`` admits some release of the CPython minor ``X.Y``."""
     if not requires_python:
         return True
@@ -273,10 +274,10 @@ def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
                 found.add(minor)
             elif minor and tag.abi == "abi3":
                 floor = parse_python_minor(minor)
-                found.update(k for k in known if parse_python_minor(k) >= floor and _admits(rp, k))
+                found.update(k for k in known if parse_python_minor(k) >= floor and admits(rp, k))
             elif tag.interpreter in ("py3", "py2.py3") or (tag.interpreter.startswith("py3") and tag.abi == "none"):
-                found.update(k for k in known if _admits(rp, k))
-    return tuple(sorted((p for p in found if _admits(requires_python, p)), key=parse_python_minor))
+                found.update(k for k in known if admits(rp, k))
+    return tuple(sorted((p for p in found if admits(requires_python, p)), key=parse_python_minor))
 
 
 def metadata_candidates(files: Iterable[DistFile], pythons: Sequence[str] = ()) -> list[DistFile]:

@@ -135,6 +135,7 @@ class IndexClient:
         self.sleep = sleep
         self.progress = progress
         self.requests = 0  # network requests made (cache hits without a request not counted)
+        self.warnings: list[str] = []  # files that failed and were skipped (see first_metadata)
 
     def _send(self, url: str, headers: dict[str, str]) -> requests.Response:
         """GET with retries and exponential backoff on connection errors, timeouts and 429/5xx."""
@@ -232,9 +233,14 @@ class IndexClient:
             raise RefreshError(f"the metadata file of {f.filename} cannot be read: {e}") from None
 
     def first_metadata(self, files: Iterable[ix.DistFile]) -> tuple[ix.DistFile, ix.Metadata] | None:
-        """The metadata of the best Linux x86_64 wheel that has a metadata file."""
+        """The metadata of the best Linux x86_64 wheel whose metadata can be read. A file that
+        fails (HTTP error, timeout, hash mismatch) is a warning and the next one is tried."""
         for f in ix.metadata_candidates(files)[:_METADATA_TRIES]:
-            md = self.metadata(f)
+            try:
+                md = self.metadata(f)
+            except RefreshError as e:
+                self.warnings.append(f"{f.filename}: {e.message}; skipped")
+                continue
             if md is not None:
                 return f, md
         return None
@@ -280,6 +286,7 @@ class Plan:
     newest: tuple[tuple[str, str, str], ...]  # package, newest on the index, newest in the matrices
     rows: tuple[Row, ...] = ()
     findings: tuple[Finding, ...] = ()
+    warnings: tuple[str, ...] = ()  # what could not be read (a missing companion, a failed file)
 
 
 @dataclass(slots=True)
@@ -304,10 +311,23 @@ def survey(client: IndexClient, m: Matrices, packages: Sequence[str] = DEFAULT_P
         for n in (canonicalize_name(p), *COMPANIONS_OF.get(canonicalize_name(p), ())):
             if n not in names:
                 names.append(n)
+    asked = {canonicalize_name(p) for p in packages}
     pages: dict[str, dict[Version, tuple[ix.DistFile, ...]]] = {}
+    missing: list[str] = []
+    failed: list[RefreshError] = []
     for i, name in enumerate(names, 1):
         progress(f"reading {name} ({i}/{len(names)})")
-        pages[name] = ix.releases(client.project(name))
+        try:
+            pages[name] = ix.releases(client.project(name))
+        except RefreshError as e:
+            # one page that cannot be read (a companion the index lacks, an error that outlived the
+            # retries) costs only its own facts; the rest of the survey goes on
+            failed.append(e)
+            what = "a companion of the frameworks asked for" if name not in asked else "asked for"
+            missing.append(f"{name} ({what}) was not read: {e.message}")
+    if not pages and failed:
+        raise failed[0]
+    names = [n for n in names if n in pages]
     pythons = sorted({p for r in m.releases for p in r.python}, key=parse_python_minor)
     s = _Survey(client=client, m=m, pages=pages, known_pythons=tuple(pythons))
     for fw in FRAMEWORKS:
@@ -316,7 +336,8 @@ def survey(client: IndexClient, m: Matrices, packages: Sequence[str] = DEFAULT_P
     for name in names:
         _cuda_package(s, name)
     newest = tuple((n, str(max(pages[n])) if pages[n] else "", _known_newest(m, n)) for n in names)
-    return Plan(index_url=client.index_url, newest=newest, rows=tuple(s.rows), findings=tuple(s.findings))
+    return Plan(index_url=client.index_url, newest=newest, rows=tuple(s.rows), findings=tuple(s.findings),
+                warnings=tuple(missing + client.warnings))
 
 
 def _known_newest(m: Matrices, name: str) -> str:

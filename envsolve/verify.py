@@ -1,0 +1,368 @@
+"""``envsolve data --verify``: re-check every row the package index can confirm.
+
+Pure comparison: the index is read through a :class:`Reader` (``refresh.IndexClient`` is one; the
+network stays there). For each framework release and each of its builds installed from the
+default index, the facts the index states are compared with the rows: the release exists (and
+each release on the index from the oldest row on has a row), its Pythons (the CPython tags of its
+Linux x86_64 wheels, or what ``Requires-Python`` admits for pure wheels), its companions' Python
+tags (which bound the Pythons a spec asking for the companion gets), the ``==`` pins of its wheels
+on nvidia-*, cuda-toolkit and triton, jax's jaxlib and plugin pins, TensorFlow's ``and-cuda``
+ranges and Keras pin. A framework plugs in by adding its check to :data:`CHECKS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from . import index as ix
+from .data import Build, Matrices, Release
+from .domain import COMPANIONS_OF, FRAMEWORKS
+from .errors import RefreshError
+from .versions import parse_python_minor
+
+__all__ = ["CHECKS", "Mismatch", "Reader", "Report", "render", "verify"]
+
+# jax is a pure wheel: the Pythons of a jax release are those of its jaxlib
+PYTHONS_FROM = {"jax": "jaxlib"}
+
+
+class Reader(Protocol):
+    """What verification reads from an index (``refresh.IndexClient`` implements it)."""
+
+    def project(self, name: str) -> tuple[ix.DistFile, ...]: ...
+
+    def metadata(self, f: ix.DistFile) -> ix.Metadata | None: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Mismatch:
+    """One fact on which the data and the index disagree."""
+
+    row: str  # "torch.toml torch 2.9.0 cu128"
+    fact: str  # "pin nvidia-cudnn-cu12"
+    data: str
+    index: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Report:
+    index_url: str
+    checked: int  # facts compared
+    mismatches: tuple[Mismatch, ...]
+    warnings: tuple[str, ...]  # facts that could not be read, so were not compared
+
+
+@dataclass(slots=True)
+class _Ctx:
+    reader: Reader
+    m: Matrices
+    known_pythons: tuple[str, ...] = ()
+    pages: dict[str, dict[Version, tuple[ix.DistFile, ...]] | None] = field(default_factory=dict)
+    checked: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def page(self, name: str) -> dict[Version, tuple[ix.DistFile, ...]] | None:
+        """Releases of ``name`` (yanked files dropped); None, with a warning, when the index lacks it."""
+        if name not in self.pages:
+            try:
+                files = self.reader.project(name)
+            except RefreshError as e:
+                if "has no project" not in e.message:
+                    raise
+                self.warnings.append(f"{name}: not on this index, so its facts were not checked")
+                self.pages[name] = None
+            else:
+                self.pages[name] = {v: fs for v, fs in ix.releases(f for f in files if not f.yanked).items()}
+        return self.pages[name]
+
+    def compare(self, row: str, fact: str, data: str, index: str, same: bool | None = None) -> None:
+        self.checked += 1
+        if not (data == index if same is None else same):
+            self.mismatches.append(Mismatch(row=row, fact=fact, data=data or "-", index=index or "-"))
+
+    def metadata(self, label: str, files: Iterable[ix.DistFile]) -> tuple[ix.DistFile, ix.Metadata] | None:
+        """The metadata of the best Linux x86_64 wheel among ``files`` (a warning when none can be read)."""
+        for f in ix.metadata_candidates(files)[:3]:
+            try:
+                md = self.reader.metadata(f)
+            except RefreshError as e:
+                self.warnings.append(f"{label}: {e.message}")
+                continue
+            if md is not None:
+                return f, md
+        self.warnings.append(f"{label}: no metadata could be read for its Linux x86_64 wheels; pins not checked")
+        return None
+
+
+def _show(pythons: Iterable[str]) -> str:
+    return ", ".join(sorted(set(pythons), key=parse_python_minor))
+
+
+def _wheel_python(f: ix.DistFile, fallback: str) -> str:
+    m = re.search(r"-cp(\d)(\d+)-", f.filename)
+    return f"{m.group(1)}.{m.group(2)}" if m else fallback
+
+
+def _requires_python(files: Sequence[ix.DistFile], md: ix.Metadata | None = None) -> str:
+    return next((f.requires_python for f in files if f.requires_python), md.requires_python if md else "")
+
+
+def _release_pythons(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> tuple[str, ...] | None:
+    """The Pythons the index admits for ``rel``: its wheels' tags (or its jaxlib's for jax)."""
+    source = PYTHONS_FROM.get(rel.package)
+    if source:
+        page = ctx.page(source)
+        comp = dict(rel.companions).get(source, rel.raw)
+        if page is None:
+            return None
+        return ix.cpython_minors(page.get(Version(comp), ()), ctx.known_pythons, _requires_python(files))
+    return ix.cpython_minors(files, ctx.known_pythons)
+
+
+def _same_spec(data: str, index: str) -> bool:
+    """Whether a data pin (a version, or a range) says what an index requirement says."""
+    if not index:
+        return not data
+    try:
+        want = SpecifierSet(index)
+    except InvalidSpecifier:
+        return data == index
+    try:
+        Version(data)
+    except InvalidVersion:
+        try:
+            return SpecifierSet(data) == want
+        except InvalidSpecifier:
+            return False
+    exact = ix.exact_version(want)
+    if exact:
+        return Version(exact) == Version(data)
+    # ">=v,<=v" says "==v" too
+    return {(s.operator, Version(s.version)) for s in want} == {(">=", Version(data)), ("<=", Version(data))}
+
+
+def _req_text(req: Requirement | None) -> str:
+    if req is None:
+        return ""
+    return ix.exact_version(req.specifier) or str(req.specifier)
+
+
+# ---------------------------------------------------------------------------- the checks
+
+
+def _versions(ctx: _Ctx, fw: str, rels: Sequence[Release]) -> None:
+    """Each row's version is on the index; each release on the index from the oldest row on has a row."""
+    page = ctx.page(fw)
+    if page is None:
+        return
+    known = {r.version for r in rels}
+    for r in rels:
+        ctx.compare(f"{fw}.toml {fw} {r.raw}", "on the index", "released",
+                    "released" if r.version in page else "not found")
+    floor = min(known, default=None)
+    for v in page:
+        if floor is not None and v > floor and v not in known:
+            ctx.compare(f"{fw}.toml {fw} {v}", "has a row", "no row", "released")
+
+
+def _pythons(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
+    label = f"{rel.package}.toml {rel.package} {rel.raw}"
+    got = _release_pythons(ctx, rel, files)
+    if got is None:
+        return
+    ctx.compare(label, "Python (wheel tags, Requires-Python)", _show(rel.python), _show(got))
+    rp = _requires_python(files)
+    if rp:
+        outside = [p for p in rel.python if not ix.admits(rp, p)]
+        ctx.compare(label, "Requires-Python", f"admits {_show(rel.python)}",
+                    f"{rp}" + (f" (excludes {_show(outside)})" if outside else ""), same=not outside)
+
+
+def _companions(ctx: _Ctx, rel: Release) -> None:
+    """Each companion exists and has wheels for every Python the row lists (else a spec asking
+    for it would get a Python it has no wheel for)."""
+    label = f"{rel.package}.toml {rel.package} {rel.raw}"
+    for comp, version in rel.companions:
+        page = ctx.page(comp)
+        if page is None:
+            continue
+        try:
+            files = page.get(Version(version))
+        except InvalidVersion:
+            files = None
+        ctx.compare(label, f"companion {comp} {version} on the index", "released",
+                    "released" if files else "not found")
+        if not files or comp in PYTHONS_FROM.values():
+            continue  # jax's Pythons are its jaxlib's already
+        has = ix.cpython_minors(files, ctx.known_pythons)
+        usable = [p for p in rel.python if p in has]
+        data = dict(rel.companion_python).get(comp, rel.python)
+        ctx.compare(label, f"Python with companion {comp} {version}", _show(data), _show(usable))
+
+
+def _pins(ctx: _Ctx, label: str, data: dict[str, str], index: dict[str, str]) -> None:
+    for name in sorted(set(data) | set(index)):
+        d, i = data.get(name, ""), index.get(name, "")
+        ctx.compare(label, f"pin {name}", d, i, same=_same_spec(d, i))
+
+
+def _default_index_builds(ctx: _Ctx, rel: Release) -> list[Build]:
+    return [b for b in ctx.m.builds if b.package == rel.package and b.version == rel.version
+            and b.index == "pypi" and not b.dist]
+
+
+def _bundled(reqs: Iterable[Requirement]) -> dict[str, str]:
+    return {str(canonicalize_name(r.name)): _req_text(r) for r in reqs if ix.is_bundled(r.name)}
+
+
+def _torch(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
+    builds = _default_index_builds(ctx, rel)
+    if not builds:
+        return
+    got = ctx.metadata(f"torch {rel.raw}", files)
+    if got is None:
+        return
+    f, md = got
+    # the == pins at each Python of the row (markers such as python_version < "3.12" drop some)
+    per_python = {p: dict(ix.bundled_facts(ix.requirements(md, python=p)).pins) for p in rel.python}
+    facts = ix.bundled_facts(ix.requirements(md, python=_wheel_python(f, rel.python[-1])))
+    for b in builds:
+        label = f"torch.toml torch {rel.raw} {b.variant}"
+        data = dict(b.pins)
+        for name in sorted(set(data) | {n for pins in per_python.values() for n in pins}):
+            at = {p: pins.get(name, "") for p, pins in per_python.items()}
+            said = sorted(set(at.values()) - {""}, key=Version)
+            where = [p for p, v in at.items() if v]
+            index = ", ".join(said) + (f" (Python {_show(where)} only)" if said and len(where) < len(at) else "")
+            # a pin the data lists must be the index's wherever it applies; one the data omits may
+            # only be a pin that some Pythons do not get
+            same = (said == [data[name]]) if name in data else len(where) < len(at)
+            ctx.compare(label, f"pin {name}", data.get(name, ""), index, same=same)
+        ctx.compare(label, "CUDA runtime", b.cuda.raw if b.cuda else "", facts.cuda,
+                    same=(b.cuda.raw if b.cuda else "") == facts.cuda or not facts.cuda_runtime)
+
+
+def _jax(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
+    builds = _default_index_builds(ctx, rel)
+    if not builds:
+        return
+    got = ctx.metadata(f"jax {rel.raw}", files)
+    if got is None:
+        return
+    _, md = got
+    py = rel.python[-1] if rel.python else "3.12"
+    for b in builds:
+        label = f"jax.toml jax {rel.raw} {b.variant}" + (f" [{b.extra}]" if b.extra else "")
+        reqs = ix.requirements(md, python=py, extra=b.extra)
+        if b.extra and b.extra not in md.provides_extra:
+            ctx.compare(label, f"extra {b.extra}", "exists", "not declared")
+            continue
+        # jax's own requirements name jaxlib and the plugins; other pins (pjrt) are the plugin's
+        named: dict[str, str] = {str(canonicalize_name(r.name)): _req_text(r) for r in reqs
+                 if canonicalize_name(r.name) == "jaxlib" or re.fullmatch(r"jax-(cuda\d+|rocm\d*)-plugin",
+                                                                          canonicalize_name(r.name))}
+        data = {k: v for k, v in b.pins if k == "jaxlib" or k.endswith("-plugin")}
+        _pins(ctx, label, data, named)
+
+
+def _tensorflow(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
+    builds = _default_index_builds(ctx, rel)
+    needs_keras = bool(dict(rel.requires).get("keras"))
+    if not builds and not needs_keras:
+        return
+    got = ctx.metadata(f"tensorflow {rel.raw}", files)
+    if got is None:
+        return
+    f, md = got
+    py = _wheel_python(f, rel.python[-1])
+    reqs = ix.requirements(md, python=py)
+    label = f"tensorflow.toml tensorflow {rel.raw}"
+    ctx.compare(label, "requires keras", dict(rel.requires).get("keras", ""),
+                _req_text(ix.requirement_of(reqs, "keras")),
+                same=_same_spec(dict(rel.requires).get("keras", ""), _req_text(ix.requirement_of(reqs, "keras"))))
+    for b in builds:
+        extra_reqs = ix.requirements(md, python=py, extra=b.extra) if b.extra else reqs
+        _pins(ctx, f"{label} {b.variant}" + (f" [{b.extra}]" if b.extra else ""), dict(b.pins),
+              _bundled(extra_reqs))
+
+
+def _keras(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
+    """Keras is a pure wheel: its Requires-Python (from the page, else the metadata) is the fact."""
+    if _requires_python(files):
+        return  # compared by _pythons already
+    got = ctx.metadata(f"keras {rel.raw}", files)
+    if got is None or not got[1].requires_python:
+        return
+    admitted = [p for p in ctx.known_pythons if ix.admits(got[1].requires_python, p)]
+    ctx.compare(f"keras.toml keras {rel.raw}", "Python (Requires-Python)", _show(rel.python), _show(admitted))
+
+
+CHECKS: dict[str, Callable[[_Ctx, Release, Sequence[ix.DistFile]], None]] = {
+    "torch": _torch, "jax": _jax, "tensorflow": _tensorflow, "keras": _keras,
+}
+
+
+def _known_pythons(m: Matrices, pages: Iterable[dict[Version, tuple[ix.DistFile, ...]] | None]) -> tuple[str, ...]:
+    """The Pythons the data knows, and every newer CPython minor the index has wheels for."""
+    data = {p for r in m.releases for p in r.python}
+    floor = min((parse_python_minor(p) for p in data), default=(3, 0))
+    seen: set[str] = set()
+    for page in pages:
+        for files in (page or {}).values():
+            for f in files:
+                for mm in re.findall(r"cp(\d)(\d+)-cp\d+-", f.filename):
+                    seen.add(f"{mm[0]}.{mm[1]}")
+    return tuple(sorted((p for p in data | seen if parse_python_minor(p) >= floor), key=parse_python_minor))
+
+
+def verify(reader: Reader, m: Matrices, packages: Sequence[str] = FRAMEWORKS, index_url: str = "") -> Report:
+    """Compare the framework rows of ``m`` for ``packages`` with what ``reader``'s index says."""
+    ctx = _Ctx(reader=reader, m=m)
+    fws = [fw for fw in FRAMEWORKS if fw in {canonicalize_name(p) for p in packages}]
+    for fw in fws:
+        ctx.page(fw)
+        for comp in COMPANIONS_OF.get(fw, ()):
+            ctx.page(comp)
+    ctx.known_pythons = _known_pythons(m, ctx.pages.values())
+    for fw in fws:
+        rels = sorted((r for r in m.releases if r.package == fw), key=lambda r: r.version)
+        _versions(ctx, fw, rels)
+        page = ctx.page(fw)
+        if page is None:
+            continue
+        for rel in rels:
+            files = page.get(rel.version)
+            if not files:
+                continue
+            _pythons(ctx, rel, files)
+            _companions(ctx, rel)
+            check = CHECKS.get(fw)
+            if check is not None:
+                check(ctx, rel, files)
+    return Report(index_url=index_url, checked=ctx.checked, mismatches=tuple(ctx.mismatches),
+                  warnings=tuple(ctx.warnings))
+
+
+def render(report: Report) -> str:
+    """The table ``envsolve data --verify`` prints: one line per mismatch, then a summary."""
+    lines = [f"index: {report.index_url}"] if report.index_url else []
+    if report.mismatches:
+        head = ("row", "fact", "data says", "index says")
+        rows = [(x.row, x.fact, x.data, x.index) for x in report.mismatches]
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+        for r in [head, *rows]:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
+    for w in report.warnings:
+        lines.append(f"warning: {w}")
+    n = len(report.mismatches)
+    lines.append(f"{report.checked} fact(s) checked, {n} mismatch(es)")
+    return "\n".join(lines) + "\n"
