@@ -27,6 +27,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from . import index as ix
+from . import wheel
 from .data import Matrices, load_dir
 from .domain import COMPANIONS_OF, FRAMEWORKS, variant_of_cuda
 from .errors import EnvsolveError, MatrixError, RefreshError
@@ -137,14 +138,14 @@ class IndexClient:
         self.requests = 0  # network requests made (cache hits without a request not counted)
         self.warnings: list[str] = []  # files that failed and were skipped (see first_metadata)
 
-    def _send(self, url: str, headers: dict[str, str]) -> requests.Response:
+    def _send(self, url: str, headers: dict[str, str], stream: bool = False) -> requests.Response:
         """GET with retries and exponential backoff on connection errors, timeouts and 429/5xx."""
         tries = self.retries + 1
         for attempt in range(tries):
             last = attempt == tries - 1
             try:
                 self.requests += 1
-                resp = self.session.get(url, headers=headers, timeout=(self.timeout, self.timeout))
+                resp = self.session.get(url, headers=headers, timeout=(self.timeout, self.timeout), stream=stream)
             except requests.Timeout:
                 if last:
                     raise RefreshError(
@@ -161,6 +162,7 @@ class IndexClient:
             else:
                 if resp.status_code not in _RETRY_STATUS or last:
                     return resp
+                resp.close()
             delay = self.backoff * (2 ** attempt)
             self.progress(f"retrying {url} in {delay:g} s")
             self.sleep(delay)
@@ -209,7 +211,7 @@ class IndexClient:
     def metadata(self, f: ix.DistFile) -> ix.Metadata | None:
         """The core metadata of ``f`` (None when the index serves no metadata file for it)."""
         if f.metadata is False:
-            return None
+            return self.wheel_metadata(f)
 
         def verify(body: bytes) -> None:
             got = _sha256(body)
@@ -223,7 +225,7 @@ class IndexClient:
         self.progress(f"reading metadata of {f.filename}")
         answer = self._get(f.metadata_url, "*/*", verify, f.metadata_sha256)
         if answer.status in (404, 410):
-            return None
+            return self.wheel_metadata(f)
         if answer.status != 200:
             raise RefreshError(f"the package index answered HTTP {answer.status} for {f.metadata_url}",
                                tip="try again later, or use another index with --index-url")
@@ -231,6 +233,74 @@ class IndexClient:
             return ix.parse_metadata(answer.body.decode("utf-8", errors="replace"))
         except ix.IndexFormatError as e:
             raise RefreshError(f"the metadata file of {f.filename} cannot be read: {e}") from None
+
+    def _range(self, url: str, spec: str) -> tuple[bytes, int] | None:
+        """The bytes of ``Range: bytes=spec`` and the file's full length; None when the server
+        ignores ranges (its answer is closed unread: a wheel is never downloaded whole)."""
+        resp = self._send(url, {"Range": f"bytes={spec}", "Accept-Encoding": "identity",
+                                "User-Agent": "envsolve-refresh"}, stream=True)
+        with resp:
+            if resp.status_code == 200:
+                return None
+            if resp.status_code != 206:
+                raise RefreshError(f"the package index answered HTTP {resp.status_code} for {url} "
+                                   f"(bytes {spec})", tip="try again later, or use another index with --index-url")
+            m = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", resp.headers.get("Content-Range", "").strip())
+            if m is None:
+                raise RefreshError(f"{url} answered a range request without a usable Content-Range")
+            return resp.content, int(m.group(3))
+
+    def wheel_metadata(self, f: ix.DistFile) -> ix.Metadata | None:
+        """The METADATA member of wheel ``f``, read with HTTP range requests on its zip central
+        directory (PEP 658 files are not served for it); cached by the wheel's sha256. None, with a
+        warning, when the server does not serve ranges."""
+        if not f.filename.endswith(".whl"):
+            return None
+        path = self.cache.root / "metadata" / f"{f.sha256}.METADATA" if self.cache.root and f.sha256 else None
+        text = None
+        if path is not None and path.is_file():
+            text = path.read_text(encoding="utf-8")
+        if text is None:
+            self.progress(f"reading METADATA out of {f.filename} (range requests)")
+            try:
+                text = self._range_metadata(f)
+            except wheel.WheelFormatError as e:
+                raise RefreshError(f"{f.filename} cannot be read as a wheel: {e}") from None
+            if text is None:
+                self.warnings.append(f"{f.filename}: the server does not serve byte ranges and no metadata "
+                                     "file, so its metadata was not read (wheels are never downloaded whole)")
+                return None
+            if path is not None:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_atomic(path, text.encode("utf-8"))
+                except OSError:
+                    pass
+        try:
+            return ix.parse_metadata(text)
+        except ix.IndexFormatError as e:
+            raise RefreshError(f"the METADATA of {f.filename} cannot be read: {e}") from None
+
+    def _range_metadata(self, f: ix.DistFile) -> str | None:
+        got = self._range(f.url, f"-{wheel.TAIL}")
+        if got is None:
+            return None
+        tail, total = got
+        tail_start = total - len(tail)
+        offset, size = wheel.central_directory(tail, tail_start)
+        if offset >= tail_start:
+            directory = tail[offset - tail_start:offset - tail_start + size]
+        else:
+            more = self._range(f.url, f"{offset}-{offset + size - 1}")
+            if more is None:
+                return None
+            directory = more[0]
+        member = wheel.metadata_member(directory)
+        end = min(member.header_offset + wheel.member_bytes(member), total) - 1
+        chunk = self._range(f.url, f"{member.header_offset}-{end}")
+        if chunk is None:
+            return None
+        return wheel.metadata_text(member, chunk[0])
 
     def first_metadata(self, files: Iterable[ix.DistFile]) -> tuple[ix.DistFile, ix.Metadata] | None:
         """The metadata of the best Linux x86_64 wheel whose metadata can be read. A file that

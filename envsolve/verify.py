@@ -41,6 +41,9 @@ class Reader(Protocol):
 
     def metadata(self, f: ix.DistFile) -> ix.Metadata | None: ...
 
+    @property
+    def warnings(self) -> list[str]: ...
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Mismatch:
@@ -156,6 +159,38 @@ def _req_text(req: Requirement | None) -> str:
     return ix.exact_version(req.specifier) or str(req.specifier)
 
 
+def _combined(reqs: Iterable[Requirement]) -> dict[str, str]:
+    """Each name's requirement, the requirements on one name joined (an extra may narrow the base)."""
+    specs: dict[str, SpecifierSet] = {}
+    for r in reqs:
+        name = str(canonicalize_name(r.name))
+        specs[name] = specs[name] & r.specifier if name in specs else r.specifier
+    return {n: ix.exact_version(sp) or str(sp) for n, sp in specs.items()}
+
+
+def _same_pin(ctx: _Ctx, name: str, data: str, index: str) -> bool:
+    """Whether the data's pin and the index's requirement admit the same releases of ``name`` (when
+    its page has been read), else whether they are written alike."""
+    page = ctx.pages.get(name)
+    if page and data and index:
+        try:
+            want = SpecifierSet(f"=={index}" if _is_version(index) else index)
+            have = SpecifierSet(f"=={data}" if _is_version(data) else data)
+        except InvalidSpecifier:
+            return False
+        versions = list(page)
+        return {v for v in versions if v in have} == {v for v in versions if v in want}
+    return _same_spec(data, index)
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
 # ---------------------------------------------------------------------------- the checks
 
 
@@ -212,7 +247,7 @@ def _companions(ctx: _Ctx, rel: Release) -> None:
 def _pins(ctx: _Ctx, label: str, data: dict[str, str], index: dict[str, str]) -> None:
     for name in sorted(set(data) | set(index)):
         d, i = data.get(name, ""), index.get(name, "")
-        ctx.compare(label, f"pin {name}", d, i, same=_same_spec(d, i))
+        ctx.compare(label, f"pin {name}", d, i, same=_same_pin(ctx, name, d, i))
 
 
 def _default_index_builds(ctx: _Ctx, rel: Release) -> list[Build]:
@@ -266,11 +301,11 @@ def _jax(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
         if b.extra and b.extra not in md.provides_extra:
             ctx.compare(label, f"extra {b.extra}", "exists", "not declared")
             continue
-        # jax's own requirements name jaxlib and the plugins; other pins (pjrt) are the plugin's
-        named: dict[str, str] = {str(canonicalize_name(r.name)): _req_text(r) for r in reqs
-                 if canonicalize_name(r.name) == "jaxlib" or re.fullmatch(r"jax-(cuda\d+|rocm\d*)-plugin",
-                                                                          canonicalize_name(r.name))}
-        data = {k: v for k, v in b.pins if k == "jaxlib" or k.endswith("-plugin")}
+        # jax's own requirements name jaxlib and the plugins; a pin jax does not name (the pjrt,
+        # a plugin installed beside it) is the plugin's fact, not jax's
+        every = _combined(reqs)
+        named = {n: v for n, v in every.items() if n == "jaxlib" or re.fullmatch(r"jax-(cuda\d+|rocm\d*)-plugin", n)}
+        data = {k: v for k, v in b.pins if k in every}
         _pins(ctx, label, data, named)
 
 
@@ -290,9 +325,10 @@ def _tensorflow(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
                 _req_text(ix.requirement_of(reqs, "keras")),
                 same=_same_spec(dict(rel.requires).get("keras", ""), _req_text(ix.requirement_of(reqs, "keras"))))
     for b in builds:
-        extra_reqs = ix.requirements(md, python=py, extra=b.extra) if b.extra else reqs
-        _pins(ctx, f"{label} {b.variant}" + (f" [{b.extra}]" if b.extra else ""), dict(b.pins),
-              _bundled(extra_reqs))
+        extra_reqs = _combined(ix.requirements(md, python=py, extra=b.extra) if b.extra else reqs)
+        # the bundled libraries, and whatever else the row pins (tensorrt in 2.14-2.15)
+        index = {n: v for n, v in extra_reqs.items() if ix.is_bundled(n) or n in dict(b.pins)}
+        _pins(ctx, f"{label} {b.variant}" + (f" [{b.extra}]" if b.extra else ""), dict(b.pins), index)
 
 
 def _keras(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
@@ -349,7 +385,7 @@ def verify(reader: Reader, m: Matrices, packages: Sequence[str] = FRAMEWORKS, in
             if check is not None:
                 check(ctx, rel, files)
     return Report(index_url=index_url, checked=ctx.checked, mismatches=tuple(ctx.mismatches),
-                  warnings=tuple(ctx.warnings))
+                  warnings=tuple(reader.warnings) + tuple(ctx.warnings))
 
 
 def render(report: Report) -> str:
