@@ -37,6 +37,7 @@ class ExplainReporter(Reporter):
             out.append(f"  python {r.python}: the newest Python every chosen package supports")
             if r.compat:
                 out.append(f"  driver >= {r.driver_min} ({r.compat} support of CUDA {r.cuda})")
+            out += [f"  note: {w}" for w in r.warnings if w.startswith("the native minimum driver")]
             out.append(f"  base image {r.base_image}")
             out += self.rejections(t.name, verbose, per_target)
         return "\n".join(out) + "\n"
