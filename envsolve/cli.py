@@ -493,7 +493,7 @@ def _index_options(fn: F) -> F:
 @click.option("--verify", is_flag=True, help="Re-check every row the package index can confirm (Pythons, "
               "pins, companions, versions); exit 1 on any mismatch.")
 @click.option("--package", "packages", multiple=True, metavar="NAME",
-              help="With --verify: only this framework (repeatable; default: all of them).")
+              help="With --verify: only this framework, or cudnn / cuda for those rows (repeatable; default: all).")
 @_index_options
 @_handles_errors
 def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str | None, cache_dir: Path | None,
@@ -508,19 +508,21 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
         click.echo(f"{root}: valid (data {m.data_version}, {m.digest})")
         return
     if verify:
+        from .verify import DATA_CHECKS
         from .verify import render as render_report
         from .verify import verify as verify_rows
 
-        unknown = [p for p in packages if p not in FRAMEWORKS]
+        known = (*FRAMEWORKS, *DATA_CHECKS)
+        unknown = [p for p in packages if p not in known]
         if unknown:
             raise SpecError([Problem("--package", p, "is not a framework envsolve knows") for p in unknown],
-                            tip=f"pass one of: {', '.join(FRAMEWORKS)}")
+                            tip=f"pass one of: {', '.join(known)}")
 
         def progress(line: str) -> None:
             click.echo(f"verify: {line}", err=True)
 
         client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
-        report = verify_rows(client, m, packages or FRAMEWORKS, client.index_url)
+        report = verify_rows(client, m, packages or known, client.index_url)
         click.echo(render_report(report), nl=False)
         if report.mismatches:
             raise _Mismatched(f"{len(report.mismatches)} fact(s) in {root} disagree with the index",

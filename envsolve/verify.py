@@ -28,7 +28,7 @@ from .domain import COMPANIONS_OF, FRAMEWORKS
 from .errors import RefreshError
 from .versions import parse_python_minor
 
-__all__ = ["CHECKS", "Mismatch", "Reader", "Report", "render", "verify"]
+__all__ = ["CHECKS", "DATA_CHECKS", "Mismatch", "Reader", "Report", "render", "verify"]
 
 # jax is a pure wheel: the Pythons of a jax release are those of its jaxlib
 PYTHONS_FROM = {"jax": "jaxlib"}
@@ -342,6 +342,37 @@ def _keras(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
     ctx.compare(f"keras.toml keras {rel.raw}", "Python (Requires-Python)", _show(rel.python), _show(admitted))
 
 
+def _cudnn_rows(ctx: _Ctx) -> None:
+    """Each cuDNN release on the index (nvidia-cudnn-cuXX) has a cudnn.toml row (rows of releases
+    NVIDIA published outside the index are not expected there)."""
+    for major in sorted({c.cuda_major for c in ctx.m.cudnn}):
+        page = ctx.page(f"nvidia-cudnn-cu{major}")
+        if page is None:
+            continue
+        known = {c.version.prefix(3) for c in ctx.m.cudnn if c.cuda_major == major}
+        seen: set[tuple[int, ...]] = set()
+        for v in page:
+            key = (v.release + (0, 0))[:3]
+            if key not in seen:
+                seen.add(key)
+                ctx.compare(f"cudnn.toml cuDNN {'.'.join(map(str, key))} (CUDA {major})", "has a row",
+                            "row" if key in known else "no row", "row")
+
+
+def _toolkit_rows(ctx: _Ctx) -> None:
+    """Each cuda-toolkit release on the index from the oldest row on has a cuda.toml row."""
+    page = ctx.page("cuda-toolkit")
+    known = {Version(t.version.raw) for t in ctx.m.toolkits}
+    if page is None or not known:
+        return
+    for v in page:
+        if v >= min(known):
+            ctx.compare(f"cuda.toml CUDA {v}", "has a row", "row" if v in known else "no row", "row")
+
+
+# what `--package` names beside the frameworks: the CUDA libraries' own rows
+DATA_CHECKS: dict[str, Callable[[_Ctx], None]] = {"cudnn": _cudnn_rows, "cuda": _toolkit_rows}
+
 CHECKS: dict[str, Callable[[_Ctx, Release, Sequence[ix.DistFile]], None]] = {
     "torch": _torch, "jax": _jax, "tensorflow": _tensorflow, "keras": _keras,
 }
@@ -360,10 +391,13 @@ def _known_pythons(m: Matrices, pages: Iterable[dict[Version, tuple[ix.DistFile,
     return tuple(sorted((p for p in data | seen if parse_python_minor(p) >= floor), key=parse_python_minor))
 
 
-def verify(reader: Reader, m: Matrices, packages: Sequence[str] = FRAMEWORKS, index_url: str = "") -> Report:
-    """Compare the framework rows of ``m`` for ``packages`` with what ``reader``'s index says."""
+def verify(reader: Reader, m: Matrices, packages: Sequence[str] = (*FRAMEWORKS, *DATA_CHECKS),
+           index_url: str = "") -> Report:
+    """Compare the rows of ``m`` for ``packages`` (frameworks, and "cudnn" / "cuda" for the CUDA
+    libraries' rows) with what ``reader``'s index says."""
     ctx = _Ctx(reader=reader, m=m)
-    fws = [fw for fw in FRAMEWORKS if fw in {canonicalize_name(p) for p in packages}]
+    wanted = {canonicalize_name(p) for p in packages}
+    fws = [fw for fw in FRAMEWORKS if fw in wanted]
     for fw in fws:
         ctx.page(fw)
         for comp in COMPANIONS_OF.get(fw, ()):
@@ -384,6 +418,9 @@ def verify(reader: Reader, m: Matrices, packages: Sequence[str] = FRAMEWORKS, in
             check = CHECKS.get(fw)
             if check is not None:
                 check(ctx, rel, files)
+    for name, data_check in DATA_CHECKS.items():
+        if name in wanted:
+            data_check(ctx)
     return Report(index_url=index_url, checked=ctx.checked, mismatches=tuple(ctx.mismatches),
                   warnings=tuple(reader.warnings) + tuple(ctx.warnings))
 

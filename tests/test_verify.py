@@ -126,7 +126,7 @@ def test_unknown_package_is_exit_2(matrices: Path) -> None:
     r = verify(matrices, "http://127.0.0.1:1/simple", "--package", "numpy")
     assert r.exit_code == 2
     assert "ERROR: --package: numpy: is not a framework envsolve knows" in r.stderr
-    assert "TIP: pass one of: torch, tensorflow, jax, keras" in r.stderr
+    assert "TIP: pass one of: torch, tensorflow, jax, keras, cudnn, cuda" in r.stderr
 
 
 def test_a_companion_the_index_lacks_is_a_warning(httpserver: HTTPServer, matrices: Path) -> None:
@@ -167,3 +167,15 @@ def test_the_shipped_matrices_agree_with_the_real_index(tmp_path: Path) -> None:
         raise
     assert not report.mismatches, render(report)
     assert report.checked > 500
+
+
+def test_a_cudnn_release_on_the_index_needs_a_row(index: HTTPServer, matrices: Path) -> None:  # noqa: F811
+    text = (matrices / "cudnn.toml").read_text()
+    row = '[[release]]\nversion = "9.28.0"\ncuda_major = 12\n'
+    at = text.index(row)
+    (matrices / "cudnn.toml").write_text(text[:at] + text[text.index("[[release]]", at + 10):])
+    r = verify(matrices, index.url_for("/simple"), "--package", "cudnn", "--package", "cuda")
+    assert r.exit_code == 1, r.output
+    assert table(r.stdout) == [["cudnn.toml cuDNN 9.28.0 (CUDA 12)", "has a row", "no row", "row"]]
+    # the recorded index has no nvidia-cudnn-cu11 page: a warning, not a mismatch
+    assert "warning: nvidia-cudnn-cu11: not on this index, so its facts were not checked\n" in r.stdout
