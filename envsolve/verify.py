@@ -307,6 +307,29 @@ def _jax(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
         named = {n: v for n, v in every.items() if n == "jaxlib" or re.fullmatch(r"jax-(cuda\d+|rocm\d*)-plugin", n)}
         data = {k: v for k, v in b.pins if k in every}
         _pins(ctx, label, data, named)
+        _plugin_pythons(ctx, rel, b, label)
+
+
+def _plugin_pythons(ctx: _Ctx, rel: Release, b: Build, label: str) -> None:
+    """A plugin's own wheels bound the Pythons of the build that installs it."""
+    for name, pin in b.pins:
+        if not re.fullmatch(r"jax-(cuda\d+|rocm\d*)-plugin", name):
+            continue
+        page = ctx.page(name)
+        if page is None:
+            continue
+        try:
+            spec = SpecifierSet(f"=={pin}" if _is_version(pin) else pin)
+        except InvalidSpecifier:
+            continue
+        matching = [v for v in page if v in spec]
+        if not matching:
+            ctx.compare(label, f"{name} {pin} on the index", "released", "not found")
+            continue
+        # pip takes, per Python, the newest matching release that has a wheel for it
+        has = {p for v in matching for p in ix.cpython_minors(page[v], ctx.known_pythons)}
+        usable = [p for p in rel.python if p in has]
+        ctx.compare(label, f"Python with {name} {pin}", _show(b.python or rel.python), _show(usable))
 
 
 def _tensorflow(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:

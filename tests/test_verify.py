@@ -96,6 +96,7 @@ def test_a_mismatch_of_each_kind_is_a_table_row_and_exit_1(index: HTTPServer, ma
         ["torch.toml torch 2.14.0 cu130", "pin nvidia-cudnn-cu13", "9.20.0.48", "9.24.0.43"],
         ["torch.toml torch 2.14.0 cu130", "pin nvidia-cusparselt-cu13", "-", "0.8.1"],
         ["jax.toml jax 0.11.0 cuda13 [cuda13]", "pin jax-cuda13-plugin", "0.10.0", "<=0.11.0,>=0.11.0"],
+        ["jax.toml jax 0.11.0 cuda13 [cuda13]", "jax-cuda13-plugin 0.10.0 on the index", "released", "not found"],
         ["tensorflow.toml tensorflow 2.21.0", "requires keras", ">=3.10.0", ">=3.12.0"],
         ["tensorflow.toml tensorflow 2.21.0 cuda [and-cuda]", "pin nvidia-cudnn-cu12", "<10.0,>=9.1.0.70",
          "<10.0,>=9.3.0.75"],
@@ -105,11 +106,11 @@ def test_a_mismatch_of_each_kind_is_a_table_row_and_exit_1(index: HTTPServer, ma
         ["keras.toml keras 3.6.0", "has a row", "no row", "released"],
     ):
         assert want in rows, (want, rows)
-    assert len(rows) == 12, rows
-    assert r.stdout.endswith(" fact(s) checked, 12 mismatch(es)\n")
+    assert len(rows) == 13, rows
+    assert r.stdout.endswith(" fact(s) checked, 13 mismatch(es)\n")
     assert r.stderr.endswith("TIP: correct the rows named above from their sources, then run "
                              "`envsolve data --verify` again\n")
-    assert f"ERROR: 12 fact(s) in {matrices} disagree with the index\n" in r.stderr
+    assert f"ERROR: 13 fact(s) in {matrices} disagree with the index\n" in r.stderr
 
 
 def test_package_limits_the_check_to_one_framework(index: HTTPServer, matrices: Path) -> None:  # noqa: F811
@@ -179,3 +180,14 @@ def test_a_cudnn_release_on_the_index_needs_a_row(index: HTTPServer, matrices: P
     assert table(r.stdout) == [["cudnn.toml cuDNN 9.28.0 (CUDA 12)", "has a row", "no row", "row"]]
     # the recorded index has no nvidia-cudnn-cu11 page: a warning, not a mismatch
     assert "warning: nvidia-cudnn-cu11: not on this index, so its facts were not checked\n" in r.stdout
+
+
+def test_a_plugin_s_python_tags_bound_its_build(index: HTTPServer, matrices: Path) -> None:  # noqa: F811
+    jax = matrices / "jax.toml"
+    text = jax.read_text()
+    at = text.index('extra = "cuda12"', text.index('version = "0.11.0"\nvariant = "cuda12"'))
+    jax.write_text(text[:at] + 'python = ["3.12", "3.13"]\n' + text[at:])  # the plugin also has cp314 wheels
+    r = verify(matrices, index.url_for("/simple"), "--package", "jax")
+    assert r.exit_code == 1, r.output
+    assert table(r.stdout) == [["jax.toml jax 0.11.0 cuda12 [cuda12]", "Python with jax-cuda12-plugin 0.11.0",
+                                "3.12, 3.13", "3.12, 3.13, 3.14"]]
