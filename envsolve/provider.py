@@ -59,10 +59,14 @@ class Provider:
         key = fold(name)
         if key in self._gpu:
             return self._gpu[key]
-        for prefix in ("nvidia", "nvidiageforce", "geforce", "amd", "amdinstinct", "amdradeon",
-                       "radeon", "tesla"):
+        prefixes = ("nvidia", "nvidiageforce", "geforce", "amd", "amdinstinct", "amdradeon", "radeon", "tesla")
+        for prefix in prefixes:
             if fold(prefix + key) in self._gpu:
                 return self._gpu[fold(prefix + key)]
+        # the vendor's own spelling of a row's name ("NVIDIA V100", "Tesla P100", "NVIDIA RTX 6000 Ada")
+        for prefix in sorted(prefixes, key=len, reverse=True):
+            if key.startswith(prefix) and key[len(prefix):] in self._gpu:
+                return self._gpu[key[len(prefix):]]
         return None
 
     def gpu_suggestions(self, name: str) -> list[str]:
