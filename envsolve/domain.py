@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_INDEXES",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
+    "PYTHONS_FROM",
     "cuda_of_variant",
     "kernels",
     "qualified_image",
@@ -41,6 +42,8 @@ COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "jaxlib": "jax"}
 COMPANIONS_OF: dict[str, tuple[str, ...]] = {
     owner: tuple(c for c, o in COMPANIONS.items() if o == owner) for owner in dict.fromkeys(COMPANIONS.values())
 }
+# A framework published as a pure wheel -> the companion whose wheels say which Pythons it runs on.
+PYTHONS_FROM = {"jax": "jaxlib"}
 # Keras' backends; Keras' own default comes first.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 # Vendor -> the accelerator its GPUs need.

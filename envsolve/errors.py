@@ -15,6 +15,7 @@ __all__ = [
     "MatrixError",
     "LockError",
     "RefreshError",
+    "MissingProject",
     "Unsatisfiable",
     "Clash",
     "Problem",
@@ -101,6 +102,10 @@ class RefreshError(EnvsolveError):
     """The package index could not be read (unreachable, missing project, altered file)."""
 
     exit_code = 1
+
+
+class MissingProject(RefreshError):
+    """The package index has no page for a project (HTTP 404)."""
 
 
 @dataclass(frozen=True, slots=True)

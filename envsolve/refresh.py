@@ -29,8 +29,8 @@ from packaging.version import Version
 from . import index as ix
 from . import wheel
 from .data import Matrices, load_dir
-from .domain import COMPANIONS_OF, FRAMEWORKS, variant_of_cuda
-from .errors import EnvsolveError, MatrixError, RefreshError
+from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM, variant_of_cuda
+from .errors import EnvsolveError, MatrixError, MissingProject, RefreshError
 from .files import write_atomic
 from .paths import cache_dir as default_cache_dir
 from .versions import parse_python_minor
@@ -54,8 +54,6 @@ DEFAULT_PACKAGES = (
     # CUDA 13's runtime is published without the -cu13 suffix (that name holds a placeholder)
     "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "cuda-toolkit",
 )
-# jax is a pure wheel: the Pythons of a jax release are those its jaxlib has wheels for
-PYTHONS_FROM = {"jax": "jaxlib"}
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _METADATA_TRIES = 3  # wheels of one release whose metadata file is tried before giving up
 
@@ -196,7 +194,7 @@ class IndexClient:
         url = ix.project_url(self.index_url, name)
         answer = self._get(url, ix.ACCEPT)
         if answer.status == 404:
-            raise RefreshError(f"the package index at {self.index_url} has no project {name!r}",
+            raise MissingProject(f"the package index at {self.index_url} has no project {name!r}",
                                tip="check the name given to --package, or use an index that carries it "
                                    "(--index-url)")
         if answer.status != 200:

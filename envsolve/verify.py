@@ -24,14 +24,11 @@ from packaging.version import InvalidVersion, Version
 
 from . import index as ix
 from .data import Build, Matrices, Release
-from .domain import COMPANIONS_OF, FRAMEWORKS
-from .errors import RefreshError
+from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM
+from .errors import MissingProject, RefreshError
 from .versions import parse_python_minor
 
 __all__ = ["CHECKS", "DATA_CHECKS", "Mismatch", "Reader", "Report", "render", "verify"]
-
-# jax is a pure wheel: the Pythons of a jax release are those of its jaxlib
-PYTHONS_FROM = {"jax": "jaxlib"}
 
 
 class Reader(Protocol):
@@ -78,9 +75,7 @@ class _Ctx:
         if name not in self.pages:
             try:
                 files = self.reader.project(name)
-            except RefreshError as e:
-                if "has no project" not in e.message:
-                    raise
+            except MissingProject:
                 self.warnings.append(f"{name}: not on this index, so its facts were not checked")
                 self.pages[name] = None
             else:
