@@ -252,34 +252,44 @@ class IndexClient:
         """The METADATA member of wheel ``f``, read with HTTP range requests on its zip central
         directory (PEP 658 files are not served for it); cached by the wheel's sha256. None, with a
         warning, when the server does not serve ranges."""
-        if not f.filename.endswith(".whl"):
-            return None
-        path = self.cache.root / "metadata" / f"{f.sha256}.METADATA" if self.cache.root and f.sha256 else None
-        text = None
-        if path is not None and path.is_file():
-            text = path.read_text(encoding="utf-8")
+        text = self.wheel_member(f, wheel.METADATA, "no metadata file, so its metadata")
         if text is None:
-            self.progress(f"reading METADATA out of {f.filename} (range requests)")
-            try:
-                text = self._range_metadata(f)
-            except wheel.WheelFormatError as e:
-                raise RefreshError(f"{f.filename} cannot be read as a wheel: {e}") from None
-            if text is None:
-                self.warnings.append(f"{f.filename}: the server does not serve byte ranges and no metadata "
-                                     "file, so its metadata was not read (wheels are never downloaded whole)")
-                return None
-            if path is not None:
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(path, text.encode("utf-8"))
-                except OSError:
-                    pass
+            return None
         try:
             return ix.parse_metadata(text)
         except ix.IndexFormatError as e:
             raise RefreshError(f"the METADATA of {f.filename} cannot be read: {e}") from None
 
-    def _range_metadata(self, f: ix.DistFile) -> str | None:
+    def wheel_member(self, f: ix.DistFile, pattern: str, what: str = "") -> str | None:
+        """The text of the one member of wheel ``f`` whose path matches ``pattern`` (a regular
+        expression), read with HTTP range requests (the zip directory, then that member alone) and
+        cached by the wheel's sha256. None, with a warning, when the server does not serve ranges."""
+        if not f.filename.endswith(".whl"):
+            return None
+        key = hashlib.sha256(pattern.encode()).hexdigest()[:16]
+        path = (self.cache.root / "members" / f"{f.sha256}-{key}.txt"
+                if self.cache.root is not None and f.sha256 else None)
+        if path is not None and path.is_file():
+            return path.read_text(encoding="utf-8")
+        self.progress(f"reading {pattern} out of {f.filename} (range requests)")
+        try:
+            text = self._range_member(f, pattern)
+        except wheel.WheelFormatError as e:
+            raise RefreshError(f"{f.filename} cannot be read as a wheel: {e}") from None
+        if text is None:
+            what = what or f"its member {pattern}"
+            self.warnings.append(f"{f.filename}: the server does not serve byte ranges and {what} was not read "
+                                 "(wheels are never downloaded whole)")
+            return None
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, text.encode("utf-8"))
+            except OSError:
+                pass
+        return text
+
+    def _range_member(self, f: ix.DistFile, pattern: str) -> str | None:
         got = self._range(f.url, f"-{wheel.TAIL}")
         if got is None:
             return None
@@ -293,12 +303,12 @@ class IndexClient:
             if more is None:
                 return None
             directory = more[0]
-        member = wheel.metadata_member(directory)
+        member = wheel.find_member(directory, pattern)
         end = min(member.header_offset + wheel.member_bytes(member), total) - 1
         chunk = self._range(f.url, f"{member.header_offset}-{end}")
         if chunk is None:
             return None
-        return wheel.metadata_text(member, chunk[0])
+        return wheel.member_text(member, chunk[0])
 
     def first_metadata(self, files: Iterable[ix.DistFile]) -> tuple[ix.DistFile, ix.Metadata] | None:
         """The metadata of the best Linux x86_64 wheel whose metadata can be read. A file that

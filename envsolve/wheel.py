@@ -1,5 +1,5 @@
 """Pure reading of a wheel's zip structure from byte ranges: where the central directory is, where
-the ``.dist-info/METADATA`` member is, and its text from the bytes of that member alone.
+one member is (``.dist-info/METADATA``, or any path), and its text from the bytes of that member alone.
 
 ``refresh.IndexClient`` asks the server for just these ranges (the way pip's lazy wheels and uv
 read metadata), so a wheel is never downloaded whole. Nothing here touches the network.
@@ -12,9 +12,10 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-__all__ = ["TAIL", "Member", "WheelFormatError", "central_directory", "member_bytes", "metadata_member",
-           "metadata_text"]
+__all__ = ["METADATA", "TAIL", "Member", "WheelFormatError", "central_directory", "find_member", "member_bytes",
+           "member_text", "metadata_member", "metadata_text"]
 
+METADATA = r"[^/]+\.dist-info/METADATA"  # the core metadata member of a wheel
 TAIL = 64 * 1024  # the first request: the end of the file, which holds the EOCD (and often the directory)
 _EOCD = b"PK\x05\x06"
 _EOCD64 = b"PK\x06\x06"
@@ -93,12 +94,17 @@ def _zip64(extra: bytes, csize: int, size: int, offset: int) -> tuple[int, int, 
     return csize, size, offset
 
 
+def find_member(directory: bytes, pattern: str) -> Member:
+    """The one member listed in the central directory whose path matches ``pattern`` entirely."""
+    found = [m for m in _members(directory) if re.fullmatch(pattern, m.name)]
+    if len(found) != 1:
+        raise WheelFormatError(f"the wheel has {len(found)} members matching {pattern}, not one")
+    return found[0]
+
+
 def metadata_member(directory: bytes) -> Member:
     """The ``<name>-<version>.dist-info/METADATA`` member listed in the central directory."""
-    found = [m for m in _members(directory) if re.fullmatch(r"[^/]+\.dist-info/METADATA", m.name)]
-    if len(found) != 1:
-        raise WheelFormatError(f"the wheel has {len(found)} .dist-info/METADATA members, not one")
-    return found[0]
+    return find_member(directory, METADATA)
 
 
 def member_bytes(m: Member) -> int:
@@ -108,6 +114,11 @@ def member_bytes(m: Member) -> int:
 
 
 def metadata_text(m: Member, chunk: bytes) -> str:
+    """The METADATA member's text from ``chunk`` (see :func:`member_text`)."""
+    return member_text(m, chunk)
+
+
+def member_text(m: Member, chunk: bytes) -> str:
     """The member's text from ``chunk``, the bytes from its local header on (CRC-32 checked)."""
     if chunk[:4] != _LOCAL or len(chunk) < LOCAL_HEADER:
         raise WheelFormatError(f"no local file header at the offset the directory gives for {m.name}")
