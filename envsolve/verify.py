@@ -12,6 +12,7 @@ ranges and Keras pin. A framework plugs in by adding its check to :data:`CHECKS`
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ class Reader(Protocol):
     def project(self, name: str) -> tuple[ix.DistFile, ...]: ...
 
     def metadata(self, f: ix.DistFile) -> ix.Metadata | None: ...
+
+    def wheel_member(self, f: ix.DistFile, pattern: str, what: str = "") -> str | None: ...
 
     @property
     def warnings(self) -> list[str]: ...
@@ -98,6 +101,20 @@ class _Ctx:
             if md is not None:
                 return f, md
         self.warnings.append(f"{label}: no metadata could be read for its Linux x86_64 wheels; pins not checked")
+        return None
+
+
+    def member(self, label: str, files: Iterable[ix.DistFile], pattern: str) -> str | None:
+        """A member of the best Linux x86_64 wheel among ``files`` (a warning when none can be read)."""
+        for f in ix.metadata_candidates(files)[:3]:
+            try:
+                text = self.reader.wheel_member(f, pattern)
+            except RefreshError as e:
+                self.warnings.append(f"{label}: {e.message}")
+                continue
+            if text is not None:
+                return text
+        self.warnings.append(f"{label}: {pattern} could not be read out of its wheels; not checked")
         return None
 
 
@@ -329,6 +346,7 @@ def _plugin_pythons(ctx: _Ctx, rel: Release, b: Build, label: str) -> None:
 
 def _tensorflow(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
     builds = _default_index_builds(ctx, rel)
+    _tensorflow_archs(ctx, rel, files, builds)
     needs_keras = bool(dict(rel.requires).get("keras"))
     if not builds and not needs_keras:
         return
@@ -347,6 +365,46 @@ def _tensorflow(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
         # the bundled libraries, and whatever else the row pins (tensorrt in 2.14-2.15)
         index = {n: v for n, v in extra_reqs.items() if ix.is_bundled(n) or n in dict(b.pins)}
         _pins(ctx, f"{label} {b.variant}" + (f" [{b.extra}]" if b.extra else ""), dict(b.pins), index)
+
+
+_BUILD_INFO = r"tensorflow/python/platform/build_info\.py"
+
+
+def _build_info(text: str) -> dict[str, object]:
+    """The ``build_info`` table of TensorFlow's build_info.py (a literal OrderedDict of pairs)."""
+    m = re.search(r"OrderedDict\((\[.*\])\)", text, re.DOTALL)
+    if m is None:
+        return {}
+    try:
+        pairs = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError):
+        return {}
+    return {str(k): v for k, v in pairs} if isinstance(pairs, list) else {}
+
+
+def _tensorflow_archs(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile], builds: Sequence[Build]) -> None:
+    """A CUDA wheel says what it was built for: build_info.py's CUDA version and compute capabilities
+    (``sm_NN`` is SASS, ``compute_NN`` PTX only)."""
+    cuda_builds = [b for b in builds if b.accelerator == "cuda"]
+    if not cuda_builds:
+        return
+    text = ctx.member(f"tensorflow {rel.raw}", files, _BUILD_INFO)
+    if text is None:
+        return
+    info = _build_info(text)
+    caps = info.get("cuda_compute_capabilities")
+    if not isinstance(caps, list):
+        ctx.warnings.append(f"tensorflow {rel.raw}: its build_info.py has no cuda_compute_capabilities list; "
+                            "arch lists not checked")
+        return
+    sass = [str(c) for c in caps if str(c).startswith("sm_")]
+    ptx = ["sm_" + str(c).split("_", 1)[1] for c in caps if str(c).startswith("compute_")]
+    cuda = ".".join(str(info.get("cuda_version", "")).split(".")[:2])
+    for b in cuda_builds:
+        label = f"tensorflow.toml tensorflow {rel.raw} {b.variant}"
+        ctx.compare(label, "SASS (build_info.py)", ", ".join(b.archs), ", ".join(sass))
+        ctx.compare(label, "PTX (build_info.py)", ", ".join(b.ptx), ", ".join(ptx))
+        ctx.compare(label, "CUDA (build_info.py)", ".".join(map(str, b.cuda.prefix(2))) if b.cuda else "", cuda)
 
 
 def _keras(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:

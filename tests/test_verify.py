@@ -191,3 +191,28 @@ def test_a_plugin_s_python_tags_bound_its_build(index: HTTPServer, matrices: Pat
     assert r.exit_code == 1, r.output
     assert table(r.stdout) == [["jax.toml jax 0.11.0 cuda12 [cuda12]", "Python with jax-cuda12-plugin 0.11.0",
                                 "3.12, 3.13", "3.12, 3.13, 3.14"]]
+
+
+TF_WHEEL = Path(__file__).parent / "fixtures" / "index" / "wheels" / "tensorflow-2.21.0-cp313-cp313-manylinux_2_27_x86_64.whl"
+
+
+def test_tensorflow_arch_lists_are_checked_against_the_wheel_s_build_info(index: HTTPServer,  # noqa: F811
+                                                                            matrices: Path) -> None:
+    from .test_wheel import ranged_handler
+
+    index.expect_request(f"/files/{TF_WHEEL.name}").respond_with_handler(ranged_handler(TF_WHEEL.read_bytes()))
+    assert verify(matrices, index.url_for("/simple"), "--package", "tensorflow").exit_code == 0
+    tf = matrices / "tensorflow.toml"
+    text = tf.read_text()
+    at = text.index('version = "2.21.0"\nvariant = "cuda"')
+    tf.write_text(text[:at] + text[at:].replace('archs = ["sm_60", "sm_70", "sm_80", "sm_89"]\nptx = ["sm_90"]',
+                                                'archs = ["sm_60", "sm_70", "sm_80", "sm_89", "sm_90"]\nptx = []', 1))
+    r = verify(matrices, index.url_for("/simple"), "--package", "tensorflow")
+    assert r.exit_code == 1, r.output
+    assert table(r.stdout) == [
+        ["tensorflow.toml tensorflow 2.21.0 cuda", "SASS (build_info.py)", "sm_60, sm_70, sm_80, sm_89, sm_90",
+         "sm_60, sm_70, sm_80, sm_89"],
+        ["tensorflow.toml tensorflow 2.21.0 cuda", "PTX (build_info.py)", "-", "sm_90"]]
+    ranges = [req.headers.get("Range") for req, _ in index.log if req.path == f"/files/{TF_WHEEL.name}"]
+    assert ranges and all(ranges)  # only byte ranges of the wheel were asked for
+

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,17 +26,23 @@ BLOB = WHEEL.read_bytes()
 METADATA = zipfile.ZipFile(WHEEL).read("tomli_w-1.2.0.dist-info/METADATA").decode()
 
 
-def ranged(request: Request) -> Response:
-    """Serves BLOB honouring one `Range: bytes=a-b` or `bytes=-n` (RFC 9110), as file hosts do."""
-    m = re.fullmatch(r"bytes=(\d*)-(\d*)", request.headers.get("Range", ""))
-    if m is None:
-        return Response(BLOB, content_type="application/octet-stream")
-    if m.group(1):
-        start, end = int(m.group(1)), min(int(m.group(2) or len(BLOB) - 1), len(BLOB) - 1)
-    else:
-        start, end = max(0, len(BLOB) - int(m.group(2))), len(BLOB) - 1
-    return Response(BLOB[start:end + 1], status=206, content_type="application/octet-stream",
-                    headers={"Content-Range": f"bytes {start}-{end}/{len(BLOB)}"})
+def ranged_handler(blob: bytes) -> Callable[[Request], Response]:
+    """Serves ``blob`` honouring one `Range: bytes=a-b` or `bytes=-n` (RFC 9110), as file hosts do."""
+    def handler(request: Request) -> Response:
+        m = re.fullmatch(r"bytes=(\d*)-(\d*)", request.headers.get("Range", ""))
+        if m is None:
+            return Response(blob, content_type="application/octet-stream")
+        if m.group(1):
+            start, end = int(m.group(1)), min(int(m.group(2) or len(blob) - 1), len(blob) - 1)
+        else:
+            start, end = max(0, len(blob) - int(m.group(2))), len(blob) - 1
+        return Response(blob[start:end + 1], status=206, content_type="application/octet-stream",
+                        headers={"Content-Range": f"bytes {start}-{end}/{len(blob)}"})
+
+    return handler
+
+
+ranged = ranged_handler(BLOB)
 
 
 def dist(server: HTTPServer) -> ix.DistFile:
