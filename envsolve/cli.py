@@ -515,7 +515,7 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
         known = (*FRAMEWORKS, *DATA_CHECKS)
         unknown = [p for p in packages if p not in known]
         if unknown:
-            raise SpecError([Problem("--package", p, "is not a framework envsolve knows") for p in unknown],
+            raise SpecError([Problem("--package", p, "is not something --verify checks") for p in unknown],
                             tip=f"pass one of: {', '.join(known)}")
 
         def progress(line: str) -> None:

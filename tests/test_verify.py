@@ -126,7 +126,7 @@ def test_package_limits_the_check_to_one_framework(index: HTTPServer, matrices: 
 def test_unknown_package_is_exit_2(matrices: Path) -> None:
     r = verify(matrices, "http://127.0.0.1:1/simple", "--package", "numpy")
     assert r.exit_code == 2
-    assert "ERROR: --package: numpy: is not a framework envsolve knows" in r.stderr
+    assert "ERROR: --package: numpy: is not something --verify checks" in r.stderr
     assert "TIP: pass one of: torch, tensorflow, jax, keras, cudnn, cuda" in r.stderr
 
 
