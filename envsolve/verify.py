@@ -296,6 +296,8 @@ def _torch(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
             ctx.compare(label, f"pin {name}", data.get(name, ""), index, same=same)
         ctx.compare(label, "CUDA runtime", b.cuda.raw if b.cuda else "", facts.cuda,
                     same=(b.cuda.raw if b.cuda else "") == facts.cuda or not facts.cuda_runtime)
+        if facts.cudnn and _is_version(facts.cudnn):
+            ctx.compare(label, "cuDNN", b.cudnn, facts.cudnn)
 
 
 def _jax(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:

@@ -216,3 +216,10 @@ def test_tensorflow_arch_lists_are_checked_against_the_wheel_s_build_info(index:
     ranges = [req.headers.get("Range") for req, _ in index.log if req.path == f"/files/{TF_WHEEL.name}"]
     assert ranges and all(ranges)  # only byte ranges of the wheel were asked for
 
+
+
+def test_a_torch_build_s_cudnn_is_its_wheel_s_cudnn_pin(index: HTTPServer, matrices: Path) -> None:  # noqa: F811
+    edit(matrices / "torch.toml", 'cuda = "13.0"\ncudnn = "9.24.0.43"', 'cuda = "13.0"\ncudnn = "9.20.0.48"')
+    r = verify(matrices, index.url_for("/simple"), "--package", "torch")
+    assert r.exit_code == 1, r.output
+    assert table(r.stdout) == [["torch.toml torch 2.14.0 cu130", "cuDNN", "9.20.0.48", "9.24.0.43"]]
