@@ -616,10 +616,53 @@ def graph(around: str | None, depth: int, fmt: str) -> None:
     click.echo(to_dot(sub) if fmt == "dot" else to_json(sub), nl=False)
 
 
+class _Mismatched(EnvsolveError):
+    exit_code = 1
+
+
+def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool, timeout: float,
+                  retries: int, backoff: float, progress: Callable[[str], None]) -> Any:
+    """The package-index client of `refresh` and `data --verify` (URL from pip's settings by default)."""
+    from .config import pip_index_url
+    from .refresh import IndexClient, default_cache_dir
+
+    url = index_url or pip_index_url()
+    if not url:
+        raise SpecError([Problem("--index-url", "", "no package index is configured")],
+                        tip="pass --index-url URL or set PIP_INDEX_URL")
+    return IndexClient(url, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
+                       timeout=timeout, retries=retries, backoff=backoff, progress=progress)
+
+
+def _index_options(fn: F) -> F:
+    """--index-url, --cache-dir, --no-cache, --timeout, --retries, --backoff (refresh, data --verify)."""
+    for opt in reversed((
+        click.option("--index-url", metavar="URL", help="Simple-API root of the index to read "
+                     "(default: PIP_INDEX_URL, else pip's configuration, else pip's default)."),
+        click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), envvar="ENVSOLVE_CACHE_DIR",
+                     help="Cache of index answers (default: ~/.cache/envsolve; env ENVSOLVE_CACHE_DIR)."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
+        click.option("--timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+                     help="Seconds to wait for each answer."),
+        click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
+                     help="Retries of a request that failed or answered 429/5xx."),
+        click.option("--backoff", type=click.FloatRange(min=0), default=1.0, show_default=True,
+                     help="Seconds before the first retry; doubled for each further one."),
+    )):
+        fn = opt(fn)
+    return fn
+
+
 @main.command()
 @click.option("--validate", is_flag=True, help="Only validate the matrices (exit 2 on problems).")
+@click.option("--verify", is_flag=True, help="Re-check every row the package index can confirm (Pythons, "
+              "pins, companions, versions); exit 1 on any mismatch.")
+@click.option("--package", "packages", multiple=True, metavar="NAME",
+              help="With --verify: only this framework, or cudnn / cuda for those rows (repeatable; default: all).")
+@_index_options
 @_handles_errors
-def data(validate: bool) -> None:
+def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str | None, cache_dir: Path | None,
+         no_cache: bool, timeout: float, retries: int, backoff: float) -> None:
     """Show the data version, counts per kind and the newest release of each framework."""
     from .data import data_dir, load
     from .domain import FRAMEWORKS
@@ -628,6 +671,28 @@ def data(validate: bool) -> None:
     m = load(root)
     if validate:
         click.echo(f"{root}: valid (data {m.data_version}, {m.digest})")
+        return
+    if verify:
+        from .verify import DATA_CHECKS
+        from .verify import render as render_report
+        from .verify import verify as verify_rows
+
+        known = (*FRAMEWORKS, *DATA_CHECKS)
+        unknown = [p for p in packages if p not in known]
+        if unknown:
+            raise SpecError([Problem("--package", p, "is not something --verify checks") for p in unknown],
+                            tip=f"pass one of: {', '.join(known)}")
+
+        def progress(line: str) -> None:
+            click.echo(f"verify: {line}", err=True)
+
+        client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
+        report = verify_rows(client, m, packages or known, client.index_url)
+        click.echo(render_report(report), nl=False)
+        if report.mismatches:
+            raise _Mismatched(f"{len(report.mismatches)} fact(s) in {root} disagree with the index",
+                              tip="correct the rows named above from their sources, then run "
+                                  "`envsolve data --verify` again")
         return
     click.echo(f"data version {m.data_version} ({m.digest})")
     counts = {"GPU models": len(m.gpus), "architectures": len(m.archs), "CUDA toolkits": len(m.toolkits),
@@ -787,56 +852,48 @@ def _stale_data_warning(out: Path, installed: str) -> str:
 
 
 @main.command()
-@click.option("--index-url", metavar="URL", help="Simple-API root of the index to read "
-              "(default: PIP_INDEX_URL, else pip's configuration, else pip's default).")
 @click.option("--package", "packages", multiple=True, metavar="NAME",
               help="Only this package (repeatable; default: the frameworks, their companions and the "
                    "CUDA, cuDNN and triton packages).")
 @click.option("--diff/--write", "diff_only", default=True, show_default=True,
               help="Print what is new or changed (writes nothing), or add the new rows to the matrices.")
+@click.option("--exit-code", is_flag=True, help="With --diff: exit 1 when there are new rows or changes (for CI).")
 @click.option("--data-version", metavar="YYYY-MM-DD",
               help="data_version of the files --write changes (default: today).")
-@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), envvar="ENVSOLVE_CACHE_DIR",
-              help="Cache of index answers (default: ~/.cache/envsolve; env ENVSOLVE_CACHE_DIR).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
-@click.option("--timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
-              help="Seconds to wait for each answer.")
-@click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
-              help="Retries of a request that failed or answered 429/5xx.")
-@click.option("--backoff", type=click.FloatRange(min=0), default=1.0, show_default=True,
-              help="Seconds before the first retry; doubled for each further one.")
+@_index_options
 @_handles_errors
-def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, data_version: str | None,
-            cache_dir: Path | None, no_cache: bool, timeout: float, retries: int, backoff: float) -> None:
+def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, exit_code: bool,
+            data_version: str | None, cache_dir: Path | None, no_cache: bool, timeout: float, retries: int,
+            backoff: float) -> None:
     """Compare the matrices with the package index; with --write, add the new releases."""
     import datetime
 
-    from .config import pip_index_url
     from .data import data_dir, load_dir
-    from .refresh import DEFAULT_PACKAGES, IndexClient, apply, default_cache_dir, render, survey
+    from .refresh import DEFAULT_PACKAGES, apply, render, survey
 
     if data_version is not None:
         try:
             datetime.date.fromisoformat(data_version)
         except ValueError:
             raise SpecError([Problem("--data-version", data_version, "is not a date such as 2026-11-22")]) from None
-    url = index_url or pip_index_url()
-    if not url:
-        raise SpecError([Problem("--index-url", "", "no package index is configured")],
-                        tip="pass --index-url URL or set PIP_INDEX_URL")
     root = click.get_current_context().find_root().params.get("matrices") or data_dir()
-    m = load_dir(root)
 
     def progress(line: str) -> None:
         click.echo(f"refresh: {line}", err=True)
 
-    client = IndexClient(url, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
-                         timeout=timeout, retries=retries, backoff=backoff, progress=progress)
+    client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
+    m = load_dir(root)
     plan = survey(client, m, packages or DEFAULT_PACKAGES, progress)
     click.echo(render(plan), nl=False)
+    for w in plan.warnings:
+        click.echo(f"WARNING: {w}", err=True)
     if diff_only:
         if plan.rows:
             click.echo(f"{len(plan.rows)} new row(s); run `envsolve refresh --write` to add them")
+        if exit_code and (plan.rows or any(f.kind == "changed" for f in plan.findings)):
+            raise _Mismatched(f"the index has {len(plan.rows)} new row(s) and "
+                              f"{sum(f.kind == 'changed' for f in plan.findings)} change(s) for {root}",
+                              tip="run `envsolve refresh --write` to add the new rows; correct changed rows by hand")
         return
     written = apply(plan, root, data_version or datetime.date.today().isoformat())
     for path in written:

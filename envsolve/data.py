@@ -137,6 +137,8 @@ class Release(_Row):
     raw: str
     python: tuple[str, ...]
     companions: tuple[tuple[str, str], ...] = ()
+    # a companion whose wheels cover fewer Pythons than the release's (a spec asking for it gets only these)
+    companion_python: tuple[tuple[str, tuple[str, ...]], ...] = ()
     requires: tuple[tuple[str, str], ...] = ()
     backends: tuple[tuple[str, str], ...] = ()
 
@@ -434,6 +436,12 @@ def _str_map(v: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(v.items()))
 
 
+def _pythons_map(v: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(v, dict):
+        raise ValueError("must be a table of Python lists")
+    return tuple(sorted((k, _pythons(x)) for k, x in v.items()))
+
+
 def _num_map(v: Any) -> tuple[tuple[str, float], ...]:
     if not isinstance(v, dict):
         raise ValueError("must be a table of numbers")
@@ -482,7 +490,8 @@ _KINDS: dict[str, dict[str, _Spec]] = {
         "release": (
             Release,
             {"version": _version, "python": _pythons},
-            {"companions": _str_map, "requires": _str_map, "backends": _str_map},
+            {"companions": _str_map, "companion_python": _pythons_map, "requires": _str_map,
+             "backends": _str_map},
         ),
         "build": (
             Build,

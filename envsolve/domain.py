@@ -27,6 +27,7 @@ __all__ = [
     "EXTRA_INDEXES",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
+    "PYTHONS_FROM",
     "cuda_of_variant",
     "driver_text",
     "kernels",
@@ -45,6 +46,9 @@ COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "jaxlib": "jax"}
 COMPANIONS_OF: dict[str, tuple[str, ...]] = {
     owner: tuple(c for c, o in COMPANIONS.items() if o == owner) for owner in dict.fromkeys(COMPANIONS.values())
 }
+# A framework published as a pure wheel (or, for `cupy`, as a source distribution whose wheels are
+# cupy-cudaXXx) -> the package whose wheels say which Pythons it runs on.
+PYTHONS_FROM = {"jax": "jaxlib", "cupy": "cupy-cuda12x"}
 # Keras' backends; Keras' own default comes first.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 # Vendor -> the accelerator its GPUs need.

@@ -15,6 +15,7 @@ __all__ = [
     "MatrixError",
     "LockError",
     "RefreshError",
+    "MissingProject",
     "Unsatisfiable",
     "Clash",
     "Problem",
@@ -109,6 +110,10 @@ class ResolveError(EnvsolveError):
     or (offline) a package missing from the cache."""
 
     exit_code = 1
+
+
+class MissingProject(RefreshError):
+    """The package index has no page for a project (HTTP 404)."""
 
 
 @dataclass(frozen=True, slots=True)

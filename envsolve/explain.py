@@ -41,6 +41,7 @@ class ExplainReporter(Reporter):
                 out.append(f"  JetPack {r.jetpack}: the Jetson's driver and CUDA {r.cuda} come with it")
             elif r.compat:
                 out.append(f"  driver >= {r.driver_min} ({r.compat} support of CUDA {r.cuda})")
+            out += [f"  note: {w}" for w in r.warnings if w.startswith("the native minimum driver")]
             out.append(f"  base image {r.base_image}")
             out += self.rejections(t.name, verbose, per_target)
         return "\n".join(out) + "\n"

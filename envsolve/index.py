@@ -34,6 +34,7 @@ from .versions import parse_python_minor
 
 __all__ = [
     "ACCEPT",
+    "admits",
     "BundledFacts",
     "DistFile",
     "IndexFormatError",
@@ -239,7 +240,7 @@ def _linux_x86_64(tag: Tag) -> bool:
                                      and tag.platform.endswith("_x86_64"))
 
 
-def _admits(requires_python: str, minor: str) -> bool:
+def admits(requires_python: str, minor: str) -> bool:
     """Whether ``Requires-Python`` admits some release of the CPython minor ``X.Y``."""
     if not requires_python:
         return True
@@ -248,6 +249,12 @@ def _admits(requires_python: str, minor: str) -> bool:
     except InvalidSpecifier:
         return True
     return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in (0, 99))
+
+
+def _own_abi(tag: Tag) -> bool:
+    """A CPython minor's own ABI: ``cp312``, or ``cp37m`` / ``cp27mu`` before Python 3.8 dropped the
+    pymalloc suffix (a free-threaded ``cp313t`` is another ABI)."""
+    return tag.abi == tag.interpreter or tag.abi in (f"{tag.interpreter}m", f"{tag.interpreter}mu")
 
 
 def _cp_minor(interpreter: str) -> str:
@@ -269,14 +276,14 @@ def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
             if not _linux_x86_64(tag):
                 continue
             minor = _cp_minor(tag.interpreter)
-            if minor and tag.abi == tag.interpreter:
+            if minor and _own_abi(tag):
                 found.add(minor)
             elif minor and tag.abi == "abi3":
                 floor = parse_python_minor(minor)
-                found.update(k for k in known if parse_python_minor(k) >= floor and _admits(rp, k))
+                found.update(k for k in known if parse_python_minor(k) >= floor and admits(rp, k))
             elif tag.interpreter in ("py3", "py2.py3") or (tag.interpreter.startswith("py3") and tag.abi == "none"):
-                found.update(k for k in known if _admits(rp, k))
-    return tuple(sorted((p for p in found if _admits(requires_python, p)), key=parse_python_minor))
+                found.update(k for k in known if admits(rp, k))
+    return tuple(sorted((p for p in found if admits(requires_python, p)), key=parse_python_minor))
 
 
 def metadata_candidates(files: Iterable[DistFile], pythons: Sequence[str] = ()) -> list[DistFile]:
@@ -284,7 +291,7 @@ def metadata_candidates(files: Iterable[DistFile], pythons: Sequence[str] = ()) 
     those the index says have a metadata file, then the newest regular CPython, then pure wheels."""
     def rank(f: DistFile) -> tuple[int, int, int, str]:
         tags = [t for t in _tags(f) if _linux_x86_64(t)]
-        minors = [parse_python_minor(m) for t in tags if (m := _cp_minor(t.interpreter)) and t.abi == t.interpreter]
+        minors = [parse_python_minor(m) for t in tags if (m := _cp_minor(t.interpreter)) and _own_abi(t)]
         newest = max(minors, default=(0, 0))
         return (0 if f.metadata else 1 if f.metadata is None else 2, -newest[0], -newest[1], f.filename)
 

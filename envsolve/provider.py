@@ -33,7 +33,7 @@ from .data import (
     Toolkit,
     fold,
 )
-from .versions import Arch, Dotted, parse_arch
+from .versions import Arch, Dotted, parse_arch, parse_driver
 
 __all__ = ["Provider"]
 
@@ -78,10 +78,14 @@ class Provider:
         key = fold(name)
         if key in self._gpu:
             return self._gpu[key]
-        for prefix in ("nvidia", "nvidiageforce", "geforce", "amd", "amdinstinct", "amdradeon",
-                       "radeon", "tesla"):
+        prefixes = ("nvidia", "nvidiageforce", "geforce", "amd", "amdinstinct", "amdradeon", "radeon", "tesla")
+        for prefix in prefixes:
             if fold(prefix + key) in self._gpu:
                 return self._gpu[fold(prefix + key)]
+        # the vendor's own spelling of a row's name ("NVIDIA V100", "Tesla P100", "NVIDIA RTX 6000 Ada")
+        for prefix in sorted(prefixes, key=len, reverse=True):
+            if key.startswith(prefix) and key[len(prefix):] in self._gpu:
+                return self._gpu[key[len(prefix):]]
         return None
 
     def gpu_suggestions(self, name: str) -> list[str]:
@@ -109,9 +113,53 @@ class Provider:
         return self._toolkits.get(version.prefix(2), [])
 
     def native_driver_min(self, cuda: Dotted) -> Dotted | None:
-        """The oldest driver that runs CUDA ``major.minor`` natively (its GA release's floor)."""
+        """The oldest driver that runs CUDA ``major.minor`` natively (its GA release's floor), never
+        below an earlier minor's of the same major: a floor that is not known (a low row) cannot
+        claim native support older drivers lack."""
         ts = self.toolkits(cuda)
-        return min((t.driver_min for t in ts), default=None)
+        own = min((t.driver_min for t in ts), default=None)
+        if own is None:
+            return None
+        earlier = self._previous_minor(cuda)
+        before = self.native_driver_min(earlier) if earlier is not None else None
+        floor = max(own, before) if before is not None else own
+        branch = self._first_branch_for(cuda) if all(t.confidence == "low" for t in ts) else None
+        if branch is not None and floor.major < branch:
+            # drivers.toml: older branches stop at an older CUDA, so none of their drivers runs it natively
+            floor = parse_driver(f"{branch}.00")
+        return floor
+
+    def _first_branch_for(self, cuda: Dotted) -> int | None:
+        """The oldest driver branch whose ``cuda_max`` reaches CUDA ``major.minor`` (same major)."""
+        key = cuda.prefix(2)
+        return min((b.branch for b in self.m.branches if b.cuda_max.major == cuda.major
+                    and b.cuda_max.prefix(2) >= key), default=None)
+
+    def _previous_minor(self, cuda: Dotted) -> Dotted | None:
+        key = cuda.prefix(2)
+        older = [t.version for t in self.m.toolkits if t.version.major == cuda.major and t.version.prefix(2) < key]
+        return max(older, default=None)
+
+    def driver_floor_note(self, cuda: Dotted) -> str:
+        """Why the native driver floor of CUDA ``major.minor`` is uncertain ("" when its rows are sourced)."""
+        ts = self.toolkits(cuda)
+        if not ts or any(t.confidence != "low" for t in ts):
+            return ""
+        floor = self.native_driver_min(cuda)
+        earlier = self._previous_minor(cuda)
+        prev = self.native_driver_min(earlier) if earlier is not None else None
+        mm = "{}.{}".format(*cuda.prefix(2))
+        own = min(t.driver_min for t in ts)
+        branch = self._first_branch_for(cuda)
+        if floor is not None and floor.raw == f"{branch}.00" and own.major < floor.major:
+            older = max((b for b in self.m.branches if b.branch < floor.major), key=lambda b: b.branch, default=None)
+            return (f"the native minimum driver of CUDA {mm} is not known (cuda.toml marks it low); taken as "
+                    f"R{branch} or newer" + (f", since drivers.toml gives R{older.branch} CUDA up to "
+                                             f"{older.cuda_max}" if older else ""))
+        if earlier is not None and prev is not None and floor == prev:
+            return (f"the native minimum driver of CUDA {mm} is not known (cuda.toml marks it low); "
+                    f"taken as at least CUDA {earlier.major}.{earlier.minor}'s {prev}")
+        return f"the native minimum driver of CUDA {mm} ({floor}) rests on data marked confidence = low"
 
     def toolkit_knows(self, cuda: Dotted, gpu: Arch) -> bool:
         """Whether CUDA ``major.minor`` can target ``gpu`` at all."""

@@ -27,9 +27,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from . import index as ix
+from . import wheel
 from .data import Matrices, load_dir
-from .domain import COMPANIONS_OF, FRAMEWORKS, variant_of_cuda
-from .errors import EnvsolveError, MatrixError, RefreshError
+from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM, variant_of_cuda
+from .errors import EnvsolveError, MatrixError, MissingProject, RefreshError
 from .files import write_atomic
 from .paths import cache_dir as default_cache_dir
 from .versions import parse_python_minor
@@ -52,10 +53,7 @@ DEFAULT_PACKAGES = (
     "jax-cuda12-plugin", "jax-cuda13-plugin", "keras", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
     # CUDA 13's runtime is published without the -cu13 suffix (that name holds a placeholder)
     "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "cuda-toolkit",
-)  # ONNX Runtime, PaddlePaddle and CuPy on request: --package onnxruntime --package cupy --package cupy-cuda12x
-# jax is a pure wheel: the Pythons of a jax release are those its jaxlib has wheels for; `cupy` on the
-# index is a source distribution, and its wheels are cupy-cudaXXx
-PYTHONS_FROM = {"jax": "jaxlib", "cupy": "cupy-cuda12x"}
+)
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _METADATA_TRIES = 3  # wheels of one release whose metadata file is tried before giving up
 
@@ -146,15 +144,16 @@ class IndexClient:
         self.offline = offline  # answers from the cache only; a missing one is an error naming it
         self.revalidate = revalidate  # False: a cached answer is used as is, however old
         self.requests = 0  # network requests made (cache hits without a request not counted)
+        self.warnings: list[str] = []  # files that failed and were skipped (see first_metadata)
 
-    def _send(self, url: str, headers: dict[str, str]) -> requests.Response:
+    def _send(self, url: str, headers: dict[str, str], stream: bool = False) -> requests.Response:
         """GET with retries and exponential backoff on connection errors, timeouts and 429/5xx."""
         tries = self.retries + 1
         for attempt in range(tries):
             last = attempt == tries - 1
             try:
                 self.requests += 1
-                resp = self.session.get(url, headers=headers, timeout=(self.timeout, self.timeout))
+                resp = self.session.get(url, headers=headers, timeout=(self.timeout, self.timeout), stream=stream)
             except requests.Timeout:
                 if last:
                     raise RefreshError(
@@ -171,6 +170,7 @@ class IndexClient:
             else:
                 if resp.status_code not in _RETRY_STATUS or last:
                     return resp
+                resp.close()
             delay = self.backoff * (2 ** attempt)
             self.progress(f"retrying {url} in {delay:g} s")
             self.sleep(delay)
@@ -209,7 +209,7 @@ class IndexClient:
         url = ix.project_url(self.index_url, name)
         answer = self._get(url, ix.ACCEPT)
         if answer.status == 404:
-            raise RefreshError(f"the package index at {self.index_url} has no project {name!r}",
+            raise MissingProject(f"the package index at {self.index_url} has no project {name!r}",
                                tip="check the name given to --package, or use an index that carries it "
                                    "(--index-url)")
         if answer.status != 200:
@@ -224,7 +224,7 @@ class IndexClient:
     def metadata(self, f: ix.DistFile) -> ix.Metadata | None:
         """The core metadata of ``f`` (None when the index serves no metadata file for it)."""
         if f.metadata is False:
-            return None
+            return self.wheel_metadata(f)
 
         def verify(body: bytes) -> None:
             got = _sha256(body)
@@ -238,7 +238,7 @@ class IndexClient:
         self.progress(f"reading metadata of {f.filename}")
         answer = self._get(f.metadata_url, "*/*", verify, f.metadata_sha256)
         if answer.status in (404, 410):
-            return None
+            return self.wheel_metadata(f)
         if answer.status != 200:
             raise RefreshError(f"the package index answered HTTP {answer.status} for {f.metadata_url}",
                                tip="try again later, or use another index with --index-url")
@@ -247,10 +247,98 @@ class IndexClient:
         except ix.IndexFormatError as e:
             raise RefreshError(f"the metadata file of {f.filename} cannot be read: {e}") from None
 
+    def _range(self, url: str, spec: str) -> tuple[bytes, int] | None:
+        """The bytes of ``Range: bytes=spec`` and the file's full length; None when the server
+        ignores ranges (its answer is closed unread: a wheel is never downloaded whole)."""
+        if self.offline:
+            raise RefreshError(f"the metadata of {url} is not in envsolve's cache, and --offline reads nothing else",
+                               tip="lock once with the network to fill the cache, or use --frameworks-only")
+        resp = self._send(url, {"Range": f"bytes={spec}", "Accept-Encoding": "identity",
+                                "User-Agent": "envsolve-refresh"}, stream=True)
+        with resp:
+            if resp.status_code == 200:
+                return None
+            if resp.status_code != 206:
+                raise RefreshError(f"the package index answered HTTP {resp.status_code} for {url} "
+                                   f"(bytes {spec})", tip="try again later, or use another index with --index-url")
+            m = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", resp.headers.get("Content-Range", "").strip())
+            if m is None:
+                raise RefreshError(f"{url} answered a range request without a usable Content-Range")
+            return resp.content, int(m.group(3))
+
+    def wheel_metadata(self, f: ix.DistFile) -> ix.Metadata | None:
+        """The METADATA member of wheel ``f``, read with HTTP range requests on its zip central
+        directory (PEP 658 files are not served for it); cached by the wheel's sha256. None, with a
+        warning, when the server does not serve ranges."""
+        text = self.wheel_member(f, wheel.METADATA, "no metadata file, so its metadata")
+        if text is None:
+            return None
+        try:
+            return ix.parse_metadata(text)
+        except ix.IndexFormatError as e:
+            raise RefreshError(f"the METADATA of {f.filename} cannot be read: {e}") from None
+
+    def wheel_member(self, f: ix.DistFile, pattern: str, what: str = "") -> str | None:
+        """The text of the one member of wheel ``f`` whose path matches ``pattern`` (a regular
+        expression), read with HTTP range requests (the zip directory, then that member alone) and
+        cached by the wheel's sha256. None, with a warning, when the server does not serve ranges."""
+        if not f.filename.endswith(".whl"):
+            return None
+        key = hashlib.sha256(pattern.encode()).hexdigest()[:16]
+        path = (self.cache.root / "members" / f"{f.sha256}-{key}.txt"
+                if self.cache.root is not None and f.sha256 else None)
+        if path is not None and path.is_file():
+            return path.read_text(encoding="utf-8")
+        self.progress(f"reading {pattern} out of {f.filename} (range requests)")
+        try:
+            text = self._range_member(f, pattern)
+        except wheel.WheelFormatError as e:
+            raise RefreshError(f"{f.filename} cannot be read as a wheel: {e}") from None
+        if text is None:
+            what = what or f"its member {pattern}"
+            self.warnings.append(f"{f.filename}: the server does not serve byte ranges and {what} was not read "
+                                 "(wheels are never downloaded whole)")
+            return None
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, text.encode("utf-8"))
+            except OSError:
+                pass
+        return text
+
+    def _range_member(self, f: ix.DistFile, pattern: str) -> str | None:
+        got = self._range(f.url, f"-{wheel.TAIL}")
+        if got is None:
+            return None
+        tail, total = got
+        tail_start = total - len(tail)
+        offset, size = wheel.central_directory(tail, tail_start)
+        if offset >= tail_start:
+            directory = tail[offset - tail_start:offset - tail_start + size]
+        else:
+            more = self._range(f.url, f"{offset}-{offset + size - 1}")
+            if more is None:
+                return None
+            directory = more[0]
+        member = wheel.find_member(directory, pattern)
+        end = min(member.header_offset + wheel.member_bytes(member), total) - 1
+        chunk = self._range(f.url, f"{member.header_offset}-{end}")
+        if chunk is None:
+            return None
+        return wheel.member_text(member, chunk[0])
+
     def first_metadata(self, files: Iterable[ix.DistFile]) -> tuple[ix.DistFile, ix.Metadata] | None:
-        """The metadata of the best Linux x86_64 wheel that has a metadata file."""
+        """The metadata of the best Linux x86_64 wheel whose metadata can be read. A file that
+        fails (HTTP error, timeout, hash mismatch) is a warning and the next one is tried."""
         for f in ix.metadata_candidates(files)[:_METADATA_TRIES]:
-            md = self.metadata(f)
+            try:
+                md = self.metadata(f)
+            except RefreshError as e:
+                if self.offline:
+                    raise  # what the cache lacks is the answer, not a file to skip
+                self.warnings.append(f"{f.filename}: {e.message}; skipped")
+                continue
             if md is not None:
                 return f, md
         return None
@@ -296,6 +384,7 @@ class Plan:
     newest: tuple[tuple[str, str, str], ...]  # package, newest on the index, newest in the matrices
     rows: tuple[Row, ...] = ()
     findings: tuple[Finding, ...] = ()
+    warnings: tuple[str, ...] = ()  # what could not be read (a missing companion, a failed file)
 
 
 @dataclass(slots=True)
@@ -320,10 +409,23 @@ def survey(client: IndexClient, m: Matrices, packages: Sequence[str] = DEFAULT_P
         for n in (canonicalize_name(p), *COMPANIONS_OF.get(canonicalize_name(p), ())):
             if n not in names:
                 names.append(n)
+    asked = {canonicalize_name(p) for p in packages}
     pages: dict[str, dict[Version, tuple[ix.DistFile, ...]]] = {}
+    missing: list[str] = []
+    failed: list[RefreshError] = []
     for i, name in enumerate(names, 1):
         progress(f"reading {name} ({i}/{len(names)})")
-        pages[name] = ix.releases(client.project(name))
+        try:
+            pages[name] = ix.releases(client.project(name))
+        except RefreshError as e:
+            # one page that cannot be read (a companion the index lacks, an error that outlived the
+            # retries) costs only its own facts; the rest of the survey goes on
+            failed.append(e)
+            what = "a companion of the frameworks asked for" if name not in asked else "asked for"
+            missing.append(f"{name} ({what}) was not read: {e.message}")
+    if not pages and failed:
+        raise failed[0]
+    names = [n for n in names if n in pages]
     pythons = sorted({p for r in m.releases for p in r.python}, key=parse_python_minor)
     s = _Survey(client=client, m=m, pages=pages, known_pythons=tuple(pythons))
     for fw in FRAMEWORKS:
@@ -332,7 +434,8 @@ def survey(client: IndexClient, m: Matrices, packages: Sequence[str] = DEFAULT_P
     for name in names:
         _cuda_package(s, name)
     newest = tuple((n, str(max(pages[n])) if pages[n] else "", _known_newest(m, n)) for n in names)
-    return Plan(index_url=client.index_url, newest=newest, rows=tuple(s.rows), findings=tuple(s.findings))
+    return Plan(index_url=client.index_url, newest=newest, rows=tuple(s.rows), findings=tuple(s.findings),
+                warnings=tuple(missing + client.warnings))
 
 
 def _known_newest(m: Matrices, name: str) -> str:

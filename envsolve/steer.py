@@ -70,7 +70,7 @@ def _pythons(files: Sequence[ix.DistFile], known: Sequence[str], requires_python
     """Pythons a release installs on from wheels alone; for an sdist-only release, Requires-Python."""
     wheels = [f for f in files if f.filename.endswith(".whl")]
     if not wheels:
-        return tuple(p for p in known if ix._admits(requires_python, p))  # noqa: SLF001 - same package
+        return tuple(p for p in known if ix.admits(requires_python, p))
     return ix.cpython_minors(wheels, known, requires_python)
 
 

@@ -334,3 +334,19 @@ def test_cli_lock_host_on_a_jetson_board_needs_no_module_in_the_spec(
     assert r.exit_code == 0, r.output
     lock = (tmp_path / "envsolve.lock").read_text()
     assert '"Jetson Orin NX"' in lock and 'jetpack = "6.2"' in lock and 'variant = "jp6-cu126"' in lock
+
+
+def test_cli_lock_host_with_a_gpu_name_the_data_lacks_uses_its_compute_capability(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # a name no catalog row or alias has (a future or renamed board), as nvidia-smi could print it;
+    # the compute capability nvidia-smi reports beside it is what the lock is solved for
+    facts = HostFacts(vendor="nvidia", driver="580.65.06", source="nvidia-smi",
+                      gpus=(GpuInfo(index=0, name="NVIDIA Future X1", compute_capability="9.0"),))
+    monkeypatch.setattr(det, "detect", lambda: facts)
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n')
+    r = CliRunner().invoke(main, ["lock", "--host", str(spec)])
+    assert r.exit_code == 0, r.output
+    assert ("WARNING: host: GPU 0 'NVIDIA Future X1' is not in envsolve's data; solving for its architecture "
+            "sm_90 as the driver reported it\n") in r.stderr
+    assert 'gpu_archs = [\n    "sm_90",\n]' in (tmp_path / "envsolve.lock").read_text()

@@ -30,6 +30,10 @@ def test_gpu_lookup_by_nvidia_smi_name_and_near_misses(fixture_graph: Provider) 
     assert fixture_graph.gpu("NVIDIA A100-SXM4-80GB").name == "A100"  # type: ignore[union-attr]
     assert fixture_graph.gpu("geforce rtx 4090").name == "RTX 4090"  # type: ignore[union-attr]
     assert fixture_graph.gpu("A1000") is None
+    # the vendor's prefix on a row's own name, as NVIDIA's CUDA GPUs pages write it
+    assert fixture_graph.gpu("NVIDIA H100").name == "H100"  # type: ignore[union-attr]
+    assert fixture_graph.gpu("Tesla P100").name == "P100"  # type: ignore[union-attr]
+    assert fixture_graph.gpu("NVIDIA Z100") is None
     assert fixture_graph.gpu_suggestions("A1000") == ["A100"]
 
 

@@ -88,6 +88,13 @@ def test_python_minors_from_wheel_tags_skip_free_threaded_and_other_platforms() 
     assert ix.cpython_minors(keras, known) == ("3.11", "3.12", "3.13", "3.14", "3.15")
 
 
+def test_python_minors_before_3_8_carry_the_pymalloc_abi_suffix() -> None:
+    # torch 1.8.0's wheels as the index lists them: cp36m/cp37m ABIs until Python 3.8 dropped the "m"
+    files = [ix.DistFile(filename=f"torch-1.8.0-{t}-manylinux1_x86_64.whl", url=f"https://x/{t}")
+             for t in ("cp36-cp36m", "cp37-cp37m", "cp38-cp38", "cp39-cp39", "cp39-cp39t")]
+    assert ix.cpython_minors(files, ("3.6", "3.7", "3.8", "3.9")) == ("3.6", "3.7", "3.8", "3.9")
+
+
 def test_cuda_toolkit_style_pins_match_the_shipped_row() -> None:
     md = metadata(TORCH_214)
     facts = ix.bundled_facts(ix.requirements(md, python="3.12"))
@@ -270,18 +277,57 @@ def test_unreachable_index_is_exit_1_and_writes_nothing(matrices: Path) -> None:
     assert snapshot(matrices) == before
 
 
-def test_metadata_hash_mismatch_is_exit_1_and_writes_nothing(httpserver: HTTPServer, matrices: Path) -> None:
+def test_metadata_hash_mismatch_skips_that_file_and_keeps_the_rest(index: HTTPServer, matrices: Path) -> None:
+    name = "keras-3.15.1-py3-none-any.whl.metadata"
+    altered = (INDEX / "files" / name).read_bytes() + b"Requires-Dist: evil\n"
+    server = index
+    server.handlers.clear()
+    server.expect_request("/simple/keras/").respond_with_data((INDEX / "simple" / "keras.json").read_bytes(),
+                                                               content_type=JSON)
+    server.expect_request(f"/files/{name}").respond_with_data(altered)
+    server.expect_request("/simple/jax/").respond_with_data((INDEX / "simple" / "jax.json").read_bytes(),
+                                                             content_type=JSON)
+    server.expect_request("/simple/jaxlib/").respond_with_data((INDEX / "simple" / "jaxlib.json").read_bytes(),
+                                                                content_type=JSON)
+    jax_md = "jax-0.11.0-py3-none-any.whl.metadata"
+    server.expect_request(f"/files/{jax_md}").respond_with_data((INDEX / "files" / jax_md).read_bytes())
+    r = refresh(matrices, server.url_for("/simple"), "--package", "keras", "--package", "jax", "--write",
+                "--data-version", "2026-11-22")
+    assert r.exit_code == 0, r.output
+    assert ("WARNING: keras-3.15.1-py3-none-any.whl: the metadata file of keras-3.15.1-py3-none-any.whl does "
+            "not match the sha256 the index gives for it") in r.stderr
+    keras = (matrices / "keras.toml").read_text()
+    assert 'version = "3.15.1"' in keras and "evil" not in keras
+    assert "needs curation: the index serves no metadata file" in keras  # the altered file was not used
+    jax = load_dir(matrices)
+    assert any(b.package == "jax" and b.raw == "0.11.0" for b in jax.builds)  # read from the other files
+
+
+def test_missing_companion_is_a_warning_and_the_framework_is_still_read(httpserver: HTTPServer,
+                                                                         matrices: Path) -> None:
     httpserver.no_handler_status_code = 404
-    httpserver.expect_request("/simple/keras/").respond_with_data(
-        (INDEX / "simple" / "keras.json").read_bytes(), content_type=JSON)
-    altered = (INDEX / "files" / "keras-3.15.1-py3-none-any.whl.metadata").read_bytes() + b"Requires-Dist: evil\n"
-    httpserver.expect_request("/files/keras-3.15.1-py3-none-any.whl.metadata").respond_with_data(altered)
-    before = snapshot(matrices)
-    r = refresh(matrices, httpserver.url_for("/simple"), "--package", "keras", "--write")
+    httpserver.expect_request("/simple/torch/").respond_with_data((INDEX / "simple" / "torch.json").read_bytes(),
+                                                                  content_type=JSON)
+    for f in sorted((INDEX / "files").glob("torch-*.metadata")):
+        httpserver.expect_request(f"/files/{f.name}").respond_with_data(f.read_bytes())
+    r = refresh(matrices, httpserver.url_for("/simple"), "--package", "torch")
     httpserver.no_handler_status_code = 500
+    assert r.exit_code == 0, r.output
+    assert ("WARNING: torchvision (a companion of the frameworks asked for) was not read: the package index at "
+            f"{httpserver.url_for('/simple')} has no project 'torchvision'\n") in r.stderr
+    assert "torchaudio (a companion of the frameworks asked for) was not read" in r.stderr
+    assert "  + torch.toml [[release]] torch 2.13.0: python 3.10, 3.11, 3.12, 3.13, 3.14\n" in r.stdout
+
+
+def test_diff_exit_code_is_1_when_there_are_changes(index: HTTPServer, matrices: Path) -> None:
+    r = refresh(matrices, index.url_for("/simple"), "--package", "keras", "--exit-code")
     assert r.exit_code == 1
-    assert "ERROR: the metadata file of keras-3.15.1-py3-none-any.whl does not match the sha256 the index gives" in r.stderr
-    assert snapshot(matrices) == before
+    assert "  + keras.toml [[release]] keras 3.15.1" in r.stdout
+    assert "ERROR: the index has 1 new row(s) and 0 change(s)" in r.stderr
+    assert refresh(matrices, index.url_for("/simple"), "--package", "keras").exit_code == 0
+    refresh(matrices, index.url_for("/simple"), "--package", "keras", "--write")
+    again = refresh(matrices, index.url_for("/simple"), "--package", "keras", "--exit-code")
+    assert again.exit_code == 0, again.output
 
 
 def test_cache_revalidates_pages_with_etag_and_reuses_hashed_metadata(

@@ -1,13 +1,17 @@
 """Solver rules on the fixture universe (tests/fixtures/matrices)."""
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+from envsolve.data import load_dir
 from envsolve.errors import Unsatisfiable
 from envsolve.explain import ExplainReporter
 from envsolve.provider import Provider
 from envsolve.solve import solve_explained
 
-from .conftest import pkg, resolve, spec_of
+from .conftest import FIXTURE, pkg, resolve, spec_of
 
 
 def one(text: str, g: Provider):  # type: ignore[no-untyped-def]
@@ -218,3 +222,40 @@ def test_paddle_gpu_builds_come_from_paddles_index_by_cuda_version(real_graph: P
     r = one('[frameworks]\npaddlepaddle = "==3.3.1"\n[hardware]\ngpus = ["A100"]\ncuda = "11.8"', real_graph)
     (p,) = [p for p in r.packages if p.name == "paddlepaddle-gpu"]
     assert (p.version, p.variant, p.index, p.index_path) == ("3.3.1", "cu118", "paddle", "cu118")
+
+
+def _cuda_128_floor(tmp_path: Path, extra: str) -> Provider:
+    """The fixture universe with CUDA 12.8.0's floor written as 525.60.13 (below 12.6's), plus ``extra``."""
+    root = tmp_path / "matrices"
+    shutil.copytree(FIXTURE, root)
+    cuda = root / "cuda.toml"
+    text = cuda.read_text()
+    assert text.count('version = "12.8.0"\ndriver_min = "570.26"\n') == 1
+    cuda.write_text(text.replace('version = "12.8.0"\ndriver_min = "570.26"\n',
+                                 f'version = "12.8.0"\ndriver_min = "525.60.13"\n{extra}'))
+    return Provider(load_dir(root))
+
+
+def test_a_native_driver_floor_never_goes_down_within_a_major(tmp_path: Path) -> None:
+    graph = _cuda_128_floor(tmp_path, "")
+    r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', graph)
+    assert pkg(r, "torch") == ("2.7.1", "cu128")
+    assert (r.compat, r.driver_min) == ("native", "560.28.03")  # CUDA 12.6's, not the 525.60.13 written
+    old = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]\ndriver = "550.54.14"', graph)
+    assert (pkg(old, "torch"), old.compat) == (("2.7.1", "cu128"), "minor-version")  # not "native"
+
+
+def test_an_unknown_native_driver_floor_is_not_claimed_and_the_lock_says_so(tmp_path: Path) -> None:
+    # marked low (not known): no driver of a branch that drivers.toml stops at an older CUDA runs it
+    graph = _cuda_128_floor(tmp_path, 'confidence = "low"\n')
+    r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', graph)
+    assert (pkg(r, "torch"), r.compat, r.driver_min) == (("2.7.1", "cu128"), "native", "570.00")
+    assert ("the native minimum driver of CUDA 12.8 is not known (cuda.toml marks it low); taken as R570 or "
+            "newer, since drivers.toml gives R550 CUDA up to 12.4") in r.warnings
+    old = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]\ndriver = "560.35.03"', graph)
+    assert old.compat == "minor-version"
+    reporter = ExplainReporter()
+    found = solve_explained(graph, spec_of('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', graph),
+                            reporter)
+    assert ("  driver >= 570.00 (native support of CUDA 12.8)\n  note: the native minimum driver of CUDA 12.8 is "
+            "not known (cuda.toml marks it low); taken as R570 or newer") in reporter.render(found)

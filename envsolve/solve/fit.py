@@ -30,8 +30,14 @@ def gpu_text(g: GpuReq) -> str:
 
 
 def pythons(cache: Cache, spec: ProjectSpec, rel: Release, b: Build | None) -> frozenset[str]:
-    """The Pythons of the spec's range that a release (or one of its builds) has wheels for."""
-    return cache.pythons(spec.python_raw, b.python if b and b.python else rel.python)
+    """The Pythons of the spec's range that a release (or one of its builds) has wheels for, and,
+    when the spec asks for a companion whose wheels cover fewer Pythons, that companion too."""
+    pys = b.python if b and b.python else rel.python
+    bounds = dict(rel.companion_python)
+    for req in spec.frameworks:
+        if req.name in bounds:
+            pys = tuple(p for p in pys if p in bounds[req.name])
+    return cache.pythons(spec.python_raw, pys)
 
 
 def _archs_text(b: Build) -> str:
@@ -204,7 +210,10 @@ def fit(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release, b
     if t.platform != "linux/amd64" and (w := g.platform_wheel(b, t.platform)) is not None and w.python:
         pys = pys & frozenset(w.python)
     if not pys:
-        return No("python", f"has no wheel for Python {spec.python_raw} (it has {', '.join(b.python or rel.python)})")
+        bounded = [f"{c} {dict(rel.companions).get(c, '')} has {', '.join(ps)}".replace("  ", " ")
+                   for c, ps in rel.companion_python if spec.framework(c)]
+        return No("python", f"has no wheel for Python {spec.python_raw} (it has {', '.join(b.python or rel.python)}"
+                            + "".join(f"; {x}" for x in bounded) + ")")
     compat, dmin = "", None
     jp = g.jetpack(t.jetpack) if t.jetpack is not None else None
     if jp is not None:

@@ -47,6 +47,8 @@ def resolution(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: l
     python_from = "image" if image_python else "os" if image and g.os_python(image_os) == python else "uv"
     low = [f"{c.label} rests on data marked confidence = low" for c in found
            if c.release.confidence == "low" or (c.build and c.build.confidence == "low")]
+    if cuda is not None and compat == "native" and (floor_note := g.driver_floor_note(cuda)):
+        low.append(floor_note)
     packages: list[PackagePin] = []
     for c in found:
         b = c.build
