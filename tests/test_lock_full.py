@@ -269,3 +269,18 @@ def test_each_environment_is_resolved_for_its_own_platform(httpserver: HTTPServe
            for e in json.loads(r.stdout)["environments"]}
     assert got == {"default": ("linux/amd64", [("nativepkg", "2.0")]),
                    "grace": ("linux/arm64", [("nativepkg", "1.0")])}  # 2.0 has no aarch64 wheel
+
+
+def test_a_second_full_lock_of_unchanged_inputs_is_replayed_byte_for_byte(index: HTTPServer, tmp_path: Path) -> None:
+    from envsolve import replay
+
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n' + SERVE + '[packages]\npip = ["servepkg==1.0"]\n')
+    assert CliRunner().invoke(main, ["lock", str(spec)]).exit_code == 0
+    lock = tmp_path / "envsolve.lock"
+    first = lock.read_bytes()
+    index.clear()  # nothing may be read
+    assert replay.replay(["lock", str(spec)]) and lock.read_bytes() == first and len(index.log) == 0
+    assert not replay.replay(["lock", str(spec), "--upgrade"])  # an upgrade reads the index: never replayed
+    lock.unlink()
+    assert not replay.replay(["lock", str(spec)])  # without the lock on disk there are no versions to keep
