@@ -86,6 +86,13 @@ def _owner_range(companion: str, raw: str, releases: Callable[[str], Sequence[Re
     return f"=={hits[0]}" if hits[0] == hits[-1] else f">={hits[0]},<={hits[-1]}"
 
 
+def _choosable(spec: ProjectSpec, known: Sequence[str]) -> list[str]:
+    """The Pythons the spec's range admits, from 3.9 on (the older ones only legacy releases have,
+    and a package's floor below them changes no choice)."""
+    return [p for p in known if parse_python_minor(p) >= (3, 9)
+            and (spec.python.contains(f"{p}.0") or spec.python.contains(f"{p}.99"))]
+
+
 def _fits(spec: ProjectSpec, frameworks: Sequence[tuple[str, str]], pythons: Sequence[str],
           releases: Callable[[str], Sequence[Release]]) -> bool:
     """Whether a release leaves the project's ranges something to choose."""
@@ -123,8 +130,8 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
             md = reader.metadata(by_version[v])
             rp = md.requires_python if md else ""
             pythons = _pythons(by_version[v], known_pythons, rp)
-            if pythons == tuple(known_pythons):
-                pythons = ()  # every Python envsolve knows: no limit worth saying
+            if set(_choosable(spec, known_pythons)) <= set(pythons):
+                pythons = ()  # every Python the solve could choose: no limit worth saying
             asks: dict[str, list[str]] = {}
             for extra in ("", *sorted(req.extras)):
                 for r in ix.requirements(md, python=newest_python, extra=extra) if md else ():
