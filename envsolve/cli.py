@@ -105,8 +105,8 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
          upgrade: bool, same_versions: bool) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
     from . import lock as lockfile
+    from . import locking
     from .config import index_urls
-    from .solve import solve_explained
 
     said: list[tuple[bool, str]] = []
 
@@ -120,50 +120,24 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
         spec = _for_host(spec, graph)
     urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
     out = output or spec_path.parent / "envsolve.lock"
-    if check:  # never the network: a full lock is checked by its digests, a frameworks lock re-solved
-        if _check_digests(out, spec_path, blob, graph):
+    stale_tip = f"run `envsolve lock {spec_path}` and commit the result"
+    if check:  # never the network: a full lock is checked by its digests, a frameworks lock solved again
+        verdict = locking.check_digests(out, blob, graph)
+        if verdict:
+            raise _Stale(verdict, tip=stale_tip)
+        if verdict == "":
+            click.echo(f"{out} is up to date (spec and data digests match)")
             return
         frameworks_only = True
-    refresh = upgrade or bool(upgrade_packages)  # read the index anew; else the cache answers first
-    steers = () if frameworks_only else _steers(spec, graph, urls, offline=offline, revalidate=refresh)
-    spec = _steered(spec, steers)
-    uniform = same_versions or spec.same_versions
-    if frameworks_only and (upgrade_packages or upgrade):
-        raise SpecError([Problem("--upgrade-package" if upgrade_packages else "--upgrade", "",
-                                 "applies to the full lock; --frameworks-only always takes the newest that fits")])
-    previous = () if frameworks_only or upgrade or check else _previous(out, spec)
-    from packaging.utils import canonicalize_name
-
-    upgrading = {str(canonicalize_name(n)) for n in upgrade_packages}
-    kept = tuple(p for p in previous if canonicalize_name(p[1]) not in upgrading)
-    if kept or uniform:
-        from .solve.uniform import solve_preferring
-
-        frameworks_kept: dict[str, dict[str, str]] = {}
-        for env_name, name, version, is_framework in kept:
-            if is_framework:
-                frameworks_kept.setdefault(env_name, {})[name] = version
-        resolutions = solve_preferring(graph, spec, frameworks_kept, uniform=uniform)
-    else:
-        resolutions = solve_explained(graph, spec)
-    data = lockfile.build(project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
-                          data_version=graph.data_version, data_digest=graph.digest,
-                          resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt,
-                          urls=urls)
-    if not frameworks_only:
-        data = _full(data, spec.pip, urls, offline=offline, exclude_newer=exclude_newer,
-                     keep={e: tuple((n, v) for env, n, v, fw in kept if env == e and not fw)
-                           for e in {k[0] for k in kept}}, upgrade=tuple(sorted(upgrading)), refresh=refresh,
-                     build=lambda full: lockfile.build(
-                         project=spec.name, spec_name=spec_path.name, spec_bytes=blob,
-                         data_version=graph.data_version, data_digest=graph.digest, resolutions=resolutions,
-                         pip=spec.pip, conda=spec.conda, apt=spec.apt, urls=urls, full=full))
-    text = lockfile.dumps(data)
+    opts = locking.Options(frameworks_only=frameworks_only, offline=offline, exclude_newer=exclude_newer,
+                           upgrade_packages=upgrade_packages, upgrade=upgrade, same_versions=same_versions)
+    done = locking.make(graph, spec, spec_name=spec_path.name, blob=blob, urls=urls, out=out, opts=opts)
+    text = lockfile.dumps(done.lock)
     if (stale := _stale_data_warning(out, graph.data_version)):
         click.echo(stale, err=True)
-    for w in index_warnings:
+    for w in (*index_warnings, *done.warnings):
         say(f"WARNING: {w}", err=True)
-    for r in resolutions:
+    for r in done.resolutions:
         for w in r.warnings:
             say(f"WARNING: {r.target.name}: {w}", err=True)
     if check:
@@ -173,20 +147,20 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
             current = None
         if current != text:
             why = "does not exist" if current is None else "is not what the spec and data give now"
-            raise _Stale(f"{out} {why}", tip=f"run `envsolve lock {spec_path}` and commit the result")
+            raise _Stale(f"{out} {why}", tip=stale_tip)
         click.echo(f"{out} is up to date")
         return
     write_all({out: text}, tip="choose another path with -o, or fix the folder's permissions")
     if fmt == "json":
-        say(json.dumps(data.to_dict(), indent=2, sort_keys=False))
+        say(json.dumps(done.lock.to_dict(), indent=2, sort_keys=False))
 
     def summary(line: str) -> None:
         say(line, err=fmt == "json")  # keep stdout pure JSON with --format json
 
     summary(f"wrote {out}")
-    for note in (n for st in steers for n in st.notes()):
+    for note in (n for st in done.steers for n in st.notes()):
         summary(f"  [packages] pip: {note}")
-    for r in resolutions:
+    for r in done.resolutions:
         pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
         stack = f"CUDA {r.cuda}, {driver_text(r.driver_min, r.jetpack)} ({r.compat})" if r.cuda else (
             f"ROCm {r.rocm}" if r.rocm else "CPU" if r.accelerator == "cpu" else r.base_image)
@@ -194,115 +168,13 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
     if then_render:
         for path in _render(out, None, None):
             summary(f"wrote {path}")
-    elif not (host or stale or offline or exclude_newer or refresh or same_versions):  # options replay reads
-        from .replay import store
+    elif not (host or stale or opts.offline or opts.exclude_newer or opts.refresh or same_versions):
+        from .replay import store  # only the requests the replay reads: the plain lock, --frameworks-only
 
         source = click.get_current_context().get_parameter_source("frameworks_only")
         flag = source == click.core.ParameterSource.COMMANDLINE
         store((str(spec_path), str(output) if output else "", fmt, "frameworks" if flag else ""),
               text, graph.data_version, said)
-
-
-def _steers(spec: Any, graph: Any, urls: dict[str, str], *, offline: bool, revalidate: bool) -> tuple[Any, ...]:
-    """What the project's ``[packages] pip`` lines ask of the frameworks and Python (their
-    metadata, read from the default index through envsolve's cache)."""
-    if not spec.pip:
-        return ()
-    from .config import pip_index_url
-    from .errors import RefreshError
-    from .paths import cache_dir
-    from .refresh import IndexClient
-    from .resolve import WAYS_OUT
-    from .steer import Reader, steer
-
-    index = urls.get("pypi", "") or pip_index_url()
-    client = IndexClient(index, cache_dir=cache_dir(), offline=offline, retries=1, revalidate=revalidate)
-    reader = Reader(files=client.project, metadata=lambda files: (got[1] if (got := client.first_metadata(files))
-                                                                   else None))
-    try:
-        return steer(spec, reader, graph.pythons(), graph.releases)
-    except RefreshError as e:
-        raise ResolveError(f"the [packages] pip requirements cannot be read from the index: {e.message}",
-                           tip=e.tip if offline else WAYS_OUT) from None
-
-
-def _steered(spec: Any, steers: tuple[Any, ...]) -> Any:
-    """``spec`` narrowed by what its pip packages ask; a framework they pull that the project
-    does not name is a warning (envsolve would not choose its build)."""
-    if not steers:
-        return spec
-    from .steer import apply
-
-    for st in steers:
-        for name, raw in st.unmanaged:
-            click.echo(f"WARNING: {st.package} requires {name}{raw}, which [frameworks] does not name: add "
-                       f"{name} there so that envsolve chooses its build for your GPUs", err=True)
-    return apply(spec, steers)
-
-
-def _check_digests(out: Path, spec_path: Path, blob: bytes, graph: Any) -> bool:
-    """``lock --check`` of a full lock by the spec's and data's digests: True when it is up to date
-    (stale raises); False when the lock on disk is a frameworks-only lock, which the caller re-solves."""
-    from . import lock as lockfile
-    from .errors import LockError
-
-    tip = f"run `envsolve lock {spec_path}` and commit the result"
-    if not out.exists():
-        raise _Stale(f"{out} does not exist", tip=tip)
-    try:
-        old = lockfile.read(out)
-    except LockError as e:
-        raise _Stale(f"{out} cannot be used: {e.message}", tip=tip) from None
-    if old.scope != "full":
-        return False
-    if old.spec_digest != lockfile.sha256(blob):
-        raise _Stale(f"{out} is stale: {spec_path} changed since it was locked", tip=tip)
-    if old.data_digest != graph.digest:
-        raise _Stale(f"{out} is stale: the compatibility data changed since it was locked "
-                     f"({old.data_version} -> {graph.data_version})", tip=tip)
-    click.echo(f"{out} is up to date (spec and data digests match)")
-    return True
-
-
-def _previous(path: Path, spec: Any) -> tuple[tuple[str, str, str, bool], ...]:
-    """(environment, package, version, is framework) of the lock on disk, to keep on a re-lock;
-    none when there is no readable lock of this format there."""
-    from . import lock as lockfile
-    from .errors import LockError
-
-    if not path.exists():
-        return ()
-    try:
-        old = lockfile.read(path)
-    except LockError as e:
-        click.echo(f"WARNING: {path}: not reused ({e.message}); every package takes its newest version", err=True)
-        return ()
-    names = {f.name for f in spec.frameworks}
-    out = [(e.name, p.name, p.version, True) for e in old.environments for p in e.frameworks if p.name in names]
-    out += [(e.name, p.name, p.version, False) for e in old.environments for p in e.packages]
-    return tuple(out)
-
-
-def _full(frameworks: Any, pip: tuple[str, ...], urls: dict[str, str], *, offline: bool, exclude_newer: str,
-          keep: dict[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...], refresh: bool,
-          build: Callable[[dict[str, Any]], Any]) -> Any:
-    """The lock with every package of every environment (uv's full resolve)."""
-    from .config import pip_index_url
-    from .lock import Package
-    from .resolve import Pin, resolve
-
-    named_default = urls.get("pypi", "")
-    default_index = named_default or pip_index_url()
-    full: dict[str, Any] = {}
-    for env in frameworks.environments:
-        pins = [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "")
-                for p in env.frameworks]
-        got = resolve(python=env.python, platform=env.platform, pins=pins, pip=pip, default_index=default_index,
-                      record_default=named_default, offline=offline, exclude_newer=exclude_newer,
-                      prefer=keep.get(env.name, ()), upgrade=upgrade, cache_first=not refresh)
-        full[env.name] = tuple(Package(name=r.name, version=r.version, index_url=r.index_url, hashes=r.hashes,
-                                       direct=r.direct) for r in got)
-    return build(full)
 
 
 class _Stale(EnvsolveError):
@@ -573,19 +445,20 @@ def explain(spec_path: Path, verbose: bool) -> None:
     """Say why each choice was made and which alternatives were rejected, and why."""
     from .config import index_urls
     from .explain import ExplainReporter
+    from .locking import Options, steered
     from .solve import solve_explained
 
     graph = _provider()
     spec, _ = _read_spec(spec_path, graph)
     urls, _warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
     try:  # what the lock reads of [packages] pip, from the cache first
-        steers = _steers(spec, graph, urls, offline=False, revalidate=False)
+        spec, steers, warnings = steered(spec, graph, urls, Options())
     except ResolveError as e:
-        click.echo(f"WARNING: {e.message}; explaining without what [packages] pip asks", err=True)
-        steers = ()
+        steers, warnings = (), [f"{e.message}; explaining without what [packages] pip asks"]
+    for w in warnings:
+        click.echo(f"WARNING: {w}", err=True)
     for note in (n for st in steers for n in st.notes()):
         click.echo(f"[packages] pip: {note}")
-    spec = _steered(spec, steers)
     rep = ExplainReporter()
     try:
         resolutions = solve_explained(graph, spec, rep)
