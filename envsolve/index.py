@@ -234,10 +234,11 @@ def _tags(f: DistFile) -> frozenset[Tag]:
         return frozenset()
 
 
-def _linux_x86_64(tag: Tag) -> bool:
-    """A glibc Linux x86_64 or pure wheel tag (musllinux is not what the images run)."""
+def _linux_x86_64(tag: Tag, machine: str = "x86_64") -> bool:
+    """A glibc Linux wheel tag for ``machine`` (x86_64 unless said), or a pure one (musllinux is
+    not what the images run)."""
     return tag.platform == "any" or (tag.platform.startswith(("manylinux", "linux_"))
-                                     and tag.platform.endswith("_x86_64"))
+                                     and tag.platform.endswith(f"_{machine}"))
 
 
 def admits(requires_python: str, minor: str) -> bool:
@@ -263,8 +264,9 @@ def _cp_minor(interpreter: str) -> str:
 
 
 def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
-                   requires_python: str = "") -> tuple[str, ...]:
-    """CPython minors with a Linux x86_64 wheel among ``files`` (free-threaded builds aside).
+                   requires_python: str = "", machine: str = "x86_64") -> tuple[str, ...]:
+    """CPython minors with a Linux wheel for ``machine`` (x86_64, aarch64) among ``files``
+    (free-threaded builds aside).
 
     ``cpXY`` tags name their minor; ``abi3`` wheels and pure ``py3`` wheels serve every minor of
     ``known`` from theirs on that ``Requires-Python`` (the file's, else ``requires_python``) admits.
@@ -273,7 +275,7 @@ def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
     for f in files:
         rp = f.requires_python or requires_python
         for tag in _tags(f):
-            if not _linux_x86_64(tag):
+            if not _linux_x86_64(tag, machine):
                 continue
             minor = _cp_minor(tag.interpreter)
             if minor and _own_abi(tag):

@@ -110,8 +110,10 @@ def _steers(spec: ProjectSpec, graph: Provider, urls: Mapping[str, str], opts: O
 
     index = urls.get("pypi", "") or pip_index_url()
     client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.refresh)
+    fresh = None if opts.offline or opts.refresh else IndexClient(index, cache_dir=cache_dir(), retries=1)
     reader = Reader(files=client.project,
-                    metadata=lambda files: got[1] if (got := client.first_metadata(files)) else None)
+                    metadata=lambda files: got[1] if (got := client.first_metadata(files)) else None,
+                    fresh_files=fresh.project if fresh is not None else None)
     try:
         return steer(spec, reader, graph.pythons(), graph.releases)
     except RefreshError as e:

@@ -37,6 +37,8 @@ class Reader:
 
     files: Callable[[str], tuple[ix.DistFile, ...]]
     metadata: Callable[[Sequence[ix.DistFile]], ix.Metadata | None]
+    # the files read anew, for a line no release of ``files`` (a cached page) matches; None: no other
+    fresh_files: Callable[[str], tuple[ix.DistFile, ...]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,12 +68,19 @@ def _managed(spec: ProjectSpec) -> set[str]:
     return names | {c for n in names for c in COMPANIONS_OF.get(n, ())}
 
 
-def _pythons(files: Sequence[ix.DistFile], known: Sequence[str], requires_python: str) -> tuple[str, ...]:
-    """Pythons a release installs on from wheels alone; for an sdist-only release, Requires-Python."""
+_MACHINE = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+
+
+def _pythons(files: Sequence[ix.DistFile], known: Sequence[str], requires_python: str,
+             platforms: Sequence[str]) -> tuple[str, ...]:
+    """Pythons a release installs on from wheels alone, on every platform of the project's targets;
+    for an sdist-only release, Requires-Python."""
     wheels = [f for f in files if f.filename.endswith(".whl")]
     if not wheels:
         return tuple(p for p in known if ix.admits(requires_python, p))
-    return ix.cpython_minors(wheels, known, requires_python)
+    each = [set(ix.cpython_minors(wheels, known, requires_python, _MACHINE.get(pl, "x86_64"))) for pl in platforms]
+    both = set.intersection(*each) if each else set()
+    return tuple(p for p in known if p in both)
 
 
 def _owner_range(companion: str, raw: str, releases: Callable[[str], Sequence[Release]]) -> str:
@@ -114,6 +123,7 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
     managed = _managed(spec)
     everything = set(FRAMEWORKS) | set(COMPANIONS)
     newest_python = max(known_pythons, key=parse_python_minor)
+    platforms = sorted({t.platform or "linux/amd64" for t in spec.targets}) or ["linux/amd64"]
     out = []
     for line in spec.pip:
         try:
@@ -123,13 +133,17 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
         name = canonicalize_name(req.name)
         if req.url or name in everything:
             continue
-        by_version = ix.releases(reader.files(name), pre=bool(req.specifier.prereleases))
+        pre = bool(req.specifier.prereleases)
+        by_version = ix.releases(reader.files(name), pre=pre)
         versions = [v for v in sorted(by_version, reverse=True) if req.specifier.contains(v, prereleases=True)]
+        if not versions and reader.fresh_files is not None:  # released after the page was cached
+            by_version = ix.releases(reader.fresh_files(name), pre=pre)
+            versions = [v for v in sorted(by_version, reverse=True) if req.specifier.contains(v, prereleases=True)]
         first: Steer | None = None
         for v in versions[:_TRIES]:
             md = reader.metadata(by_version[v])
             rp = md.requires_python if md else ""
-            pythons = _pythons(by_version[v], known_pythons, rp)
+            pythons = _pythons(by_version[v], known_pythons, rp, platforms)
             if set(_choosable(spec, known_pythons)) <= set(pythons):
                 pythons = ()  # every Python the solve could choose: no limit worth saying
             asks: dict[str, list[str]] = {}

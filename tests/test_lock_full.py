@@ -261,6 +261,7 @@ def test_each_environment_is_resolved_for_its_own_platform(httpserver: HTTPServe
     wheels = [Wheel("nativepkg", "2.0", tag="py3-none-manylinux_2_17_x86_64"),
               Wheel("nativepkg", "1.0", tag="py3-none-manylinux_2_17_aarch64")]
     monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", serve(httpserver, wheels))
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
     r = _lock(tmp_path, '[hardware]\ngpus = ["H100"]\n[targets.grace]\ngpus = ["GH200"]\n'
                         '[packages]\npip = ["nativepkg"]\n')
@@ -284,3 +285,29 @@ def test_a_second_full_lock_of_unchanged_inputs_is_replayed_byte_for_byte(index:
     assert not replay.replay(["lock", str(spec), "--upgrade"])  # an upgrade reads the index: never replayed
     lock.unlink()
     assert not replay.replay(["lock", str(spec)])  # without the lock on disk there are no versions to keep
+
+
+def test_wheel_tags_bound_the_python_on_the_targets_own_platform(httpserver: HTTPServer,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    wheels = [*(Wheel("nativepkg", "1.0", tag=f"{cp}-{cp}-manylinux_2_17_x86_64") for cp in ("cp311", "cp312", "cp313")),
+              Wheel("nativepkg", "1.0", tag="cp311-cp311-manylinux_2_17_aarch64")]  # Arm wheels stop at 3.11
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", serve(httpserver, wheels))
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    spec = tmp_path / "project.toml"
+    said = {}
+    for gpu in ("H100", "GH200"):
+        spec.write_text(f'[frameworks]\ntorch = "==2.11.0"\n[hardware]\ngpus = ["{gpu}"]\n'
+                        '[packages]\npip = ["nativepkg"]\n')
+        r = CliRunner().invoke(main, ["explain", str(spec)])
+        assert r.exit_code == 0, r.output
+        said[gpu] = next(ln for ln in r.output.splitlines() if ln.startswith("  python "))
+    assert said["H100"].startswith("  python 3.13:") and said["GH200"].startswith("  python 3.11:")
+
+
+def test_a_release_newer_than_the_cached_page_is_read_from_the_index(index: HTTPServer, tmp_path: Path) -> None:
+    assert _env(_lock(tmp_path, SERVE + '[packages]\npip = ["servepkg==1.0"]\n'))["frameworks"][0]["version"] == "2.8.0"
+    index.clear()  # servepkg 1.1 is released after envsolve cached the page
+    serve(index, [*_index(), Wheel("servepkg", "1.1", requires=["torch==2.9.1"])])
+    r = _lock(tmp_path, SERVE + '[packages]\npip = ["servepkg==1.1"]\n')
+    assert _env(r)["frameworks"][0]["version"] == "2.9.1" and "servepkg==1.1 asks torch ==2.9.1" in r.stderr
