@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from . import index as ix
 from .data import Release
@@ -115,15 +116,56 @@ def _fits(spec: ProjectSpec, frameworks: Sequence[tuple[str, str]], pythons: Seq
     return True
 
 
+def _matching(files: tuple[ix.DistFile, ...], req: Requirement) -> dict[Version, tuple[ix.DistFile, ...]]:
+    """The releases among ``files`` that ``req`` admits, newest first."""
+    by_version = ix.releases(files, pre=bool(req.specifier.prereleases))
+    return {v: by_version[v] for v in sorted(by_version, reverse=True) if req.specifier.contains(v, prereleases=True)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Context:
+    spec: ProjectSpec
+    reader: Reader
+    known: Sequence[str]  # every Python minor the data knows
+    releases: Callable[[str], Sequence[Release]]
+    platforms: tuple[str, ...]  # of the spec's targets
+
+
+def _ask(ctx: _Context, req: Requirement, line: str, version: Version, files: Sequence[ix.DistFile]) -> Steer:
+    """What one release of a ``[packages] pip`` line asks of the frameworks and Python."""
+    md = ctx.reader.metadata(files)
+    pythons = _pythons(files, ctx.known, md.requires_python if md else "", ctx.platforms)
+    if set(_choosable(ctx.spec, ctx.known)) <= set(pythons):
+        pythons = ()  # every Python the solve could choose: no limit worth saying
+    everything = set(FRAMEWORKS) | set(COMPANIONS)
+    newest = max(ctx.known, key=parse_python_minor)
+    asks: dict[str, list[str]] = {}
+    for extra in ("", *sorted(req.extras)):
+        for r in ix.requirements(md, python=newest, extra=extra) if md else ():
+            if (dep := str(canonicalize_name(r.name))) in everything:
+                asks.setdefault(dep, []).extend([str(r.specifier)] if r.specifier else [])
+    managed = _managed(ctx.spec)
+    ranges = {n: specs for n, specs in asks.items() if n in managed}
+    for comp in [n for n in ranges if n in COMPANIONS]:  # a companion's range is its framework's
+        specs = ranges.pop(comp)
+        if specs:
+            ranges.setdefault(COMPANIONS[comp], []).append(_owner_range(comp, ",".join(specs), ctx.releases))
+    frameworks = tuple(sorted((n, ",".join(dict.fromkeys(x for s in specs for x in s.split(",") if x)))
+                              for n, specs in ranges.items()))
+    unmanaged = tuple(sorted((n, ",".join(specs)) for n, specs in asks.items() if n not in managed))
+    return Steer(line=line, package=f"{canonicalize_name(req.name)}=={version}", frameworks=frameworks,
+                 pythons=pythons, unmanaged=unmanaged)
+
+
 def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
           releases: Callable[[str], Sequence[Release]]) -> tuple[Steer, ...]:
     """What each ``[packages] pip`` line of ``spec`` asks; ``releases(name)`` are the data's releases
     of a framework. A companion's range is asked of its framework (``torchvision==0.23.0`` is
-    ``torch==2.8.0``). Lines that are not plain requirements (URLs, options) ask nothing."""
-    managed = _managed(spec)
-    everything = set(FRAMEWORKS) | set(COMPANIONS)
-    newest_python = max(known_pythons, key=parse_python_minor)
-    platforms = sorted({t.platform or "linux/amd64" for t in spec.targets}) or ["linux/amd64"]
+    ``torch==2.8.0``). Lines that are not plain requirements (URLs, options) ask nothing. Of the
+    releases a line admits, the newest that leaves the project's ranges something to choose is
+    read (else the newest, whose clash the solve then explains)."""
+    ctx = _Context(spec=spec, reader=reader, known=known_pythons, releases=releases,
+                   platforms=tuple(sorted({t.platform or "linux/amd64" for t in spec.targets})) or ("linux/amd64",))
     out = []
     for line in spec.pip:
         try:
@@ -131,45 +173,19 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
         except InvalidRequirement:
             continue
         name = canonicalize_name(req.name)
-        if req.url or name in everything:
+        if req.url or name in FRAMEWORKS or name in COMPANIONS:
             continue
-        pre = bool(req.specifier.prereleases)
-        by_version = ix.releases(reader.files(name), pre=pre)
-        versions = [v for v in sorted(by_version, reverse=True) if req.specifier.contains(v, prereleases=True)]
-        if not versions and reader.fresh_files is not None:  # released after the page was cached
-            by_version = ix.releases(reader.fresh_files(name), pre=pre)
-            versions = [v for v in sorted(by_version, reverse=True) if req.specifier.contains(v, prereleases=True)]
-        first: Steer | None = None
-        for v in versions[:_TRIES]:
-            md = reader.metadata(by_version[v])
-            rp = md.requires_python if md else ""
-            pythons = _pythons(by_version[v], known_pythons, rp, platforms)
-            if set(_choosable(spec, known_pythons)) <= set(pythons):
-                pythons = ()  # every Python the solve could choose: no limit worth saying
-            asks: dict[str, list[str]] = {}
-            for extra in ("", *sorted(req.extras)):
-                for r in ix.requirements(md, python=newest_python, extra=extra) if md else ():
-                    if (dep := str(canonicalize_name(r.name))) in everything:
-                        asks.setdefault(dep, []).append(str(r.specifier))
-            ranges: dict[str, str] = {n: ",".join(s for s in specs if s) for n, specs in asks.items() if n in managed}
-            for comp, raw in list(ranges.items()):
-                if comp in COMPANIONS and raw:
-                    owner = COMPANIONS[comp]
-                    ranges[owner] = ",".join(x for x in (ranges.get(owner, ""), _owner_range(comp, raw, releases))
-                                             if x)
-                    del ranges[comp]
-            frameworks = tuple(sorted((n, ",".join(dict.fromkeys(x for x in raw.split(",") if x)))
-                                      for n, raw in ranges.items()))
-            unmanaged = tuple(sorted((n, ",".join(s for s in specs if s)) for n, specs in asks.items()
-                                     if n not in managed))
-            found = Steer(line=line, package=f"{name}=={v}", frameworks=frameworks, pythons=pythons,
-                          unmanaged=unmanaged)
-            first = first or found
-            if _fits(spec, frameworks, pythons, releases):
-                first = found
+        matching = _matching(reader.files(name), req)
+        if not matching and reader.fresh_files is not None:  # released after the page was cached
+            matching = _matching(reader.fresh_files(name), req)
+        asked = [_ask(ctx, req, line, v, files) for v, files in list(matching.items())[:1]]
+        for v, files in list(matching.items())[1:_TRIES]:
+            if _fits(spec, asked[-1].frameworks, asked[-1].pythons, releases):
                 break
-        if first is not None:
-            out.append(first)
+            asked.append(_ask(ctx, req, line, v, files))
+        fitting = [a for a in asked if _fits(spec, a.frameworks, a.pythons, releases)]
+        if asked:
+            out.append(fitting[0] if fitting else asked[0])
     return tuple(out)
 
 
