@@ -156,12 +156,6 @@ def _hashed(p: Package) -> str:
     return " ".join([p.requirement, *(f"--hash={h}" for h in p.hashes)])
 
 
-def _shell(line: str) -> str:
-    """A requirement line as shell words (its --hash options left as options)."""
-    req, *hashes = line.split(" --hash=")
-    return " ".join([shlex.quote(req), *(shlex.quote(f"--hash={h}") for h in hashes)])
-
-
 def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, dockerfile: bool = True
            ) -> dict[str, str]:
     """Every artifact of one environment of ``lock``, as ``{file name: text}``.
@@ -212,8 +206,6 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         conda_groups = [{**g, "requirements": reqs} for g in groups
                         if (reqs := [p.requirement for p in conda_pip if p.index_url == g["url"]])]
         conda_default = [p.requirement for p in conda_pip if p.index == "pypi"] + list(env.pip)
-    for g in groups:
-        g["shell"] = [_shell(r) for r in g["requirements"]]
     python = env.python_from
     uv = env.tool("uv") if python == "uv" else ""
     system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
@@ -250,8 +242,6 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "held": held,
         "extra_pip": extra_pip,
         "pip_flags": " --require-hashes --no-deps" if full else "",
-        "default_shell": [_shell(r) for r in default_reqs + held],
-        "project_shell": [_shell(r) for r in default_reqs + held + extra_pip],
         "pytorch_file": index_file,
         "conda_name": tag,
         "conda_specs": conda_specs,
