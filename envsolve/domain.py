@@ -24,6 +24,7 @@ __all__ = [
     "COMPANIONS_OF",
     "DEFAULT_INDEXES",
     "DOCKER_PLATFORM",
+    "WHEEL_MACHINE",
     "EXTRA_INDEXES",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
@@ -67,6 +68,8 @@ DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
 
 # The machine name ``uname -m`` prints -> Docker's name of the platform.
 DOCKER_PLATFORM = {"x86_64": "linux/amd64", "amd64": "linux/amd64", "aarch64": "linux/arm64", "arm64": "linux/arm64"}
+# Docker's name of a platform -> the machine its Linux wheels are tagged for (manylinux_2_28_x86_64).
+WHEEL_MACHINE = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 
 # Indexes that hold a framework but not its dependencies (nvidia-tensorflow's nvidia-*-cu12 wheels and numpy
 # are on the default index): their builds are installed with --extra-index-url, pinned to a local version

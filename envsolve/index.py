@@ -234,7 +234,7 @@ def _tags(f: DistFile) -> frozenset[Tag]:
         return frozenset()
 
 
-def _linux_x86_64(tag: Tag, machine: str = "x86_64") -> bool:
+def _linux_wheel(tag: Tag, machine: str = "x86_64") -> bool:
     """A glibc Linux wheel tag for ``machine`` (x86_64 unless said), or a pure one (musllinux is
     not what the images run)."""
     return tag.platform == "any" or (tag.platform.startswith(("manylinux", "linux_"))
@@ -275,7 +275,7 @@ def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
     for f in files:
         rp = f.requires_python or requires_python
         for tag in _tags(f):
-            if not _linux_x86_64(tag, machine):
+            if not _linux_wheel(tag, machine):
                 continue
             minor = _cp_minor(tag.interpreter)
             if minor and _own_abi(tag):
@@ -292,13 +292,13 @@ def metadata_candidates(files: Iterable[DistFile], pythons: Sequence[str] = ()) 
     """The Linux x86_64 wheels whose metadata says what a default install brings, best first:
     those the index says have a metadata file, then the newest regular CPython, then pure wheels."""
     def rank(f: DistFile) -> tuple[int, int, int, str]:
-        tags = [t for t in _tags(f) if _linux_x86_64(t)]
+        tags = [t for t in _tags(f) if _linux_wheel(t)]
         minors = [parse_python_minor(m) for t in tags if (m := _cp_minor(t.interpreter)) and _own_abi(t)]
         newest = max(minors, default=(0, 0))
         return (0 if f.metadata else 1 if f.metadata is None else 2, -newest[0], -newest[1], f.filename)
 
     wheels = [f for f in files if f.filename.endswith(".whl") and not f.yanked
-              and any(_linux_x86_64(t) and not t.abi.endswith("t") for t in _tags(f))]
+              and any(_linux_wheel(t) and not t.abi.endswith("t") for t in _tags(f))]
     return sorted(wheels, key=rank)
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import tomli_w
 
+from .domain import WHEEL_MACHINE
 from .errors import ResolveError
 from .paths import cache_dir
 
@@ -41,10 +42,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PLATFORMS", "WAYS_OUT", "Pin", "Resolved", "resolve"]
+__all__ = ["WAYS_OUT", "Pin", "Resolved", "resolve"]
 
-# Docker's platform of an environment -> uv's target (glibc 2.28 and newer, as the base images are)
-PLATFORMS = {"linux/amd64": "x86_64-manylinux_2_28", "linux/arm64": "aarch64-manylinux_2_28"}
 WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network), or point the "
              "index at a mirror you can reach (ENVSOLVE_INDEX_PYPI, ENVSOLVE_INDEX_PYTORCH or [indexes] in "
              "project.toml; see README 'Index URLs')")
@@ -162,7 +161,9 @@ def resolve(*, python: str, platform: str = "linux/amd64", pins: Sequence[Pin], 
                 {"lock-version": "1.0", "created-by": "envsolve",
                  "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
         cmd = [_uv(), "pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
-               "--python-version", python, "--python-platform", PLATFORMS[platform], "--no-header", "--no-annotate",
+               "--python-version", python,
+               "--python-platform", f"{WHEEL_MACHINE[platform]}-manylinux_2_28",  # glibc 2.28+, as the images
+               "--no-header", "--no-annotate",
                "--quiet", "--output-file", "pylock.toml",
                "--cache-dir", str(cache_dir(env) / "uv"),
                # the target is --python-version; this interpreter only builds an sdist's metadata, and

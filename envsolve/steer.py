@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from . import index as ix
 from .data import Release
-from .domain import COMPANIONS, COMPANIONS_OF, FRAMEWORKS
+from .domain import COMPANIONS, COMPANIONS_OF, FRAMEWORKS, WHEEL_MACHINE
 from .spec import FrameworkReq, ProjectSpec
 from .versions import parse_python_minor
 
@@ -69,9 +69,6 @@ def _managed(spec: ProjectSpec) -> set[str]:
     return names | {c for n in names for c in COMPANIONS_OF.get(n, ())}
 
 
-_MACHINE = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
-
-
 def _pythons(files: Sequence[ix.DistFile], known: Sequence[str], requires_python: str,
              platforms: Sequence[str]) -> tuple[str, ...]:
     """Pythons a release installs on from wheels alone, on every platform of the project's targets;
@@ -79,7 +76,7 @@ def _pythons(files: Sequence[ix.DistFile], known: Sequence[str], requires_python
     wheels = [f for f in files if f.filename.endswith(".whl")]
     if not wheels:
         return tuple(p for p in known if ix.admits(requires_python, p))
-    each = [set(ix.cpython_minors(wheels, known, requires_python, _MACHINE.get(pl, "x86_64"))) for pl in platforms]
+    each = [set(ix.cpython_minors(wheels, known, requires_python, WHEEL_MACHINE.get(pl, "x86_64"))) for pl in platforms]
     both = set.intersection(*each) if each else set()
     return tuple(p for p in known if p in both)
 
