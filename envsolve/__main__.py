@@ -7,7 +7,7 @@ import sys
 
 
 def main() -> None:
-    from .replay import replay
+    from .lock.replay import replay
 
     if replay(sys.argv[1:]):
         sys.exit(0)

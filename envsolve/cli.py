@@ -18,9 +18,9 @@ from .errors import EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiab
 from .files import write_all
 
 if TYPE_CHECKING:
-    from .host import HostFacts
+    from .host.facts import HostFacts
     from .matrix.cells import CellResult
-    from .matrix.spec import MatrixSpec
+    from .matrix.parse import MatrixSpec
     from .provider import Provider
     from .spec import ProjectSpec
 
@@ -104,9 +104,9 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
          frameworks_only: bool, offline: bool, exclude_newer: str, upgrade_packages: tuple[str, ...],
          upgrade: bool, same_versions: bool) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
-    from . import lock as lockfile
-    from . import locking
     from .config import index_urls
+    from .lock import job as locking
+    from .lock import model as lockfile
 
     said: list[tuple[bool, str]] = []
 
@@ -169,7 +169,7 @@ def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_rende
         for path in _render(out, None, None):
             summary(f"wrote {path}")
     elif not (host or stale or opts.offline or opts.exclude_newer or opts.refresh or same_versions):
-        from .replay import store  # only the requests the replay reads: the plain lock, --frameworks-only
+        from .lock.replay import store  # only the requests the replay reads: the plain lock, --frameworks-only
 
         source = click.get_current_context().get_parameter_source("frameworks_only")
         flag = source == click.core.ParameterSource.COMMANDLINE
@@ -183,9 +183,9 @@ class _Stale(EnvsolveError):
 
 def _render(lock_path: Path, out_dir: Path | None, target: str | None, dockerfile: bool = True) -> list[Path]:
     """Render every environment (or ``target``) of a lock; write only when all rendered."""
-    from . import lock as lockfile
     from .errors import LockError
-    from .render import render
+    from .lock import model as lockfile
+    from .render.artifacts import render
 
     data = lockfile.read(lock_path)
     names = [e.name for e in data.environments]
@@ -235,8 +235,8 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
     import os
     import shlex
 
-    from . import build as builder
-    from . import lock as lockfile
+    from .lock import model as lockfile
+    from .render import build as builder
 
     _render(lock_path, output, target)
     data = lockfile.read(lock_path)
@@ -311,7 +311,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output."""
     from .matrix import formats
     from .matrix.cells import check_includes, iter_cells, solve_cells
-    from .matrix.spec import parse_matrix
+    from .matrix.parse import parse_matrix
 
     if shard is not None and not max_jobs:
         raise SpecError([Problem("--shard", str(shard), "needs --max-jobs N, which cuts the jobs into shards")],
@@ -395,9 +395,9 @@ def _read_text(path: Path) -> str:
 
 def _render_cells(g: Provider, ms: MatrixSpec, results: list[CellResult], root: Path) -> None:
     """Each valid cell's artifacts under root/<cell id>/, through the renderer."""
-    from . import lock as lockfile
     from .config import index_urls
-    from .render import render
+    from .lock import model as lockfile
+    from .render.artifacts import render
 
     urls, warnings = index_urls({})
     for w in warnings:
@@ -444,9 +444,9 @@ def _check_images(g: Provider, path: Path, fmt: str) -> None:
 def explain(spec_path: Path, verbose: bool) -> None:
     """Say why each choice was made and which alternatives were rejected, and why."""
     from .config import index_urls
-    from .explain import ExplainReporter
-    from .locking import Options, steered
+    from .lock.job import Options, steered
     from .solve import solve_explained
+    from .solve.report import ExplainReporter
 
     graph = _provider()
     spec, _ = _read_spec(spec_path, graph)
@@ -585,15 +585,15 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
 
 
 def _host_facts(graph: Provider) -> HostFacts:
-    from .detect import detect
-    from .host import complete
+    from .host.detect import detect
+    from .host.facts import complete
 
     return complete(detect(), graph)
 
 
 def _for_host(spec: ProjectSpec, graph: Provider) -> ProjectSpec:
     """The spec with its default target describing this machine (see :func:`envsolve.spec.for_host`)."""
-    from .host import hardware_table
+    from .host.facts import hardware_table
     from .spec import for_host
 
     facts = _host_facts(graph)
@@ -614,7 +614,7 @@ def detect_cmd(fmt: str) -> None:
     """Describe this machine's accelerators: vendor, driver, the CUDA it runs, each GPU."""
     import tomli_w
 
-    from .host import hardware_table, model_name
+    from .host.facts import hardware_table, model_name
 
     graph = _provider()
     facts = _host_facts(graph)
@@ -656,10 +656,10 @@ class _Unhealthy(EnvsolveError):
 @_handles_errors
 def doctor(lock_path: Path, target: str | None) -> None:
     """Check this machine (or container) against a lock: driver, GPUs, installed frameworks, Docker."""
-    from . import lock as lockfile
-    from .detect import docker_tools, installed_versions
-    from .doctor import check, pick_environment
     from .errors import LockError
+    from .host.detect import docker_tools, installed_versions
+    from .host.doctor import check, pick_environment
+    from .lock import model as lockfile
 
     data = lockfile.read(lock_path)
     graph = _provider()
@@ -709,7 +709,7 @@ def _echo_newest_packages(m: Any) -> None:
 
 def _stale_data_warning(out: Path, installed: str) -> str:
     """A warning when the lock on disk was made with other data than the installed matrices."""
-    from .replay import data_version_of
+    from .lock.replay import data_version_of
 
     try:
         old = data_version_of(out.read_text(encoding="utf-8"))

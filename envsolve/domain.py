@@ -10,7 +10,7 @@ rule for whether a build carries kernels a GPU can run.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from .versions import parse_arch
 
@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCELERATOR",
+    "ACCELERATORS",
+    "DEFAULT_PLATFORM",
+    "PLATFORMS",
+    "VENDORS",
+    "Accelerator",
+    "Platform",
+    "Vendor",
     "COMPANIONS",
     "COMPANIONS_OF",
     "DEFAULT_INDEXES",
@@ -31,8 +38,10 @@ __all__ = [
     "PYTHONS_FROM",
     "cuda_of_variant",
     "driver_text",
+    "gpu_run_flags",
     "kernels",
     "qualified_image",
+    "registry_of",
     "requirement",
     "serves",
     "variant_of_cuda",
@@ -52,8 +61,18 @@ COMPANIONS_OF: dict[str, tuple[str, ...]] = {
 PYTHONS_FROM = {"jax": "jaxlib", "cupy": "cupy-cuda12x"}
 # Keras' backends; Keras' own default comes first.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+# The closed words every record uses (spec, solver, lock, host, matrix): a platform is Docker's name
+# of it, a vendor makes the GPUs (``cpu``: none), an accelerator is the software stack that drives them.
+Platform = Literal["linux/amd64", "linux/arm64"]
+Vendor = Literal["nvidia", "amd", "cpu"]
+Accelerator = Literal["cuda", "rocm", "cpu"]
+PLATFORMS: tuple[Platform, ...] = get_args(Platform)
+VENDORS: tuple[Vendor, ...] = get_args(Vendor)
+ACCELERATORS: tuple[Accelerator, ...] = get_args(Accelerator)
+# The platform of a spec, target, image or lock that names none.
+DEFAULT_PLATFORM: Platform = "linux/amd64"
 # Vendor -> the accelerator its GPUs need.
-ACCELERATOR = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
+ACCELERATOR: dict[str, Accelerator] = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 
 # Index name -> the public URL of an index every user needs, written in full into locks and
 # artifacts (the URL PyTorch's install selector prints; builds under it by variant: /cu128).
@@ -67,9 +86,10 @@ DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
                    "nvidia": "https://pypi.ngc.nvidia.com"}
 
 # The machine name ``uname -m`` prints -> Docker's name of the platform.
-DOCKER_PLATFORM = {"x86_64": "linux/amd64", "amd64": "linux/amd64", "aarch64": "linux/arm64", "arm64": "linux/arm64"}
+DOCKER_PLATFORM: dict[str, Platform] = {"x86_64": "linux/amd64", "amd64": "linux/amd64",
+                                        "aarch64": "linux/arm64", "arm64": "linux/arm64"}
 # Docker's name of a platform -> the machine its Linux wheels are tagged for (manylinux_2_28_x86_64).
-WHEEL_MACHINE = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+WHEEL_MACHINE: dict[str, str] = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 
 # Indexes that hold a framework but not its dependencies (nvidia-tensorflow's nvidia-*-cu12 wheels and numpy
 # are on the default index): their builds are installed with --extra-index-url, pinned to a local version
@@ -97,14 +117,35 @@ def driver_text(driver_min: str, jetpack: str = "") -> str:
     return f"JetPack {jetpack}" if jetpack else f"driver >= {driver_min}"
 
 
+def registry_of(ref: str) -> str:
+    """The registry host of an image reference or repository, or ``""`` for Docker Hub (Docker's
+    rule: the first path component is a host when it has a dot or a port, or is ``localhost``)."""
+    first, sep, _ = ref.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return ""
+
+
 def qualified_image(ref: str) -> str:
     """``nvidia/cuda:12.8.1-base-ubuntu24.04`` -> ``docker.io/nvidia/cuda:...`` and ``python:3.12-slim``
     -> ``docker.io/library/python:3.12-slim``: a short name means Docker Hub to Docker, but podman and
     buildah resolve it through their own search list (or refuse), so a FROM line names the registry."""
-    first, _, rest = ref.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
+    if registry_of(ref):
         return ref
-    return f"docker.io/{ref}" if rest else f"docker.io/library/{ref}"
+    return f"docker.io/{ref}" if "/" in ref else f"docker.io/library/{ref}"
+
+
+def gpu_run_flags(accelerator: Accelerator, *, jetson: bool = False) -> tuple[str, ...]:
+    """The ``docker run`` / ``podman run`` arguments that give a container the GPUs: NVIDIA's
+    container toolkit (``--gpus all``; on a Jetson, whose GPU is integrated, its ``nvidia`` runtime),
+    AMD's device files (``/dev/kfd``, ``/dev/dri``, which belong to the video and render groups on
+    current distributions), nothing for a CPU image. Render, build, the CI workflow and doctor all
+    say this one answer."""
+    if accelerator == "cuda":
+        return ("--runtime", "nvidia") if jetson else ("--gpus", "all")
+    if accelerator == "rocm":
+        return ("--device=/dev/kfd", "--device=/dev/dri", "--group-add", "video", "--group-add", "render")
+    return ()
 
 
 def requirement(name: str, version: str, *, variant: str = "", index: str = "pypi", extra: str = "") -> str:

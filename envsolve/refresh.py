@@ -26,12 +26,12 @@ import requests
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from . import index as ix
-from . import wheel
 from .data import Matrices, load_dir
 from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM, variant_of_cuda
 from .errors import EnvsolveError, MatrixError, MissingProject, RefreshError
 from .files import write_atomic
+from .index import pages as ix
+from .index import wheel
 from .paths import cache_dir as default_cache_dir
 from .versions import parse_python_minor
 

@@ -22,7 +22,7 @@ from .errors import Problem, Problems, SpecError
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 
 if TYPE_CHECKING:
-    from .host import HostFacts
+    from .host.facts import HostFacts
     from .provider import Provider
 
 if sys.version_info >= (3, 11):

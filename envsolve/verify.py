@@ -23,11 +23,11 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from . import index as ix
 from .data import Build, Matrices, Release
 from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM
 from .errors import MissingProject, RefreshError
-from .versions import parse_python_minor
+from .index import pages as ix
+from .versions import parse_python_minor, python_admits_minor
 
 __all__ = ["CHECKS", "DATA_CHECKS", "Mismatch", "Reader", "Report", "render", "verify"]
 
@@ -234,7 +234,7 @@ def _pythons(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
     ctx.compare(label, "Python (wheel tags, Requires-Python)", _show(ours), _show(got))
     rp = _requires_python(files)
     if rp:
-        outside = [p for p in rel.python if not ix.admits(rp, p)]
+        outside = [p for p in rel.python if not python_admits_minor(rp, p)]
         ctx.compare(label, "Requires-Python", f"admits {_show(rel.python)}",
                     f"{rp}" + (f" (excludes {_show(outside)})" if outside else ""), same=not outside)
 
@@ -425,7 +425,7 @@ def _keras(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
     got = ctx.metadata(f"keras {rel.raw}", files)
     if got is None or not got[1].requires_python:
         return
-    admitted = [p for p in ctx.known_pythons if ix.admits(got[1].requires_python, p)]
+    admitted = [p for p in ctx.known_pythons if python_admits_minor(got[1].requires_python, p)]
     ctx.compare(f"keras.toml keras {rel.raw}", "Python (Requires-Python)", _show(rel.python), _show(admitted))
 
 

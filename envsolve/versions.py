@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 __all__ = [
     "Arch",
     "Dotted",
@@ -16,6 +19,7 @@ __all__ = [
     "parse_dotted",
     "parse_driver",
     "parse_python_minor",
+    "python_admits_minor",
     "arch_from_compute_capability",
 ]
 
@@ -72,6 +76,34 @@ def parse_python_minor(text: str) -> tuple[int, int]:
     if not m:
         raise ValueError(f"Python version {text!r} is not of the form 3.12")
     return int(m.group(1)), int(m.group(2))
+
+
+def python_admits_minor(spec: SpecifierSet | str, minor: str) -> bool:
+    """Whether a Python range admits the CPython minor ``X.Y``: it does when it admits any patch of
+    it (``>=3.12.1,<3.13`` admits 3.12; so does ``==3.12.5``). The solver, the index readers, the
+    steering and the image matrix all ask this one question; an unreadable range admits everything
+    (whoever parsed it has reported it)."""
+    if isinstance(spec, str):
+        try:
+            spec = SpecifierSet("" if spec.strip() in ("", "*") else spec)
+        except InvalidSpecifier:
+            return True
+    return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in _patches_to_try(spec, minor))
+
+
+def _patches_to_try(spec: SpecifierSet, minor: str) -> set[int]:
+    """Patch numbers of ``minor`` at which the answer of ``spec`` can change: 0, a patch above every
+    bound, and each patch a specifier names for this minor with its two neighbours."""
+    key = parse_python_minor(minor)
+    patches = {0, 10_000}
+    for s in spec:
+        try:
+            v = Version(s.version.rstrip(".*"))
+        except InvalidVersion:
+            continue
+        if v.release[:2] == key and len(v.release) > 2:
+            patches.update(p for p in (v.release[2] - 1, v.release[2], v.release[2] + 1) if p >= 0)
+    return patches
 
 
 @dataclass(frozen=True, slots=True, order=True)

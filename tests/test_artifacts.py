@@ -13,8 +13,7 @@ from click.testing import CliRunner, Result
 
 from envsolve.cli import main
 from envsolve.domain import DEFAULT_INDEXES, qualified_image
-
-from .conftest import TEST_INDEXES
+from tests.conftest import TEST_INDEXES
 
 SECRET = "S3CRET"
 TORCH_CU118 = '[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 3090"]\ncuda = "11.8"\n'
@@ -167,8 +166,8 @@ def test_environment_markers_keep_environment_yml_valid_yaml(tmp_path: Path) -> 
 
 
 def test_a_hand_made_lock_with_a_line_break_is_refused_by_render(tmp_path: Path) -> None:
-    from envsolve import lock as lockfile
-    from envsolve.render import render
+    from envsolve.lock import model as lockfile
+    from envsolve.render.artifacts import render
 
     r = lock(tmp_path, TORCH_CU118)
     assert r.exit_code == 0, r.output

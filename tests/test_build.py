@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envsolve import build as builder
 from envsolve.cli import main
 from envsolve.domain import qualified_image
+from envsolve.render import build as builder
 
 HERE = Path(__file__).parent
 
@@ -130,7 +130,7 @@ def _lock_and_build(tmp_path: Path, spec_text: str, env: dict[str, str], *args: 
                     stand_ins: Path, full: bool = True) -> tuple[object, Path]:
     """Lock (in full: every package with hashes, from the real index, unless ``full`` is False),
     then build."""
-    from envsolve import lock as lockfile
+    from envsolve.lock import model as lockfile
 
     spec = tmp_path / "project.toml"
     spec.write_text(spec_text)

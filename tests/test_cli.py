@@ -5,8 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from envsolve.cli import main
-
-from .conftest import FIXTURE
+from tests.conftest import FIXTURE
 
 GOOD = '[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\n'
 

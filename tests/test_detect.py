@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envsolve import detect as det
 from envsolve.cli import main
-from envsolve.host import GpuInfo, HostFacts, MigDevice, complete, hardware_table
+from envsolve.host import detect as det
+from envsolve.host.facts import GpuInfo, HostFacts, MigDevice, complete, hardware_table
 from envsolve.provider import Provider
 from envsolve.spec import for_host, parse_spec
 from envsolve.versions import parse_driver

@@ -3,15 +3,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envsolve import detect as det
-from envsolve import lock as lockfile
 from envsolve.cli import main
-from envsolve.doctor import Finding, check, pick_environment
-from envsolve.lock import Environment
+from envsolve.host import detect as det
+from envsolve.host.doctor import Finding, check, pick_environment
+from envsolve.lock import model as lockfile
+from envsolve.lock.model import Environment
 from envsolve.provider import Provider
-
-from .conftest import resolve
-from .test_detect import _DETECT, HOSTS, host
+from tests.conftest import resolve
+from tests.test_detect import _DETECT, HOSTS, host
 
 H100_TORCH = '[frameworks]\ntorch = "==2.7.1"\n[hardware]\ngpus = ["H100"]\n'
 

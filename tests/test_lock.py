@@ -2,12 +2,11 @@ import re
 
 import pytest
 
-from envsolve import lock as lockfile
 from envsolve.errors import LockError
+from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
 from envsolve.solve import solve
-
-from .conftest import TEST_INDEXES, spec_of
+from tests.conftest import TEST_INDEXES, spec_of
 
 SPEC = '[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]\n'
 URLS = {"pypi": TEST_INDEXES["ENVSOLVE_INDEX_PYPI"], "pytorch": TEST_INDEXES["ENVSOLVE_INDEX_PYTORCH"]}

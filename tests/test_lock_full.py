@@ -273,7 +273,7 @@ def test_each_environment_is_resolved_for_its_own_platform(httpserver: HTTPServe
 
 
 def test_a_second_full_lock_of_unchanged_inputs_is_replayed_byte_for_byte(index: HTTPServer, tmp_path: Path) -> None:
-    from envsolve import replay
+    from envsolve.lock import replay
 
     spec = tmp_path / "project.toml"
     spec.write_text('[project]\nname = "demo"\n' + SERVE + '[packages]\npip = ["servepkg==1.0"]\n')

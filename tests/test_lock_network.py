@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envsolve.build import pip_secrets
 from envsolve.cli import main
+from envsolve.render.build import pip_secrets
 
 pytestmark = pytest.mark.network
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from envsolve.cli import main
 from envsolve.matrix import formats
 from envsolve.matrix.cells import CellResult, solve_cells
-from envsolve.matrix.spec import parse_matrix
+from envsolve.matrix.parse import parse_matrix
 from envsolve.provider import Provider
 
 ISSUE_EXAMPLE = '''

@@ -25,7 +25,7 @@ from envsolve.cli import main
 from envsolve.errors import MatrixError
 from envsolve.matrix import formats
 from envsolve.matrix.cells import CellResult, solve_cells
-from envsolve.matrix.spec import Cell, parse_matrix
+from envsolve.matrix.parse import Cell, parse_matrix
 from envsolve.matrix.workflow import load_actions, registry_of, runner_label
 from envsolve.provider import Provider
 

@@ -9,8 +9,7 @@ from envsolve.data import Build, load_dir
 from envsolve.errors import Unsatisfiable
 from envsolve.provider import Provider
 from envsolve.solve import Resolution, solve
-
-from .conftest import FIXTURE, spec_of
+from tests.conftest import FIXTURE, spec_of
 
 G = Provider(load_dir(FIXTURE))
 NVIDIA = sorted(g.name for g in G.m.gpus if g.vendor == "nvidia")

@@ -21,14 +21,13 @@ from packaging.version import Version
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from envsolve import index as ix
 from envsolve.cli import main
 from envsolve.data import data_dir, load_dir
 from envsolve.errors import RefreshError
+from envsolve.index import pages as ix
 from envsolve.provider import Provider
 from envsolve.refresh import IndexClient, survey
-
-from .conftest import FIXTURE
+from tests.conftest import FIXTURE
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envsolve import lock as lockfile
 from envsolve.cli import main
 from envsolve.domain import EXTRA_INDEXES, qualified_image
 from envsolve.errors import LockError
+from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
-from envsolve.render import ARTIFACTS, render
-
-from .conftest import TEST_INDEXES
+from envsolve.render.artifacts import ARTIFACTS, render
+from tests.conftest import TEST_INDEXES
 
 HERE = Path(__file__).parent
 # case locks whose environments all have a base image (a legacy build whose CUDA image was removed

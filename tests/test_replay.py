@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envsolve import replay
 from envsolve.cli import main
 from envsolve.data import load, load_dir
+from envsolve.lock import replay
 from envsolve.paths import data_dir
 
 CASES = Path(__file__).parent / "cases"

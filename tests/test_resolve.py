@@ -8,7 +8,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from envsolve.errors import ResolveError
-from envsolve.resolve import Pin, resolve
+from envsolve.lock.resolve import Pin, resolve
 from tests.fakeindex import Wheel, serve
 
 

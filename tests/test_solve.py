@@ -7,11 +7,10 @@ import pytest
 
 from envsolve.data import load_dir
 from envsolve.errors import Unsatisfiable
-from envsolve.explain import ExplainReporter
 from envsolve.provider import Provider
 from envsolve.solve import solve_explained
-
-from .conftest import FIXTURE, pkg, resolve, spec_of
+from envsolve.solve.report import ExplainReporter
+from tests.conftest import FIXTURE, pkg, resolve, spec_of
 
 
 def one(text: str, g: Provider):  # type: ignore[no-untyped-def]
@@ -259,3 +258,9 @@ def test_an_unknown_native_driver_floor_is_not_claimed_and_the_lock_says_so(tmp_
                             reporter)
     assert ("  driver >= 570.00 (native support of CUDA 12.8)\n  note: the native minimum driver of CUDA 12.8 is "
             "not known (cuda.toml marks it low); taken as R570 or newer") in reporter.render(found)
+
+
+def test_a_python_range_from_a_patch_admits_that_minor(real_graph: Provider) -> None:
+    # >=3.12.1 admits Python 3.12 (3.12.1 and later): the solver must not test 3.12 as 3.12.0
+    r = one('[project]\npython = ">=3.12.1,<3.13"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]', real_graph)
+    assert r.python == "3.12"

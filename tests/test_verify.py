@@ -12,8 +12,7 @@ from pytest_httpserver import HTTPServer
 
 from envsolve.cli import main
 from envsolve.data import data_dir
-
-from .test_refresh import index  # noqa: F401  (the recorded index, served on 127.0.0.1)
+from tests.test_refresh import index  # noqa: F401  (the recorded index, served on 127.0.0.1)
 
 ROWS = Path(__file__).parent / "fixtures" / "verify"
 
@@ -131,7 +130,7 @@ def test_unknown_package_is_exit_2(matrices: Path) -> None:
 
 
 def test_a_companion_the_index_lacks_is_a_warning(httpserver: HTTPServer, matrices: Path) -> None:
-    from .test_refresh import INDEX, JSON
+    from tests.test_refresh import INDEX, JSON
 
     httpserver.no_handler_status_code = 404
     httpserver.expect_request("/simple/keras/").respond_with_data((INDEX / "simple" / "keras.json").read_bytes(),
@@ -153,8 +152,7 @@ def test_the_shipped_matrices_agree_with_the_real_index(tmp_path: Path) -> None:
     from envsolve.refresh import IndexClient
     from envsolve.verify import render
     from envsolve.verify import verify as verify_rows
-
-    from .test_refresh import REAL_ENV
+    from tests.test_refresh import REAL_ENV
 
     url = pip_index_url(REAL_ENV)
     if not url or not url.startswith(("http://", "https://")):
@@ -198,7 +196,7 @@ TF_WHEEL = Path(__file__).parent / "fixtures" / "index" / "wheels" / "tensorflow
 
 def test_tensorflow_arch_lists_are_checked_against_the_wheel_s_build_info(index: HTTPServer,  # noqa: F811
                                                                             matrices: Path) -> None:
-    from .test_wheel import ranged_handler
+    from tests.test_wheel import ranged_handler
 
     index.expect_request(f"/files/{TF_WHEEL.name}").respond_with_handler(ranged_handler(TF_WHEEL.read_bytes()))
     assert verify(matrices, index.url_for("/simple"), "--package", "tensorflow").exit_code == 0

@@ -1,8 +1,9 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from packaging.specifiers import SpecifierSet
 
-from envsolve.versions import parse_arch, parse_dotted, parse_driver
+from envsolve.versions import parse_arch, parse_dotted, parse_driver, python_admits_minor
 
 
 def test_driver_keeps_raw_text_and_compares_numerically() -> None:
@@ -56,3 +57,20 @@ def test_parsers_never_crash_on_arbitrary_text(text: str) -> None:
 def test_driver_round_trip(a: int, b: int, c: int) -> None:
     raw = f"{a}.{b}.{c:02d}"
     assert str(parse_driver(raw)) == raw
+
+
+@pytest.mark.parametrize(("python", "minor", "admitted"), [
+    (">=3.12.1,<3.13", "3.12", True), ("==3.12.5", "3.12", True), (">3.12.4,<3.12.6", "3.12", True),
+    ("~=3.12.3", "3.12", True), ("==3.12.*", "3.12", True), ("*", "3.9", True), ("", "3.9", True),
+    ("<3.12", "3.12", False), (">=3.12.1,<3.13", "3.11", False), ("!=3.12.*", "3.12", False),
+    (">=3.12.3,<3.12.3", "3.12", False),
+])
+def test_a_python_range_admits_a_minor_when_it_admits_any_patch(python: str, minor: str, admitted: bool) -> None:
+    assert python_admits_minor(python, minor) is admitted
+
+
+@given(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30))
+def test_python_minor_rule_agrees_with_trying_every_patch(lo: int, hi: int, ne: int) -> None:
+    spec = f">=3.12.{lo},<3.12.{hi},!=3.12.{ne}"
+    any_patch = any(SpecifierSet(spec).contains(f"3.12.{p}") for p in range(0, 40))
+    assert python_admits_minor(spec, "3.12") is any_patch

@@ -17,8 +17,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from envsolve import index as ix
-from envsolve import wheel
+from envsolve.index import pages as ix
+from envsolve.index import wheel
 from envsolve.refresh import IndexClient
 
 WHEEL = Path(__file__).parent / "fixtures" / "index" / "wheels" / "tomli_w-1.2.0-py3-none-any.whl"

@@ -16,7 +16,7 @@ from ..solve import Cache, Resolution
 from ..solve.search import try_solve_target
 from ..spec import FrameworkReq, ProjectSpec, Target
 from ..versions import parse_dotted, parse_driver
-from .spec import Cell, MatrixSpec
+from .parse import Cell, MatrixSpec
 
 __all__ = ["CellResult", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
 

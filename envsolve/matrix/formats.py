@@ -12,7 +12,7 @@ from typing import Any
 from ..domain import ACCELERATOR, driver_text
 from ..solve import Resolution
 from .cells import CellResult
-from .spec import Cell, MatrixSpec
+from .parse import Cell, MatrixSpec
 
 __all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "bake", "everything", "github",
            "image_tag", "markdown", "md_escape", "row", "smoke_target", "table", "vendor"]

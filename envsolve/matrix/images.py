@@ -16,7 +16,7 @@ from ..solve import Cache, Candidate, No
 from ..solve.fit import fit
 from ..solve.together import clash
 from ..spec import ProjectSpec, Target, parse_gpus
-from ..versions import parse_dotted, parse_driver
+from ..versions import parse_dotted, parse_driver, python_admits_minor
 
 __all__ = ["ImageVerdict", "check_images"]
 
@@ -78,7 +78,7 @@ def _verdict(provider: Provider, img: Any, path: str, i: int) -> ImageVerdict:
     for rel, b in chosen:
         label = f"{rel.package} {rel.raw}" + (f" ({b.variant})" if b else "")
         if b is None:  # pure Python (keras)
-            pys = frozenset(p for p in rel.python if spec.python.contains(p, prereleases=True))
+            pys = frozenset(p for p in rel.python if python_admits_minor(spec.python, p))
             if not pys:
                 problems.append(f"{label} has no wheel for Python {py}")
             cands.append(Candidate(release=rel, build=None, pythons=pys))

@@ -24,7 +24,7 @@ from importlib.resources import files
 
 from ..errors import MatrixError, Problem, Problems
 from . import formats
-from .spec import MatrixSpec
+from .parse import MatrixSpec
 
 if sys.version_info >= (3, 11):
     import tomllib

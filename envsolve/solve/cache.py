@@ -14,6 +14,8 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from ..versions import python_admits_minor
+
 __all__ = ["Cache"]
 
 
@@ -39,7 +41,7 @@ class Cache:
         got = self._subsets.get(key)
         if got is None:
             spec = self.range(python_raw)
-            got = self._subsets[key] = frozenset(p for p in pys if spec.contains(p, prereleases=True))
+            got = self._subsets[key] = frozenset(p for p in pys if python_admits_minor(spec, p))
         return got
 
     def contains(self, raw: str, version: Version) -> bool:

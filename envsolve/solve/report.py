@@ -4,7 +4,7 @@ their text. The explanations of an unsatisfiable spec live in :mod:`envsolve.sol
 
 from __future__ import annotations
 
-from .solve import Reporter, Resolution
+from . import Reporter, Resolution
 
 __all__ = ["ExplainReporter"]
 

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 import tomli_w
 
-from .domain import DEFAULT_INDEXES, requirement
-from .errors import LockError
-from .solve import PackagePin, Resolution
+from ..domain import DEFAULT_INDEXES, requirement
+from ..errors import LockError
+from ..solve import PackagePin, Resolution
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from .data import Build
-from .domain import ACCELERATOR, DOCKER_PLATFORM, serves
-from .host import GpuInfo, HostFacts, model_name
-from .lock import Environment, Lock
-from .provider import Provider
-from .versions import parse_arch, parse_dotted, parse_driver
+from ..data import Build
+from ..domain import ACCELERATOR, DOCKER_PLATFORM, serves
+from ..lock.model import Environment, Lock
+from ..provider import Provider
+from ..versions import parse_arch, parse_dotted, parse_driver
+from .facts import GpuInfo, HostFacts, model_name
 
 __all__ = ["Finding", "check", "pick_environment"]
 

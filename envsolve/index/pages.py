@@ -19,7 +19,7 @@ from urllib.parse import urldefrag, urljoin
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import (
     InvalidSdistFilename,
@@ -30,11 +30,10 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from .versions import parse_python_minor
+from ..versions import parse_python_minor, python_admits_minor
 
 __all__ = [
     "ACCEPT",
-    "admits",
     "BundledFacts",
     "DistFile",
     "IndexFormatError",
@@ -241,17 +240,6 @@ def _linux_wheel(tag: Tag, machine: str = "x86_64") -> bool:
                                      and tag.platform.endswith(f"_{machine}"))
 
 
-def admits(requires_python: str, minor: str) -> bool:
-    """Whether ``Requires-Python`` admits some release of the CPython minor ``X.Y``."""
-    if not requires_python:
-        return True
-    try:
-        spec = SpecifierSet(requires_python)
-    except InvalidSpecifier:
-        return True
-    return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in (0, 99))
-
-
 def _own_abi(tag: Tag) -> bool:
     """A CPython minor's own ABI: ``cp312``, or ``cp37m`` / ``cp27mu`` before Python 3.8 dropped the
     pymalloc suffix (a free-threaded ``cp313t`` is another ABI)."""
@@ -282,10 +270,10 @@ def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
                 found.add(minor)
             elif minor and tag.abi == "abi3":
                 floor = parse_python_minor(minor)
-                found.update(k for k in known if parse_python_minor(k) >= floor and admits(rp, k))
+                found.update(k for k in known if parse_python_minor(k) >= floor and python_admits_minor(rp, k))
             elif tag.interpreter in ("py3", "py2.py3") or (tag.interpreter.startswith("py3") and tag.abi == "none"):
-                found.update(k for k in known if admits(rp, k))
-    return tuple(sorted((p for p in found if admits(requires_python, p)), key=parse_python_minor))
+                found.update(k for k in known if python_admits_minor(rp, k))
+    return tuple(sorted((p for p in found if python_admits_minor(requires_python, p)), key=parse_python_minor))
 
 
 def metadata_candidates(files: Iterable[DistFile], pythons: Sequence[str] = ()) -> list[DistFile]:

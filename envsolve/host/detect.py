@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from .host import GpuInfo, HostFacts, MigDevice
-from .versions import parse_arch
+from ..versions import parse_arch
+from .facts import GpuInfo, HostFacts, MigDevice
 
 __all__ = ["DEFAULT_TIMEOUT", "detect", "docker_tools", "gfx_from_target_version", "installed_versions",
            "parse_amd_smi", "parse_proc_version", "parse_rocminfo", "parse_smi_csv", "parse_smi_list",

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from . import lock as lockfile
-from .errors import LockError, Problem, RefreshError, ResolveError, SpecError
-from .provider import Provider
-from .solve import Resolution, solve_explained
-from .spec import ProjectSpec
+from ..errors import LockError, Problem, RefreshError, ResolveError, SpecError
+from ..provider import Provider
+from ..solve import Resolution, solve_explained
+from ..spec import ProjectSpec
+from . import model as lockfile
 from .steer import Steer
 
 __all__ = ["Options", "Outcome", "Previous", "check_digests", "make", "previous"]
@@ -102,9 +102,9 @@ def check_digests(out: Path, blob: bytes, graph: Provider) -> str | None:
 def _steers(spec: ProjectSpec, graph: Provider, urls: Mapping[str, str], opts: Options) -> tuple[Steer, ...]:
     if not spec.pip:
         return ()
-    from .config import pip_index_url
-    from .paths import cache_dir
-    from .refresh import IndexClient
+    from ..config import pip_index_url
+    from ..paths import cache_dir
+    from ..refresh import IndexClient
     from .resolve import WAYS_OUT
     from .steer import Reader, steer
 
@@ -147,7 +147,7 @@ def make(graph: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, url
         warnings.append(keep.warning)
     uniform = opts.same_versions or spec.same_versions
     if keep.frameworks or uniform:
-        from .solve.uniform import solve_preferring
+        from ..solve.uniform import solve_preferring
 
         resolutions = solve_preferring(graph, spec, keep.frameworks, uniform=uniform)
     else:
@@ -169,7 +169,7 @@ def _full(frameworks: lockfile.Lock, pip: tuple[str, ...], urls: Mapping[str, st
           keep: Mapping[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...]
           ) -> dict[str, tuple[lockfile.Package, ...]]:
     """Every package of every environment (uv's full resolve), by environment name."""
-    from .config import pip_index_url
+    from ..config import pip_index_url
     from .resolve import Pin, resolve
 
     named_default = urls.get("pypi", "")

@@ -22,14 +22,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .paths import cache_dir, data_dir, pip_config_files
+from ..paths import cache_dir, data_dir, pip_config_files
 
 __all__ = ["Request", "data_version_of", "parse", "replay", "store"]
 
 _FORMAT = b"envsolve-replay-1\0"
 _ENV = ("ENVSOLVE_", "PIP_")
 _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME")
-_CODE = Path(__file__).resolve().parent
+_CODE = Path(__file__).resolve().parent.parent  # the whole envsolve package
 _LIBRARIES = ("packaging", "tomli_w")  # whose code shapes the lock's bytes besides envsolve's own
 
 # (spec path, output path or "", format, "frameworks" with --frameworks-only else ""), as the lock command reads them
@@ -121,7 +121,7 @@ def store(request: Request, text: str, data_version: str, messages: Sequence[tup
     env = os.environ if environ is None else environ
     if env.get("ENVSOLVE_NO_CACHE"):
         return
-    from .files import write_atomic
+    from ..files import write_atomic
 
     try:
         entry = {"text": text, "data_version": data_version, "messages": [list(m) for m in messages]}
@@ -155,7 +155,7 @@ def replay(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> boo
         return False
     if old != data_version:  # the full command warns about a lock made with other data
         return False
-    from .files import write_atomic
+    from ..files import write_atomic
 
     try:
         write_atomic(out, text)

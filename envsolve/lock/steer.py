@@ -21,11 +21,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from . import index as ix
-from .data import Release
-from .domain import COMPANIONS, COMPANIONS_OF, FRAMEWORKS, WHEEL_MACHINE
-from .spec import FrameworkReq, ProjectSpec
-from .versions import parse_python_minor
+from ..data import Release
+from ..domain import COMPANIONS, COMPANIONS_OF, FRAMEWORKS, WHEEL_MACHINE
+from ..index import pages as ix
+from ..spec import FrameworkReq, ProjectSpec
+from ..versions import parse_python_minor, python_admits_minor
 
 __all__ = ["Reader", "Steer", "apply", "steer"]
 
@@ -75,7 +75,7 @@ def _pythons(files: Sequence[ix.DistFile], known: Sequence[str], requires_python
     for an sdist-only release, Requires-Python."""
     wheels = [f for f in files if f.filename.endswith(".whl")]
     if not wheels:
-        return tuple(p for p in known if ix.admits(requires_python, p))
+        return tuple(p for p in known if python_admits_minor(requires_python, p))
     each = [set(ix.cpython_minors(wheels, known, requires_python, WHEEL_MACHINE.get(pl, "x86_64"))) for pl in platforms]
     both = set.intersection(*each) if each else set()
     return tuple(p for p in known if p in both)
@@ -97,13 +97,13 @@ def _choosable(spec: ProjectSpec, known: Sequence[str]) -> list[str]:
     """The Pythons the spec's range admits, from 3.9 on (the older ones only legacy releases have,
     and a package's floor below them changes no choice)."""
     return [p for p in known if parse_python_minor(p) >= (3, 9)
-            and (spec.python.contains(f"{p}.0") or spec.python.contains(f"{p}.99"))]
+            and python_admits_minor(spec.python, p)]
 
 
 def _fits(spec: ProjectSpec, frameworks: Sequence[tuple[str, str]], pythons: Sequence[str],
           releases: Callable[[str], Sequence[Release]]) -> bool:
     """Whether a release leaves the project's ranges something to choose."""
-    if pythons and not any(spec.python.contains(f"{p}.0") or spec.python.contains(f"{p}.99") for p in pythons):
+    if pythons and not any(python_admits_minor(spec.python, p) for p in pythons):
         return False
     for name, raw in frameworks:
         own = spec.framework(name)

@@ -17,11 +17,11 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
-from .config import check_url
-from .domain import EXTRA_INDEXES, cuda_of_variant, driver_text, qualified_image
-from .errors import LockError
-from .lock import Environment, Lock, LockedPackage, Package
-from .paths import templates_dir
+from ..config import check_url
+from ..domain import EXTRA_INDEXES, cuda_of_variant, driver_text, qualified_image
+from ..errors import LockError
+from ..lock.model import Environment, Lock, LockedPackage, Package
+from ..paths import templates_dir
 
 __all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render", "templates_dir"]
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import EnvsolveError
+from ..errors import EnvsolveError
 
 __all__ = ["BuildError", "Built", "Engine", "Plan", "find_engine", "pip_secrets", "plan", "run"]
 
@@ -93,7 +93,7 @@ def pip_secrets(environ: Mapping[str, str], folder: Path) -> dict[str, Path]:
     """The BuildKit secrets that carry this machine's pip settings into a build: ``pip.conf``
     (the configured index, pointed at the secret CA bundle), ``ca.pem`` (pip's certificate bundle)
     and ``netrc`` (``~/.netrc``), each only where the host has one. Files go under ``folder``."""
-    from .config import pip_config
+    from ..config import pip_config
 
     cfg = pip_config(environ)
     secrets: dict[str, Path] = {}

@@ -33,9 +33,9 @@ from typing import Any
 
 import tomli_w
 
-from .domain import WHEEL_MACHINE
-from .errors import ResolveError
-from .paths import cache_dir
+from ..domain import WHEEL_MACHINE
+from ..errors import ResolveError
+from ..paths import cache_dir
 
 if sys.version_info >= (3, 11):
     import tomllib

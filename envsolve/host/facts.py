@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .domain import DOCKER_PLATFORM
-from .versions import parse_driver
+from ..domain import DOCKER_PLATFORM
+from ..versions import parse_driver
 
 if TYPE_CHECKING:
-    from .provider import Provider
+    from ..provider import Provider
 
 __all__ = ["GpuInfo", "HostFacts", "MigDevice", "complete", "hardware_table", "model_name"]
 
