@@ -11,27 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from ..data import Build
-from ..domain import ACCELERATOR, DOCKER_PLATFORM, serves
-from ..lock.model import Environment, Lock
+from ..domain import ACCELERATOR, ACCELERATORS, DOCKER_PLATFORM, Accelerator, gpu_run_flags, serves
+from ..lock.model import Environment, Lock, LockedPackage
 from ..provider import Provider
-from ..versions import parse_arch, parse_dotted, parse_driver
+from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 from .facts import GpuInfo, HostFacts, model_name
 
-__all__ = ["Finding", "check", "pick_environment"]
+__all__ = ["Finding", "Level", "check", "pick_environment"]
 
-LEVELS = ("ok", "warn", "fail")
+# A finding's level: ``fail`` would break the environment, ``warn`` might.
+Level = Literal["ok", "warn", "fail"]
+# What a finding is about.
+Subject = Literal["host", "driver", "gpu", "package", "container"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Finding:
-    """One result of the doctor: ``fail`` would break the environment, ``warn`` might."""
+    """One result of the doctor: what it found about one subject, and the fix when it is not ok."""
 
-    level: str  # ok | warn | fail
-    check: str  # host | driver | gpu | package | container
+    level: Level
+    check: Subject
     message: str
     fix: str = ""
 
@@ -45,41 +49,50 @@ def pick_environment(lock: Lock, facts: HostFacts, target: str | None = None) ->
     return next((e for e in lock.environments if e.accelerator == want), lock.environments[0])
 
 
-def check(env: Environment, facts: HostFacts, graph: Provider, *,
+def check(env: Environment, facts: HostFacts, provider: Provider, *,
           installed: Mapping[str, str], tools: Mapping[str, bool]) -> list[Finding]:
     """Every finding for environment ``env`` of a lock on the host ``facts`` describes."""
     out = [Finding(level="warn", check="host", message=w) for w in facts.warnings]
     out += _accelerator(env, facts)
     out += _platform(env, facts)
-    if env.accelerator == "cuda" and (facts.vendor == "nvidia" or facts.platform == "jetson"):
-        out += _driver(env, facts, graph)
-    if env.accelerator != "cpu" and ACCELERATOR.get(facts.vendor) == env.accelerator:
-        for g in facts.gpus:
-            out.append(_gpu(env, g, facts, graph))
-    out += _packages(env, installed, graph)
+    out += _driver(env, facts, provider)
+    out += _gpus(env, facts, provider)
+    out += _packages(env, installed)
     out += _container(env, facts, tools)
     return out
 
 
+def where(facts: HostFacts) -> str:
+    """``container`` or ``host``: what the doctor runs on."""
+    return "container" if facts.container else "host"
+
+
 def _accelerator(env: Environment, facts: HostFacts) -> list[Finding]:
-    acc = env.accelerator
-    name = env.name
-    if acc == "cpu":
-        return [Finding(level="ok", check="host", message=f"environment '{name}' runs on the CPU; any host will do")]
-    have = ACCELERATOR.get(facts.vendor, facts.vendor)
-    stack = f"CUDA {env.cuda}" if acc == "cuda" else f"ROCm {env.rocm}"
-    vendor = "NVIDIA" if acc == "cuda" else "AMD"
-    if have == acc and facts.gpus or acc == "cuda" and facts.platform == "jetson":
-        return []  # a Jetson's integrated GPU is listed by no tool
-    if have == acc:
-        return [Finding(level="fail", check="host",
-                        message=f"the {vendor} driver is present ({facts.source}) but no GPU is visible",
-                        fix=_no_gpu_fix(facts, acc))]
-    return [Finding(level="fail", check="host",
-                    message=f"environment '{name}' needs an {vendor} GPU ({stack}) but this "
-                            f"{'container' if facts.container else 'host'} has "
-                            f"{'no GPU' if facts.vendor == 'cpu' else facts.vendor.upper() + ' GPUs'}",
-                    fix=_no_gpu_fix(facts, acc))]
+    if env.accelerator == "cpu":
+        return [Finding(level="ok", check="host",
+                        message=f"environment '{env.name}' runs on the CPU; any host will do")]
+    if _gpu_reachable(env, facts):
+        return []
+    return [Finding(level="fail", check="host", message=_missing_gpu(env, facts), fix=_no_gpu_fix(env, facts))]
+
+
+def _gpu_reachable(env: Environment, facts: HostFacts) -> bool:
+    """Whether the host has a GPU of the environment's accelerator (a Jetson's integrated GPU is
+    listed by no tool: its board is enough)."""
+    jetson = env.accelerator == "cuda" and facts.platform == "jetson"
+    return jetson or (ACCELERATOR.get(facts.vendor) == env.accelerator and bool(facts.gpus))
+
+
+_VENDOR_NAME = {"cuda": "NVIDIA", "rocm": "AMD"}
+
+
+def _missing_gpu(env: Environment, facts: HostFacts) -> str:
+    vendor = _VENDOR_NAME[env.accelerator]
+    if ACCELERATOR.get(facts.vendor) == env.accelerator:
+        return f"the {vendor} driver is present ({facts.source}) but no GPU is visible"
+    stack = f"CUDA {env.cuda}" if env.accelerator == "cuda" else f"ROCm {env.rocm}"
+    has = "no GPU" if facts.vendor == "cpu" else f"{facts.vendor.upper()} GPUs"
+    return f"environment '{env.name}' needs an {vendor} GPU ({stack}) but this {where(facts)} has {has}"
 
 
 def _platform(env: Environment, facts: HostFacts) -> list[Finding]:
@@ -92,19 +105,28 @@ def _platform(env: Environment, facts: HostFacts) -> list[Finding]:
                     fix=f"run it on a {env.platform} machine, or lock a target for this one (`envsolve lock --host`)")]
 
 
-def _no_gpu_fix(facts: HostFacts, acc: str) -> str:
+def _run_flags(env: Environment) -> str:
+    """The container-engine arguments that give ``env``'s container its GPUs."""
+    return " ".join(gpu_run_flags(_ACCELERATOR_NAMED.get(env.accelerator, "cpu"), jetson=bool(env.jetpack)))
+
+
+# The lock's accelerator word -> the closed word (the lock model keeps it as read).
+_ACCELERATOR_NAMED: dict[str, Accelerator] = {a: a for a in ACCELERATORS}
+
+
+def _no_gpu_fix(env: Environment, facts: HostFacts) -> str:
     if facts.container:
-        return ("start the container with `--gpus all` (NVIDIA container toolkit)" if acc == "cuda" else
-                "start the container with `--device /dev/kfd --device /dev/dri`")
-    var = "CUDA_VISIBLE_DEVICES" if acc == "cuda" else "ROCR_VISIBLE_DEVICES"
+        toolkit = " (NVIDIA container toolkit)" if env.accelerator == "cuda" else ""
+        return f"start the container with `{_run_flags(env)}`{toolkit}"
+    var = "CUDA_VISIBLE_DEVICES" if env.accelerator == "cuda" else "ROCR_VISIBLE_DEVICES"
     return (f"check that the driver is loaded and {var} is not hiding the GPUs; or run on a machine with "
             "the GPUs, or lock a target for this one (`envsolve lock --host`)")
 
 
-def _jetpack(env: Environment, facts: HostFacts, graph: Provider) -> list[Finding]:
+def _jetpack(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
     """A Jetson's CUDA is its JetPack's: the board's (from L4T) against the lock's."""
-    have = graph.jetpack_of_l4t(facts.l4t)
-    want = graph.jetpack(parse_dotted(env.jetpack, "JetPack version")) if env.jetpack else None
+    have = provider.jetpack_of_l4t(facts.l4t)
+    want = provider.jetpack(parse_dotted(env.jetpack, "JetPack version")) if env.jetpack else None
     if have is None or want is None:
         what = (f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data" if have is None
                 else f"environment '{env.name}' was not locked for a Jetson (no jetpack)")
@@ -123,123 +145,187 @@ def _jetpack(env: Environment, facts: HostFacts, graph: Provider) -> list[Findin
                         f"flash JetPack {env.jetpack}")]
 
 
-def _driver(env: Environment, facts: HostFacts, graph: Provider) -> list[Finding]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Floors:
+    """The drivers that run an environment's CUDA: natively and by minor-version compatibility,
+    each raised to the lock's ``driver_min`` where a locked build or GPU asked for more."""
+
+    cuda: str  # "12.6"
+    major: int
+    native: Dotted | None
+    minor: Dotted | None
+    raised_by: str = ""  # why the lock's floor is above CUDA's own ("" when it is not)
+
+
+def _driver(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
+    if env.accelerator != "cuda" or not (facts.vendor == "nvidia" or facts.platform == "jetson"):
+        return []
     if facts.platform == "jetson":
-        return _jetpack(env, facts, graph)
+        return _jetpack(env, facts, provider)
     if not facts.driver:
         return [Finding(level="warn", check="driver", message="the NVIDIA driver version is unknown",
                         fix="set ENVSOLVE_DRIVER to the driver version, or install nvidia-smi")]
     try:
         have = parse_driver(facts.driver)
-        cuda = parse_dotted(env.cuda, "CUDA version")
+        floors = _floors(env, parse_dotted(env.cuda, "CUDA version"), provider)
     except ValueError as e:
         return [Finding(level="warn", check="driver", message=str(e))]
-    native = graph.native_driver_min(cuda)
-    major = graph.cuda_major(cuda.major)
-    minor_floor = major.minor_compat_driver_min if major is not None else None
+    return [_driver_finding(env, facts.driver, have, floors)]
+
+
+def _floors(env: Environment, cuda: Dotted, provider: Provider) -> _Floors:
+    """CUDA's own floors (matrices/cuda.toml), raised as the solver raised them: to the lock's
+    ``driver_min`` when it is above the floor of the lock's compatibility, and to what the data
+    says the locked builds and GPUs need."""
+    native = provider.native_driver_min(cuda)
+    major = provider.cuda_major(cuda.major)
+    minor = major.minor_compat_driver_min if major is not None else None
+    raises = _raises(env, provider)
+    own = native if env.compat == "native" else minor
+    if env.driver_min and own is not None and (locked := parse_driver(env.driver_min)) > own:
+        raises.append((locked, "as locked"))
     cu = "{}.{}".format(*cuda.prefix(2))
-    relock = f"or re-lock for this driver: `envsolve lock --host` (or driver = '{facts.driver}' in [hardware])"
-    if native is not None and have >= native:
-        return [Finding(level="ok", check="driver",
-                        message=f"driver {facts.driver} runs CUDA {cu} natively (needs >= {native})")]
-    if minor_floor is not None and have >= minor_floor:
-        if env.compat == "minor-version":
-            return [Finding(level="ok", check="driver",
-                            message=f"driver {facts.driver} runs CUDA {cu} by minor-version compatibility "
-                                    f"(CUDA {cuda.major}.x needs >= {minor_floor}), as the lock expects")]
-        return [Finding(level="warn", check="driver",
-                        message=f"driver {facts.driver} runs CUDA {cu} only by minor-version compatibility "
-                                f"(>= {minor_floor}), not natively (>= {native}); the lock assumed native, so "
-                                "PTX JIT for newer GPUs will not work",
-                        fix=f"upgrade the NVIDIA driver to >= {native}, {relock}")]
-    floors = [f"{native} (native)" if native else "", f"{minor_floor} (minor-version compatibility)"
-              if minor_floor and minor_floor != native else ""]
-    return [Finding(level="fail", check="driver",
-                    message=f"driver {facts.driver} is too old for CUDA {cu}: it needs "
-                            f"{' or '.join(f for f in floors if f) or 'a newer driver'}",
-                    fix=f"upgrade the NVIDIA driver to >= {native or minor_floor}, {relock}")]
+    top = max((d for d, _ in raises), default=None)
+    if top is None or top <= (minor or native or top):
+        return _Floors(cuda=cu, major=cuda.major, native=native, minor=minor)
+    why = next(w for d, w in raises if d == top)
+    return _Floors(cuda=cu, major=cuda.major, native=max(native, top) if native is not None else top,
+                   minor=top if minor else None, raised_by=f"the lock's driver_min {env.driver_min or top}: {why}")
 
 
-def _builds(env: Environment, graph: Provider) -> list[Build]:
-    """The graph's records of the locked builds (those the data knows)."""
-    found = []
-    for p in env.frameworks:
-        for r in graph.releases(p.name):
-            if r.raw == p.version:
-                found += [b for b in graph.builds(r) if b.variant == p.variant]
-    return found
+def _raises(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
+    """The driver floors the locked builds (their rows' ``driver_min``) and GPUs (the first driver
+    that knows each) set, each with what sets it."""
+    out = [(b.driver_min, f"{b.dist or b.package} {b.dist_version or b.raw} needs driver >= {b.driver_min}")
+           for b in _builds(env, provider) if b.driver_min is not None]
+    for name in env.gpu_archs:
+        arch = parse_arch(name)
+        if (first := provider.introduced_by(arch)) is not None:
+            out.append((first.driver_min, f"{arch.name} needs a driver >= {first.driver_min}, which knows it"))
+    return out
 
 
-def _gpu(env: Environment, g: GpuInfo, facts: HostFacts, graph: Provider) -> Finding:
-    label = model_name(g, graph) or g.name
+def _driver_finding(env: Environment, driver: str, have: Dotted, f: _Floors) -> Finding:
+    relock = f"or re-lock for this driver: `envsolve lock --host` (or driver = '{driver}' in [hardware])"
+    raised = f"; {f.raised_by}" if f.raised_by else ""
+    if f.native is not None and have >= f.native:
+        return Finding(level="ok", check="driver",
+                       message=f"driver {driver} runs CUDA {f.cuda} natively (needs >= {f.native}){raised}")
+    if f.minor is not None and have >= f.minor and env.compat == "minor-version":
+        return Finding(level="ok", check="driver",
+                       message=f"driver {driver} runs CUDA {f.cuda} by minor-version compatibility "
+                               f"(CUDA {f.major}.x needs >= {f.minor}){raised}, as the lock expects")
+    if f.minor is not None and have >= f.minor:
+        return Finding(level="warn", check="driver",
+                       message=f"driver {driver} runs CUDA {f.cuda} only by minor-version compatibility "
+                               f"(>= {f.minor}), not natively (>= {f.native}); the lock assumed native, so "
+                               "PTX JIT for newer GPUs will not work",
+                       fix=f"upgrade the NVIDIA driver to >= {f.native}, {relock}")
+    needs = [f"{f.native} (native)" if f.native else "",
+             f"{f.minor} (minor-version compatibility)" if f.minor and f.minor != f.native else ""]
+    return Finding(level="fail", check="driver",
+                   message=f"driver {driver} is too old for CUDA {f.cuda}: it needs "
+                           f"{' or '.join(n for n in needs if n) or 'a newer driver'}{raised}",
+                   fix=f"upgrade the NVIDIA driver to >= {f.native or f.minor}, {relock}")
+
+
+def _builds(env: Environment, provider: Provider) -> list[Build]:
+    """The provider's records of the locked builds (those the data knows)."""
+    return [b for p in env.frameworks for b in provider.m.builds if _pins(p, b)]
+
+
+def _pins(p: LockedPackage, b: Build) -> bool:
+    """Whether ``p`` is the lock's pin of ``b``: by its framework's name and release, or by the
+    distribution it installs (nvidia-tensorflow 1.15.5+nv23.3 is a tensorflow 1.15.5 build)."""
+    return b.variant == p.variant and p.name in (b.package, b.dist) and p.version in (b.raw, b.dist_version)
+
+
+def _gpus(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
+    """Each visible GPU against the locked builds' code (when the host has the lock's accelerator)."""
+    if env.accelerator == "cpu" or ACCELERATOR.get(facts.vendor) != env.accelerator:
+        return []
+    builds = [b for b in _builds(env, provider) if b.accelerator == env.accelerator]
+    return [_gpu(env, g, builds, provider) for g in facts.gpus]
+
+
+def _gpu(env: Environment, g: GpuInfo, builds: list[Build], provider: Provider) -> Finding:
     shown = f"GPU {g.index} {g.name}"
     if not g.arch:
         return Finding(level="warn", check="gpu",
                        message=f"{shown}: its architecture is unknown (not in the data, and the tool did not say)",
                        fix="set ENVSOLVE_GPUS to its architecture (e.g. sm_90 or gfx942), or update envsolve's data")
-    a = parse_arch(g.arch)
-    locked = list(env.gpu_archs)
-    builds = [b for b in _builds(env, graph) if b.accelerator == env.accelerator]
-    relock = f"add '{label}' to [hardware] gpus and re-lock (or `envsolve lock --host`)"
+    arch = parse_arch(g.arch)
+    relock = f"add '{model_name(g, provider) or g.name}' to [hardware] gpus and re-lock (or `envsolve lock --host`)"
     if builds:
-        native = env.compat == "native"
-        missing = [b for b in builds if not serves(b, a, native=native)]
-        if missing:
-            b = missing[0]
-            code = ", ".join((*b.archs, *b.gfx)) or "none"
-            return Finding(level="fail", check="gpu",
-                           message=f"{shown} ({a.name}) is not served by {b.package} {b.raw} ({b.variant}): "
-                                   f"it carries code for {code}" + (f", PTX {', '.join(b.ptx)}" if b.ptx else ""),
-                           fix=relock)
-        names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds)
-        if a.name not in locked:
-            return Finding(level="warn", check="gpu",
-                           message=f"{shown} ({a.name}) is not among the lock's GPUs ({', '.join(locked)}), "
-                                   f"but the locked builds carry code for it ({names})", fix=relock)
-        return Finding(level="ok", check="gpu", message=f"{shown} ({a.name}) is served by {names}")
-    if a.name in locked or any(parse_arch(x).sass_runs_on(a) for x in locked if x.startswith("sm_")):
-        return Finding(level="ok", check="gpu", message=f"{shown} ({a.name}) is among the GPUs the lock was solved for")
+        return _served(env, f"{shown} ({arch.name})", arch, builds, relock)
+    if _lock_covers(env, arch):
+        return Finding(level="ok", check="gpu",
+                       message=f"{shown} ({arch.name}) is among the GPUs the lock was solved for")
     return Finding(level="fail", check="gpu",
-                   message=f"{shown} ({a.name}) is not among the GPUs the lock was solved for "
-                           f"({', '.join(locked) or 'none'}), and the data has no arch list for the locked builds",
-                   fix=relock)
+                   message=f"{shown} ({arch.name}) is not among the GPUs the lock was solved for "
+                           f"({', '.join(env.gpu_archs) or 'none'}), and the data has no arch list for the "
+                           "locked builds", fix=relock)
 
 
-def _packages(env: Environment, installed: Mapping[str, str], graph: Provider) -> list[Finding]:
+def _served(env: Environment, shown: str, arch: Arch, builds: list[Build], relock: str) -> Finding:
+    """Whether every locked build carries code ``arch`` runs (PTX only under a native driver)."""
+    missing = next((b for b in builds if not serves(b, arch, native=env.compat == "native")), None)
+    if missing is not None:
+        code = ", ".join((*missing.archs, *missing.gfx)) or "none"
+        ptx = f", PTX {', '.join(missing.ptx)}" if missing.ptx else ""
+        return Finding(level="fail", check="gpu", fix=relock,
+                       message=f"{shown} is not served by {missing.package} {missing.raw} ({missing.variant}): "
+                               f"it carries code for {code}{ptx}")
+    names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds)
+    if arch.name not in env.gpu_archs:
+        return Finding(level="warn", check="gpu", fix=relock,
+                       message=f"{shown} is not among the lock's GPUs ({', '.join(env.gpu_archs)}), "
+                               f"but the locked builds carry code for it ({names})")
+    return Finding(level="ok", check="gpu", message=f"{shown} is served by {names}")
+
+
+def _lock_covers(env: Environment, arch: Arch) -> bool:
+    """Whether the lock was solved for ``arch``, or for an arch whose SASS runs on it."""
+    return arch.name in env.gpu_archs or any(parse_arch(x).sass_runs_on(arch)
+                                             for x in env.gpu_archs if x.startswith("sm_"))
+
+
+def _packages(env: Environment, installed: Mapping[str, str]) -> list[Finding]:
     pkgs = list(env.frameworks)
     if pkgs and not any(p.name in installed for p in pkgs):
         return [Finding(level="warn", check="package",
                         message="none of the locked frameworks is installed in this Python; checked the "
                                 "machine only", fix="run the doctor inside the environment to check it as well")]
-    out = []
-    for p in pkgs:
-        want = p.requirement.split("==", 1)[1]
-        install = f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
-        have = installed.get(p.name)
-        if have is None:
-            out.append(Finding(level="fail", check="package", message=f"{p.name} {want} is locked but not installed",
-                               fix=install))
-            continue
-        try:
-            hv, wv = Version(have), Version(want)
-        except InvalidVersion:
-            out.append(Finding(level="warn", check="package",
-                               message=f"{p.name}: installed version {have!r} is not a valid version"))
-            continue
-        if hv.public != wv.public:
-            out.append(Finding(level="fail", check="package",
-                               message=f"{p.name} {have} is installed; the lock has {want}", fix=install))
-        elif hv.local and hv.local != p.variant:
-            out.append(Finding(level="fail", check="package",
-                               message=f"{p.name} {have} is the {hv.local} build; the lock has {p.variant}",
-                               fix=install))
-        elif not hv.local and p.index == "pytorch":
-            out.append(Finding(level="fail", check="package",
-                               message=f"{p.name} {have} is the default index's build; the lock has the "
-                                       f"{p.variant} build", fix=install))
-        else:
-            out.append(Finding(level="ok", check="package", message=f"{p.name} {have} matches the lock"))
-    return out
+    return [_package(p, installed.get(p.name)) for p in pkgs]
+
+
+def _package(p: LockedPackage, have: str | None) -> Finding:
+    want = p.requirement.split("==", 1)[1]
+    install = f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
+    if have is None:
+        return Finding(level="fail", check="package", message=f"{p.name} {want} is locked but not installed",
+                       fix=install)
+    try:
+        problem = _mismatch(p, have, want)
+    except InvalidVersion:
+        return Finding(level="warn", check="package",
+                       message=f"{p.name}: installed version {have!r} is not a valid version")
+    if problem:
+        return Finding(level="fail", check="package", message=problem, fix=install)
+    return Finding(level="ok", check="package", message=f"{p.name} {have} matches the lock")
+
+
+def _mismatch(p: LockedPackage, have: str, want: str) -> str:
+    """How the installed build differs from the locked one ("" when it is the locked one);
+    InvalidVersion when ``have`` is no version."""
+    installed, locked = Version(have), Version(want)
+    if installed.public != locked.public:
+        return f"{p.name} {have} is installed; the lock has {want}"
+    if installed.local and installed.local != p.variant:
+        return f"{p.name} {have} is the {installed.local} build; the lock has {p.variant}"
+    if not installed.local and p.index == "pytorch":
+        return f"{p.name} {have} is the default index's build; the lock has the {p.variant} build"
+    return ""
 
 
 def _container(env: Environment, facts: HostFacts, tools: Mapping[str, bool]) -> list[Finding]:
@@ -249,6 +335,7 @@ def _container(env: Environment, facts: HostFacts, tools: Mapping[str, bool]) ->
         return [Finding(level="ok", check="container", message="Docker and the NVIDIA container toolkit are installed")]
     return [Finding(level="fail", check="container",
                     message="Docker is installed but the NVIDIA container toolkit is not "
-                            "(no nvidia-ctk or nvidia-container-runtime on PATH): `docker run --gpus all` will fail",
+                            f"(no nvidia-ctk or nvidia-container-runtime on PATH): `docker run {_run_flags(env)}` "
+                            "will fail",
                     fix="install nvidia-container-toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker` "
                         "and restart Docker")]
