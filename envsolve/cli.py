@@ -232,7 +232,6 @@ def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dock
 def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str | None, engine: str | None,
               platform: str | None, push: bool, smoke: bool, print_only: bool) -> None:
     """Render and build each environment's image; report image, digest, size, seconds and smoke result."""
-    import os
     import shlex
 
     from .lock import model as lockfile
@@ -240,56 +239,19 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
 
     _render(lock_path, output, target)
     data = lockfile.read(lock_path)
-    root = output or lock_path.parent / "envsolve-out"
     envs = [e for e in data.environments if target in (None, e.name)]
-
-    def tag_of(name: str) -> str:
-        if tag is None:
-            return f"{data.project}-{name}:{data.lock_digest.removeprefix('sha256:')[:12]}".lower()
-        if len(envs) == 1:
-            return tag
-        repo, _, version = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "")
-        return f"{repo}-{name}" + (f":{version}" if version else "")
-
+    options = builder.BuildOptions(root=output or lock_path.parent / "envsolve-out", tag=tag,
+                                   platform=platform or "", smoke=smoke, push=push)
     if print_only:
-        try:
-            eng = builder.find_engine(engine)
-        except builder.BuildError:
-            eng = builder.Engine(name=engine or "docker", path=engine or "docker")
-        click.echo("# pip's settings reach a build as secrets: add --secret=id=pip.conf,src=FILE "
-                   "(and id=netrc, id=ca.pem) where a mirror or a proxy's CA needs them")
-        for e in envs:
-            p = builder.plan(eng, environment=e.name, accelerator=e.accelerator, context=root / e.name,
-                             tag=tag_of(e.name), secrets={}, platform=platform or "", smoke=smoke, push=push)
-            for argv in (p.build, p.smoke, p.push):
-                if argv:
-                    click.echo(shlex.join(argv))
+        click.echo(builder.PRINT_NOTE)
+        for argv in builder.commands(builder.engine_to_print(engine), data, envs, options):
+            click.echo(shlex.join(argv))
         return
-    eng = builder.find_engine(engine)
-    rows = []
-    failures: list[builder.BuildError] = []
-    with builder.secrets_folder() as folder:
-        secrets = builder.pip_secrets(os.environ, Path(folder))
-        for e in envs:  # every environment is tried; the failures are told together at the end
-            p = builder.plan(eng, environment=e.name, accelerator=e.accelerator, context=root / e.name,
-                             tag=tag_of(e.name), secrets=secrets, platform=platform or "", smoke=smoke, push=push)
-            click.echo(f"building {p.tag} with {eng.name} from {root / e.name}", err=True)
-            try:
-                b = builder.run(eng, p, lambda line: click.echo(line, err=True))
-            except builder.BuildError as err:
-                failures.append(err)
-                rows.append(f"| {e.name} | {p.tag} | | | | failed |")
-                continue
-            rows.append(f"| {b.environment} | {b.tag} | {b.digest[:19] or '?'} | {b.size_mb:.0f} MB | "
-                        f"{b.seconds:.0f} | {b.smoke} |")
-    click.echo("| environment | image | digest | size | seconds | smoke |\n|---|---|---|---|---|---|")
-    click.echo("\n".join(rows))
-    if len(failures) == 1:
-        raise failures[0]
-    if failures:
-        raise builder.BuildError(f"{len(failures)} of {len(envs)} images failed:\n  "
-                                 + "\n  ".join(f.message for f in failures),
-                                 tip="the engine's output above shows each failing step in full")
+    results = builder.build_all(builder.find_engine(engine), data, envs, options,
+                                lambda line: click.echo(line, err=True))
+    click.echo(builder.summary(results))
+    if (failed := builder.failure(results)) is not None:
+        raise failed
 
 
 @main.command(name="matrix")

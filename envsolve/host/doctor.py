@@ -107,11 +107,8 @@ def _platform(env: Environment, facts: HostFacts) -> list[Finding]:
 
 def _run_flags(env: Environment) -> str:
     """The container-engine arguments that give ``env``'s container its GPUs."""
-    return " ".join(gpu_run_flags(_ACCELERATOR_NAMED.get(env.accelerator, "cpu"), jetson=bool(env.jetpack)))
-
-
-# The lock's accelerator word -> the closed word (the lock model keeps it as read).
-_ACCELERATOR_NAMED: dict[str, Accelerator] = {a: a for a in ACCELERATORS}
+    accelerator: Accelerator = next((a for a in ACCELERATORS if a == env.accelerator), "cpu")
+    return " ".join(gpu_run_flags(accelerator, jetson=bool(env.jetpack)))
 
 
 def _no_gpu_fix(env: Environment, facts: HostFacts) -> str:
