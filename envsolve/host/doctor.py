@@ -15,7 +15,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from ..data import Build
+from ..data import Build, Toolkit
 from ..domain import ACCELERATOR, ACCELERATORS, DOCKER_PLATFORM, Accelerator, gpu_run_flags, serves
 from ..lock.model import Environment, Lock, LockedPackage
 from ..provider import Provider
@@ -125,12 +125,7 @@ def _jetpack(env: Environment, facts: HostFacts, provider: Provider) -> list[Fin
     have = provider.jetpack_of_l4t(facts.l4t)
     want = provider.jetpack(parse_dotted(env.jetpack, "JetPack version")) if env.jetpack else None
     if have is None or want is None:
-        what = (f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data" if have is None
-                else f"environment '{env.name}' was not locked for a Jetson (no jetpack)")
-        return [Finding(level="warn", check="driver", message=f"Jetson: {what}; the CUDA this board runs is "
-                        "fixed by its JetPack release, not checked",
-                        fix="lock a target for this board: gpus = ['Jetson ...'] and jetpack = '...' in "
-                            "[hardware] (or `envsolve lock --host`)")]
+        return [_jetpack_unknown(env, facts, known_board=have is not None)]
     if have.cuda.prefix(2) == want.cuda.prefix(2) and have.version.major == want.version.major:
         return [Finding(level="ok", check="driver",
                         message=f"JetPack {have.version} (L4T {facts.l4t}) brings CUDA {have.cuda}, as the lock's "
@@ -153,6 +148,21 @@ class _Floors:
     minor: Dotted | None
     raised_by: str = ""  # why the lock's floor is above CUDA's own ("" when it is not)
 
+    @property
+    def raised(self) -> str:
+        """What a message adds about the raise: ``; the lock's driver_min ...`` or ""."""
+        return f"; {self.raised_by}" if self.raised_by else ""
+
+
+def _jetpack_unknown(env: Environment, facts: HostFacts, *, known_board: bool) -> Finding:
+    """A board or a lock the data cannot match to a JetPack release: not checked."""
+    what = (f"environment '{env.name}' was not locked for a Jetson (no jetpack)" if known_board
+            else f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data")
+    return Finding(level="warn", check="driver", message=f"Jetson: {what}; the CUDA this board runs is "
+                   "fixed by its JetPack release, not checked",
+                   fix="lock a target for this board: gpus = ['Jetson ...'] and jetpack = '...' in "
+                       "[hardware] (or `envsolve lock --host`)")
+
 
 def _driver(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
     if env.accelerator != "cuda" or not (facts.vendor == "nvidia" or facts.platform == "jetson"):
@@ -171,59 +181,86 @@ def _driver(env: Environment, facts: HostFacts, provider: Provider) -> list[Find
 
 
 def _floors(env: Environment, cuda: Dotted, provider: Provider) -> _Floors:
-    """CUDA's own floors (matrices/cuda.toml), raised as the solver raised them: to the lock's
-    ``driver_min`` when it is above the floor of the lock's compatibility, and to what the data
-    says the locked builds and GPUs need."""
+    """CUDA's own floors (matrices/cuda.toml), raised as the solver raised them: to what the data
+    says the locked builds and GPUs need, and to the lock's ``driver_min`` when it is above the
+    floor of the lock's compatibility."""
     native = provider.native_driver_min(cuda)
     major = provider.cuda_major(cuda.major)
     minor = major.minor_compat_driver_min if major is not None else None
-    raises = _raises(env, provider)
-    own = native if env.compat == "native" else minor
-    if env.driver_min and own is not None and (locked := parse_driver(env.driver_min)) > own:
-        raises.append((locked, "as locked"))
     cu = "{}.{}".format(*cuda.prefix(2))
-    top = max((d for d, _ in raises), default=None)
-    if top is None or top <= (minor or native or top):
+    top = _highest_raise(env, native, minor, provider)
+    if top is None:
         return _Floors(cuda=cu, major=cuda.major, native=native, minor=minor)
-    why = next(w for d, w in raises if d == top)
-    return _Floors(cuda=cu, major=cuda.major, native=max(native, top) if native is not None else top,
-                   minor=top if minor else None, raised_by=f"the lock's driver_min {env.driver_min or top}: {why}")
+    floor, why = top
+    return _Floors(cuda=cu, major=cuda.major, native=max(native or floor, floor), minor=floor if minor else None,
+                   raised_by=f"the lock's driver_min {env.driver_min or floor}: {why}")
+
+
+def _highest_raise(env: Environment, native: Dotted | None, minor: Dotted | None,
+                   provider: Provider) -> tuple[Dotted, str] | None:
+    """The highest floor a locked build, a locked GPU or the lock itself sets, when it is above
+    CUDA's own lowest floor."""
+    own = native if env.compat == "native" else minor
+    top = max([*_raises(env, provider), *_locked_raise(env, own)], key=lambda r: r[0], default=None)
+    if top is None or top[0] <= (minor or native or top[0]):
+        return None
+    return top
+
+
+def _locked_raise(env: Environment, own: Dotted | None) -> list[tuple[Dotted, str]]:
+    """The lock's ``driver_min``, when it is above CUDA's floor for the lock's compatibility
+    (a lock from data that no longer says why)."""
+    locked = parse_driver(env.driver_min) if env.driver_min else None
+    return [(locked, "as locked")] if locked is not None and own is not None and locked > own else []
 
 
 def _raises(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
     """The driver floors the locked builds (their rows' ``driver_min``) and GPUs (the first driver
     that knows each) set, each with what sets it."""
-    out = [(b.driver_min, f"{b.dist or b.package} {b.dist_version or b.raw} needs driver >= {b.driver_min}")
-           for b in _builds(env, provider) if b.driver_min is not None]
-    for name in env.gpu_archs:
-        arch = parse_arch(name)
-        if (first := provider.introduced_by(arch)) is not None:
-            out.append((first.driver_min, f"{arch.name} needs a driver >= {first.driver_min}, which knows it"))
-    return out
+    builds = [(b.driver_min, f"{b.dist or b.package} {b.dist_version or b.raw} needs driver >= {b.driver_min}")
+              for b in _builds(env, provider) if b.driver_min is not None]
+    return builds + [_gpu_floor(first, name) for name in env.gpu_archs
+                     if (first := provider.introduced_by(parse_arch(name))) is not None]
+
+
+def _gpu_floor(first: Toolkit, arch: str) -> tuple[Dotted, str]:
+    return first.driver_min, f"{arch} needs a driver >= {first.driver_min}, which knows it"
 
 
 def _driver_finding(env: Environment, driver: str, have: Dotted, f: _Floors) -> Finding:
-    relock = f"or re-lock for this driver: `envsolve lock --host` (or driver = '{driver}' in [hardware])"
-    raised = f"; {f.raised_by}" if f.raised_by else ""
     if f.native is not None and have >= f.native:
         return Finding(level="ok", check="driver",
-                       message=f"driver {driver} runs CUDA {f.cuda} natively (needs >= {f.native}){raised}")
-    if f.minor is not None and have >= f.minor and env.compat == "minor-version":
-        return Finding(level="ok", check="driver",
-                       message=f"driver {driver} runs CUDA {f.cuda} by minor-version compatibility "
-                               f"(CUDA {f.major}.x needs >= {f.minor}){raised}, as the lock expects")
+                       message=f"driver {driver} runs CUDA {f.cuda} natively (needs >= {f.native}){f.raised}")
     if f.minor is not None and have >= f.minor:
-        return Finding(level="warn", check="driver",
-                       message=f"driver {driver} runs CUDA {f.cuda} only by minor-version compatibility "
-                               f"(>= {f.minor}), not natively (>= {f.native}); the lock assumed native, so "
-                               "PTX JIT for newer GPUs will not work",
-                       fix=f"upgrade the NVIDIA driver to >= {f.native}, {relock}")
+        return _by_minor_version(env, driver, f)
+    return Finding(level="fail", check="driver",
+                   message=f"driver {driver} is too old for CUDA {f.cuda}: it needs {_needs(f)}{f.raised}",
+                   fix=f"upgrade the NVIDIA driver to >= {f.native or f.minor}, {_relock(driver)}")
+
+
+def _needs(f: _Floors) -> str:
+    """``560.28.03 (native) or 525.60.13 (minor-version compatibility)``."""
     needs = [f"{f.native} (native)" if f.native else "",
              f"{f.minor} (minor-version compatibility)" if f.minor and f.minor != f.native else ""]
-    return Finding(level="fail", check="driver",
-                   message=f"driver {driver} is too old for CUDA {f.cuda}: it needs "
-                           f"{' or '.join(n for n in needs if n) or 'a newer driver'}{raised}",
-                   fix=f"upgrade the NVIDIA driver to >= {f.native or f.minor}, {relock}")
+    return " or ".join(n for n in needs if n) or "a newer driver"
+
+
+def _by_minor_version(env: Environment, driver: str, f: _Floors) -> Finding:
+    """A driver that runs the environment's CUDA by minor-version compatibility only: as locked,
+    or short of the native support the lock assumed (no PTX JIT)."""
+    if env.compat == "minor-version":
+        return Finding(level="ok", check="driver",
+                       message=f"driver {driver} runs CUDA {f.cuda} by minor-version compatibility "
+                               f"(CUDA {f.major}.x needs >= {f.minor}){f.raised}, as the lock expects")
+    return Finding(level="warn", check="driver",
+                   message=f"driver {driver} runs CUDA {f.cuda} only by minor-version compatibility "
+                           f"(>= {f.minor}), not natively (>= {f.native}); the lock assumed native, so "
+                           "PTX JIT for newer GPUs will not work",
+                   fix=f"upgrade the NVIDIA driver to >= {f.native}, {_relock(driver)}")
+
+
+def _relock(driver: str) -> str:
+    return f"or re-lock for this driver: `envsolve lock --host` (or driver = '{driver}' in [hardware])"
 
 
 def _builds(env: Environment, provider: Provider) -> list[Build]:
