@@ -133,12 +133,21 @@ def _nvidia(driver: str, cuda: str, gpus: Iterable[GpuInfo], *, said_by: str, so
 def parse_smi_csv(text: str) -> tuple[str, list[GpuInfo]]:
     """``nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,uuid
     --format=csv,noheader,nounits`` into (driver, GPUs); ValueError on a malformed row."""
-    rows = [(n, row) for n, row in enumerate(csv.reader(io.StringIO(text), skipinitialspace=True))
-            if "".join(row).strip()]
-    parsed = [_smi_row(index, n, row) for index, (n, row) in enumerate(rows)]
+    parsed = [_smi_row(index, n, row) for index, (n, row) in enumerate(_csv_rows(text))]
     if not parsed:
         raise ValueError("no GPU rows")
-    return next((d for d, _ in parsed if d), ""), [g for _, g in parsed]
+    return _first([d for d, _ in parsed]), [g for _, g in parsed]
+
+
+def _csv_rows(text: str) -> list[tuple[int, list[str]]]:
+    """The rows that are not blank, each with its line number (from 0)."""
+    rows = enumerate(csv.reader(io.StringIO(text), skipinitialspace=True))
+    return [(n, row) for n, row in rows if "".join(row).strip()]
+
+
+def _first(drivers: list[str]) -> str:
+    """The driver the first GPU that says one reports."""
+    return next((d for d in drivers if d), "")
 
 
 def _smi_row(index: int, n: int, row: list[str]) -> tuple[str, GpuInfo]:
@@ -346,7 +355,7 @@ def _parsed(probe: _Probe, out: str | None, parse: Callable[[str], _T], what: st
 def parse_amd_smi(text: str) -> tuple[str, list[GpuInfo]]:
     """``amd-smi static --json`` (a list of GPUs, or ``{"gpu_data": [...]}`` in newer releases)."""
     parsed = [_amd_smi_gpu(i, entry) for i, entry in enumerate(_amd_smi_entries(text))]
-    return next((d for d, _ in parsed if d), ""), [g for _, g in parsed]
+    return _first([d for d, _ in parsed]), [g for _, g in parsed]
 
 
 def _amd_smi_entries(text: str) -> list[Any]:
@@ -474,14 +483,19 @@ def _visible(facts: HostFacts, environ: Mapping[str, str], probe: _Probe) -> Hos
     value = environ.get(var) if var else None
     if value is None:
         return facts
+    picked = _picked(facts.gpus, value)
+    if len(picked) != len(facts.gpus):
+        probe.warnings.append(f"{var}={value!r} leaves {len(picked)} of {len(facts.gpus)} GPUs visible")
+    return replace(facts, gpus=picked)
+
+
+def _picked(gpus: tuple[GpuInfo, ...], value: str) -> tuple[GpuInfo, ...]:
     picked: list[GpuInfo] = []
-    for match in (_device(facts.gpus, t.strip()) for t in value.split(",")):
+    for match in (_device(gpus, t.strip()) for t in value.split(",")):
         if match is None:
             break  # the runtime stops at the first device it cannot find
         picked += [match] if match not in picked else []
-    if len(picked) != len(facts.gpus):
-        probe.warnings.append(f"{var}={value!r} leaves {len(picked)} of {len(facts.gpus)} GPUs visible")
-    return replace(facts, gpus=tuple(picked))
+    return tuple(picked)
 
 
 def _device(gpus: tuple[GpuInfo, ...], token: str) -> GpuInfo | None:
@@ -489,9 +503,15 @@ def _device(gpus: tuple[GpuInfo, ...], token: str) -> GpuInfo | None:
     MIG instance's UUID (that GPU with that instance only)."""
     if token.isdigit():
         return next((g for g in gpus if g.index == int(token)), None)
-    whole = next((g for g in gpus if g.uuid.startswith(token)), None) if token else None
-    migs = [replace(g, mig=mig) for g in gpus if (mig := tuple(m for m in g.mig if m.uuid.startswith(token)))]
-    return whole or (migs[-1] if migs and token else None)
+    if not token:
+        return None
+    return next((g for g in gpus if g.uuid.startswith(token)), None) or _mig_device(gpus, token)
+
+
+def _mig_device(gpus: tuple[GpuInfo, ...], token: str) -> GpuInfo | None:
+    """The (last) GPU with a MIG instance whose UUID starts with ``token``, with those instances only."""
+    found = [replace(g, mig=mig) for g in gpus if (mig := tuple(m for m in g.mig if m.uuid.startswith(token)))]
+    return found[-1] if found else None
 
 
 def _override_gpus(value: str, probe: _Probe) -> tuple[Vendor, tuple[GpuInfo, ...]]:
@@ -583,6 +603,12 @@ def _driver_override(facts: HostFacts, environ: Mapping[str, str]) -> HostFacts:
                    cuda_driver_max_from=facts.cuda_driver_max_from if kept else "")
 
 
+def _rocm(probe: _Probe, vendor: Vendor) -> str:
+    """The ROCm install's version (``6.3.1`` of ``6.3.1-48``) on an AMD host."""
+    info = probe.file("opt/rocm/.info/version") if vendor == "amd" else None
+    return (info or "").strip().split("-")[0]
+
+
 def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None, root: Path | None = None,
            timeout: float = DEFAULT_TIMEOUT, nvml: bool = True) -> HostFacts:
     """Describe this host's accelerators. Never raises for a missing, broken or hung tool.
@@ -593,14 +619,13 @@ def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None,
     """
     env = os.environ if environ is None else environ
     search = env.get("PATH", os.defpath) if path is None else path
-    probe = _Probe(path=[p for p in search.split(os.pathsep) if p], root=root or Path("/"), timeout=timeout,
+    probe = _Probe(path=list(filter(None, search.split(os.pathsep))), root=root or Path("/"), timeout=timeout,
                    nvml=nvml)
     host = _machine(probe)
     facts = _jetson_board(_accelerators(probe), probe, host.platform)
     facts = _driver_override(_gpus_override(_visible(facts, env, probe), env, probe), env)
-    rocm = (probe.file("opt/rocm/.info/version") or "").strip().split("-")[0] if facts.vendor == "amd" else ""
-    return replace(facts, rocm=rocm, platform=host.platform, l4t=host.l4t, container=host.container,
-                   machine=host.machine, warnings=tuple(probe.warnings))
+    return replace(facts, rocm=_rocm(probe, facts.vendor), platform=host.platform, l4t=host.l4t,
+                   container=host.container, machine=host.machine, warnings=tuple(probe.warnings))
 
 
 def installed_versions(names: Iterable[str]) -> dict[str, str]:

@@ -100,13 +100,19 @@ def complete(facts: HostFacts, provider: Provider) -> HostFacts:
     """Fill what the tools did not say from the data: a Jetson board's module, a GPU's compute
     capability from its model name (nvidia-smi -q -x and old drivers do not print it), and the
     newest CUDA the driver runs from the toolkits' driver floors when no tool reported it."""
-    named = [_as_module(g, facts, provider) for g in facts.gpus]
-    gpus = tuple(_with_arch(g, provider) for g, _ in named if g is not None)
-    renamed = any(g is not None and g is not old for (g, _), old in zip(named, facts.gpus, strict=True))
+    modules, unknown = _modules(facts, provider)
     cuda, cuda_from, bad_driver = _cuda_driver_max(facts, provider)
-    warnings = (*facts.warnings, *(w for _, w in named if w), *bad_driver)
-    return replace(facts, vendor="nvidia" if renamed else facts.vendor, cuda_driver_max=cuda,
-                   cuda_driver_max_from=cuda_from, gpus=gpus, warnings=warnings)
+    vendor = "nvidia" if any(g not in facts.gpus for g in modules) else facts.vendor  # a Jetson's module
+    return replace(facts, vendor=vendor, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from,
+                   gpus=tuple(_with_arch(g, provider) for g in modules),
+                   warnings=(*facts.warnings, *unknown, *bad_driver))
+
+
+def _modules(facts: HostFacts, provider: Provider) -> tuple[list[GpuInfo], list[str]]:
+    """The GPUs, a Jetson's board named as its module; and a warning for each board the data has
+    no module of."""
+    named = [_as_module(g, facts, provider) for g in facts.gpus]
+    return [g for g, _ in named if g is not None], [w for _, w in named if w]
 
 
 def _as_module(g: GpuInfo, facts: HostFacts, provider: Provider) -> tuple[GpuInfo | None, str]:
@@ -134,7 +140,7 @@ def _with_arch(g: GpuInfo, provider: Provider) -> GpuInfo:
 def _cuda_driver_max(facts: HostFacts, provider: Provider) -> tuple[str, str, tuple[str, ...]]:
     """The newest CUDA the driver runs and who said so: the tool's answer, else the toolkits'
     driver floors (a desktop NVIDIA driver only); with a warning when the driver is no version."""
-    if facts.cuda_driver_max or facts.vendor != "nvidia" or not facts.driver or facts.platform == "jetson":
+    if not _from_floors(facts):
         return facts.cuda_driver_max, facts.cuda_driver_max_from, ()
     try:
         best = provider.cuda_max_for_driver(parse_driver(facts.driver))
@@ -144,6 +150,12 @@ def _cuda_driver_max(facts: HostFacts, provider: Provider) -> tuple[str, str, tu
     if best is None:
         return "", facts.cuda_driver_max_from, ()
     return "{}.{}".format(*best.prefix(2)), "toolkit driver floors", ()
+
+
+def _from_floors(facts: HostFacts) -> bool:
+    """Whether the CUDA a driver runs is to be read from the toolkits' floors: a desktop NVIDIA
+    driver no tool said it of (a Jetson's CUDA is its JetPack's)."""
+    return not facts.cuda_driver_max and facts.vendor == "nvidia" and bool(facts.driver) and facts.platform != "jetson"
 
 
 def jetson_module(board: str, provider: Provider) -> str | None:
@@ -162,8 +174,8 @@ def model_name(g: GpuInfo, provider: Provider) -> str:
 
 def hardware_table(facts: HostFacts, provider: Provider) -> dict[str, Any]:
     """The ``[hardware]`` table of project.toml that describes this host."""
-    names = [n for n in (model_name(g, provider) for g in facts.gpus) if n]
-    table = {"gpus": sorted(set(names), key=names.index), "driver": _desktop_driver(facts),
+    names = list(dict.fromkeys(n for g in facts.gpus if (n := model_name(g, provider))))
+    table = {"gpus": names, "driver": _desktop_driver(facts),
              "vendor": facts.vendor if facts.vendor != "cpu" and names else "cpu",
              "platform": _platform(facts), "jetpack": _jetpack(facts, provider)}
     return {k: v for k, v in table.items() if v}

@@ -92,19 +92,21 @@ def find_engine(wanted: str | None = None, path: str | None = None,
                 answers: Callable[[Sequence[str]], bool] = _answers) -> Engine:
     """The engine to build with: ``wanted``, else the first of Docker (BuildKit and a daemon that
     answers), podman, buildah found on ``path``."""
-    found = []
-    for name in ([wanted] if wanted else ENGINES):
+    refused = []
+    for name in [wanted] if wanted else ENGINES:
         exe = shutil.which(name, path=path)
-        if exe is None:
-            continue
-        if name == "docker" and not (answers([exe, "buildx", "version"]) and answers([exe, "info"])):
-            found.append("docker (no BuildKit, or no daemon answering)")
-            continue
-        return Engine(name=name, path=exe)
-    seen = f" (found: {', '.join(found)})" if found else ""
+        if exe is not None and _usable(name, exe, answers):
+            return Engine(name=name, path=exe)
+        refused += ["docker (no BuildKit, or no daemon answering)"] if exe is not None else []
+    seen = f" (found: {', '.join(refused)})" if refused else ""
     raise BuildError(f"no container engine to build with: {wanted or ', '.join(ENGINES)} not usable here{seen}",
                      tip="install Docker with BuildKit (docker buildx) and start its daemon, or podman; "
                          "`envsolve build --print` shows the commands to run elsewhere")
+
+
+def _usable(name: str, exe: str, answers: Callable[[Sequence[str]], bool]) -> bool:
+    """Whether an engine found on PATH builds: Docker needs BuildKit and a daemon that answers."""
+    return name != "docker" or (answers([exe, "buildx", "version"]) and answers([exe, "info"]))
 
 
 def pip_secrets(environ: Mapping[str, str], folder: Path) -> dict[str, Path]:
@@ -114,24 +116,27 @@ def pip_secrets(environ: Mapping[str, str], folder: Path) -> dict[str, Path]:
     from ..config import pip_config
 
     cfg = pip_config(environ)
-    secrets: dict[str, Path] = {}
-    cert = cfg.get("cert") or environ.get("REQUESTS_CA_BUNDLE") or environ.get("SSL_CERT_FILE") or ""
-    if cert and Path(cert).is_file():
-        secrets["ca.pem"] = Path(cert)
-    lines = []
-    if cfg.get("index-url"):
-        lines.append(f"index-url = {cfg['index-url']}")
-    if "ca.pem" in secrets:
-        lines.append("cert = /run/secrets/ca.pem")
-    if lines:
-        conf = folder / "pip.conf"
-        conf.write_text("[global]\n" + "\n".join(lines) + "\n", encoding="utf-8")
-        conf.chmod(0o600)
-        secrets["pip.conf"] = conf
+    ca = _ca_bundle(cfg.get("cert") or environ.get("REQUESTS_CA_BUNDLE") or environ.get("SSL_CERT_FILE") or "")
     netrc = Path(environ.get("HOME") or Path.home()) / ".netrc"
-    if netrc.is_file():
-        secrets["netrc"] = netrc
-    return secrets
+    found = {"ca.pem": ca, "pip.conf": _pip_conf(cfg.get("index-url", ""), ca is not None, folder),
+             "netrc": netrc if netrc.is_file() else None}
+    return {name: path for name, path in found.items() if path is not None}
+
+
+def _ca_bundle(cert: str) -> Path | None:
+    return Path(cert) if cert and Path(cert).is_file() else None
+
+
+def _pip_conf(index_url: str, ca: bool, folder: Path) -> Path | None:
+    """A pip.conf with the host's index and the secret CA bundle (None when there is neither)."""
+    lines = [f"index-url = {index_url}"] if index_url else []
+    lines += ["cert = /run/secrets/ca.pem"] if ca else []
+    if not lines:
+        return None
+    conf = folder / "pip.conf"
+    conf.write_text("[global]\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    conf.chmod(0o600)
+    return conf
 
 
 # engine -> the arguments after its path that build an image (podman and buildah: Docker's image
