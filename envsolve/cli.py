@@ -576,34 +576,17 @@ def detect_cmd(fmt: str) -> None:
     """Describe this machine's accelerators: vendor, driver, the CUDA it runs, each GPU."""
     import tomli_w
 
-    from .host.facts import hardware_table, model_name
+    from .host.facts import describe, hardware_table
 
-    graph = _provider()
-    facts = _host_facts(graph)
+    provider = _provider()
+    facts = _host_facts(provider)
     if fmt == "json":
         click.echo(json.dumps(facts.to_dict(), indent=2))
     elif fmt == "toml":
         click.echo(f"# {facts.vendor} host, from {facts.source}" + (f", driver {facts.driver}" if facts.driver else ""))
-        click.echo(tomli_w.dumps({"hardware": hardware_table(facts, graph)}), nl=False)
+        click.echo(tomli_w.dumps({"hardware": hardware_table(facts, provider)}), nl=False)
     else:
-        click.echo(f"vendor: {facts.vendor} (from {facts.source})")
-        if facts.platform != "linux":
-            click.echo(f"platform: {facts.platform}" + (f" {facts.l4t}" if facts.l4t else ""))
-        if facts.driver:
-            click.echo(f"driver: {facts.driver}")
-        if facts.cuda_driver_max:
-            click.echo(f"CUDA the driver runs: up to {facts.cuda_driver_max} (from {facts.cuda_driver_max_from})")
-        if facts.rocm:
-            click.echo(f"ROCm: {facts.rocm}")
-        for g in facts.gpus:
-            what = g.gfx or (f"compute capability {g.compute_capability}" if g.compute_capability else "arch unknown")
-            known = model_name(g, graph)
-            mem = f", {g.memory_mib} MiB" if g.memory_mib else ""
-            click.echo(f"GPU {g.index}: {g.name} ({what}{mem})" + (f" -> {known}" if known and known != g.name else ""))
-            for m in g.mig:
-                click.echo(f"  MIG {m.profile}" + (f" {m.uuid}" if m.uuid else ""))
-        if not facts.gpus:
-            click.echo("no GPU")
+        click.echo(describe(facts, provider))
     for w in facts.warnings:
         click.echo(f"WARNING: {w}", err=True)
 
@@ -620,25 +603,23 @@ def doctor(lock_path: Path, target: str | None) -> None:
     """Check this machine (or container) against a lock: driver, GPUs, installed frameworks, Docker."""
     from .errors import LockError
     from .host.detect import docker_tools, installed_versions
-    from .host.doctor import check, pick_environment
+    from .host.doctor import check, pick_environment, report, where
     from .lock import model as lockfile
 
     data = lockfile.read(lock_path)
-    graph = _provider()
-    facts = _host_facts(graph)
+    provider = _provider()
+    facts = _host_facts(provider)
     env = pick_environment(data, facts, target)
     if env is None:
         names = ", ".join(e.name for e in data.environments)
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
                         tip="pass one of those to --target, or leave --target out")
-    findings = check(env, facts, graph, installed=installed_versions(p.name for p in env.frameworks),
+    findings = check(env, facts, provider, installed=installed_versions(p.name for p in env.frameworks),
                      tools=docker_tools())
-    click.echo(f"checking environment '{env.name}' of {lock_path} on this "
-               f"{'container' if facts.container else 'host'} ({facts.vendor}, from {facts.source})")
-    for f in findings:
-        click.echo(f"{f.level.upper():4}  {f.check}: {f.message}")
-        if f.fix and f.level != "ok":
-            click.echo(f"      fix: {f.fix}")
+    click.echo(f"checking environment '{env.name}' of {lock_path} on this {where(facts)} "
+               f"({facts.vendor}, from {facts.source})")
+    for line in report(findings):
+        click.echo(line)
     fails = sum(f.level == "fail" for f in findings)
     warns = sum(f.level == "warn" for f in findings)
     if fails:

@@ -15,14 +15,14 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from ..data import Build, Toolkit
+from ..data import Build
 from ..domain import ACCELERATOR, ACCELERATORS, DOCKER_PLATFORM, Accelerator, gpu_run_flags, serves
 from ..lock.model import Environment, Lock, LockedPackage
 from ..provider import Provider
 from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 from .facts import GpuInfo, HostFacts, model_name
 
-__all__ = ["Finding", "Level", "check", "pick_environment"]
+__all__ = ["Finding", "Level", "Subject", "check", "pick_environment", "report", "where"]
 
 # A finding's level: ``fail`` would break the environment, ``warn`` might.
 Level = Literal["ok", "warn", "fail"]
@@ -60,6 +60,17 @@ def check(env: Environment, facts: HostFacts, provider: Provider, *,
     out += _packages(env, installed)
     out += _container(env, facts, tools)
     return out
+
+
+def report(findings: list[Finding]) -> list[str]:
+    """The findings as `envsolve doctor` prints them: level, subject, message, and the fix of each
+    that is not ok."""
+    return [line for f in findings for line in _report(f)]
+
+
+def _report(f: Finding) -> list[str]:
+    fix = [f"      fix: {f.fix}"] if f.fix and f.level != "ok" else []
+    return [f"{f.level.upper():4}  {f.check}: {f.message}", *fix]
 
 
 def where(facts: HostFacts) -> str:
@@ -165,19 +176,24 @@ def _jetpack_unknown(env: Environment, facts: HostFacts, *, known_board: bool) -
 
 
 def _driver(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
-    if env.accelerator != "cuda" or not (facts.vendor == "nvidia" or facts.platform == "jetson"):
+    """A CUDA environment's driver: a Jetson's JetPack, else the NVIDIA driver's version."""
+    if env.accelerator != "cuda":
         return []
     if facts.platform == "jetson":
         return _jetpack(env, facts, provider)
+    return [_nvidia_driver(env, facts, provider)] if facts.vendor == "nvidia" else []
+
+
+def _nvidia_driver(env: Environment, facts: HostFacts, provider: Provider) -> Finding:
     if not facts.driver:
-        return [Finding(level="warn", check="driver", message="the NVIDIA driver version is unknown",
-                        fix="set ENVSOLVE_DRIVER to the driver version, or install nvidia-smi")]
+        return Finding(level="warn", check="driver", message="the NVIDIA driver version is unknown",
+                       fix="set ENVSOLVE_DRIVER to the driver version, or install nvidia-smi")
     try:
         have = parse_driver(facts.driver)
         floors = _floors(env, parse_dotted(env.cuda, "CUDA version"), provider)
     except ValueError as e:
-        return [Finding(level="warn", check="driver", message=str(e))]
-    return [_driver_finding(env, facts.driver, have, floors)]
+        return Finding(level="warn", check="driver", message=str(e))
+    return _driver_finding(env, facts.driver, have, floors)
 
 
 def _floors(env: Environment, cuda: Dotted, provider: Provider) -> _Floors:
@@ -219,12 +235,12 @@ def _raises(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
     that knows each) set, each with what sets it."""
     builds = [(b.driver_min, f"{b.dist or b.package} {b.dist_version or b.raw} needs driver >= {b.driver_min}")
               for b in _builds(env, provider) if b.driver_min is not None]
-    return builds + [_gpu_floor(first, name) for name in env.gpu_archs
-                     if (first := provider.introduced_by(parse_arch(name))) is not None]
+    return builds + _gpu_floors(env, provider)
 
 
-def _gpu_floor(first: Toolkit, arch: str) -> tuple[Dotted, str]:
-    return first.driver_min, f"{arch} needs a driver >= {first.driver_min}, which knows it"
+def _gpu_floors(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
+    firsts = [(name, provider.introduced_by(parse_arch(name))) for name in env.gpu_archs]
+    return [(t.driver_min, f"{name} needs a driver >= {t.driver_min}, which knows it") for name, t in firsts if t]
 
 
 def _driver_finding(env: Environment, driver: str, have: Dotted, f: _Floors) -> Finding:
@@ -305,17 +321,19 @@ def _served(env: Environment, shown: str, arch: Arch, builds: list[Build], reloc
     """Whether every locked build carries code ``arch`` runs (PTX only under a native driver)."""
     missing = next((b for b in builds if not serves(b, arch, native=env.compat == "native")), None)
     if missing is not None:
-        code = ", ".join((*missing.archs, *missing.gfx)) or "none"
-        ptx = f", PTX {', '.join(missing.ptx)}" if missing.ptx else ""
-        return Finding(level="fail", check="gpu", fix=relock,
-                       message=f"{shown} is not served by {missing.package} {missing.raw} ({missing.variant}): "
-                               f"it carries code for {code}{ptx}")
+        return Finding(level="fail", check="gpu", fix=relock, message=f"{shown} is not served by {_code_of(missing)}")
     names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds)
     if arch.name not in env.gpu_archs:
         return Finding(level="warn", check="gpu", fix=relock,
                        message=f"{shown} is not among the lock's GPUs ({', '.join(env.gpu_archs)}), "
                                f"but the locked builds carry code for it ({names})")
     return Finding(level="ok", check="gpu", message=f"{shown} is served by {names}")
+
+
+def _code_of(b: Build) -> str:
+    """``torch 2.7.1 (cu126): it carries code for sm_50, ..., PTX sm_90``."""
+    ptx = f", PTX {', '.join(b.ptx)}" if b.ptx else ""
+    return f"{b.package} {b.raw} ({b.variant}): it carries code for {', '.join((*b.archs, *b.gfx)) or 'none'}{ptx}"
 
 
 def _lock_covers(env: Environment, arch: Arch) -> bool:

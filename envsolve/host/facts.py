@@ -13,7 +13,7 @@ from ..versions import parse_driver
 if TYPE_CHECKING:
     from ..provider import Provider
 
-__all__ = ["GpuInfo", "HostFacts", "HostOs", "MigDevice", "complete", "hardware_table", "model_name"]
+__all__ = ["GpuInfo", "HostFacts", "HostOs", "MigDevice", "complete", "describe", "hardware_table", "model_name"]
 
 
 # What kind of Linux a host is (a Jetson runs L4T; WSL 2 reaches the Windows driver).
@@ -170,6 +170,39 @@ def model_name(g: GpuInfo, provider: Provider) -> str:
     """envsolve's name for a GPU (``H100``), else its architecture (``sm_90``, ``gfx942``), else ""."""
     model = provider.gpu(g.name)
     return model.name if model is not None else g.arch
+
+
+def describe(facts: HostFacts, provider: Provider) -> str:
+    """`envsolve detect`'s text: the vendor and where it came from, the OS when it is not plain
+    Linux, the driver and what it runs, then each GPU (and its MIG instances)."""
+    lines = [f"vendor: {facts.vendor} (from {facts.source})", *_stack(facts)]
+    lines += [line for g in facts.gpus for line in _gpu_lines(g, provider)] or ["no GPU"]
+    return "\n".join(lines)
+
+
+def _stack(facts: HostFacts) -> list[str]:
+    said = [(facts.platform != "linux", f"platform: {facts.platform}" + (f" {facts.l4t}" if facts.l4t else "")),
+            (bool(facts.driver), f"driver: {facts.driver}"),
+            (bool(facts.cuda_driver_max),
+             f"CUDA the driver runs: up to {facts.cuda_driver_max} (from {facts.cuda_driver_max_from})"),
+            (bool(facts.rocm), f"ROCm: {facts.rocm}")]
+    return [line for shown, line in said if shown]
+
+
+def _gpu_lines(g: GpuInfo, provider: Provider) -> list[str]:
+    """``GPU 0: NVIDIA H100 80GB HBM3 (compute capability 9.0, 81559 MiB) -> H100`` and its MIG instances."""
+    known = model_name(g, provider)
+    memory = f", {g.memory_mib} MiB" if g.memory_mib else ""
+    alias = f" -> {known}" if known and known != g.name else ""
+    return [f"GPU {g.index}: {g.name} ({_arch_text(g)}{memory}){alias}", *(_mig_line(m) for m in g.mig)]
+
+
+def _arch_text(g: GpuInfo) -> str:
+    return g.gfx or (f"compute capability {g.compute_capability}" if g.compute_capability else "arch unknown")
+
+
+def _mig_line(m: MigDevice) -> str:
+    return f"  MIG {m.profile}" + (f" {m.uuid}" if m.uuid else "")
 
 
 def hardware_table(facts: HostFacts, provider: Provider) -> dict[str, Any]:
