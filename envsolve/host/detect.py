@@ -42,6 +42,8 @@ _CUDA_IN_SMI = re.compile(r"CUDA(?: UMD)? Version:\s*([0-9]+\.[0-9]+)")
 _PROC_VERSION = re.compile(r"Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+)+)")
 _SMI_L_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)")
 _SMI_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)")
+_AGENT = re.compile(r"\*{5,}\s*\n\s*Agent \d+\s*\n\s*\*{5,}")  # rocminfo's agent header
+_GFX = re.compile(r"^gfx[0-9a-f]+$")
 _WSL = "usr/lib/wsl/lib"  # where WSL 2 puts nvidia-smi and the driver's libraries
 _NO_TOOL = "no GPU tool found"
 # a vendor -> the variable that hides its GPUs from a program
@@ -60,7 +62,8 @@ class _Probe:
     warnings: list[str] = field(default_factory=list)
 
     def which(self, name: str, *extra: Path) -> str | None:
-        for folder in [*self.path, *(str(e) for e in extra)]:
+        folders: tuple[str | Path, ...] = (*self.path, *extra)
+        for folder in folders:
             candidate = Path(folder) / name
             if candidate.is_file() and os.access(candidate, os.X_OK):
                 return str(candidate)
@@ -89,11 +92,14 @@ class _Probe:
             return None
         text = out.decode("utf-8", errors="replace")
         if proc.returncode != 0:
-            said = (err.decode("utf-8", errors="replace").strip() or text.strip()).splitlines()
-            first = said[0].strip() if said else "no output"
-            self.warnings.append(f"`{shown}` exited with status {proc.returncode}: {first}")
+            said = err.decode("utf-8", errors="replace").strip() or text.strip()
+            self.warnings.append(f"`{shown}` exited with status {proc.returncode}: {_first_line(said)}")
             return None
         return text
+
+
+def _first_line(said: str) -> str:
+    return said.splitlines()[0].strip() if said else "no output"
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -376,10 +382,14 @@ def _amd_smi_gpu(i: int, entry: Any) -> tuple[str, GpuInfo]:
     asic, vram, drv = (_object(entry, k) for k in ("asic", "vram", "driver"))
     driver = _value(str(drv.get("version") or drv.get("driver_version") or ""))
     gfx = _value(str(asic.get("target_graphics_version", ""))).lower()
-    size = vram.get("size", "")
-    mib = _int(str(size.get("value", "") if isinstance(size, dict) else size))
     return driver, GpuInfo(index=int(entry.get("gpu", i)), name=_value(str(asic.get("market_name", ""))) or gfx,
-                           gfx=gfx, memory_mib=mib, uuid=_value(str(entry.get("uuid", ""))))
+                           gfx=gfx, memory_mib=_vram_mib(vram), uuid=_value(str(entry.get("uuid", ""))))
+
+
+def _vram_mib(vram: dict[str, Any]) -> int | None:
+    """The VRAM size: a number, or ``{"value": ..., "unit": "MB"}`` in newer releases."""
+    size = vram.get("size", "")
+    return _int(str(size.get("value", "") if isinstance(size, dict) else size))
 
 
 def _object(entry: dict[str, Any], key: str) -> dict[str, Any]:
@@ -390,12 +400,16 @@ def _object(entry: dict[str, Any], key: str) -> dict[str, Any]:
 def parse_rocminfo(text: str) -> tuple[str, list[GpuInfo]]:
     """GPU agents of ``rocminfo``: gfx target, marketing name, UUID and VRAM (first GLOBAL pool)."""
     driver = m.group(1) if (m := re.search(r"ROCk module version (\S+) is loaded", text)) else ""
-    agents = [(_agent_fields(block), block) for block in re.split(r"\*{5,}\s*\n\s*Agent \d+\s*\n\s*\*{5,}", text)[1:]]
-    gpus = [_agent_gpu(i, fields, block)
-            for i, (fields, block) in enumerate(a for a in agents if a[0].get("Device Type") == "GPU")]
+    gpus = [_agent_gpu(i, fields, block) for i, (fields, block) in enumerate(_gpu_agents(text))]
     if not gpus:
         raise ValueError("no agent with Device Type: GPU")
     return driver, gpus
+
+
+def _gpu_agents(text: str) -> list[tuple[dict[str, str], str]]:
+    """Each GPU agent's fields and text (rocminfo also lists the CPUs as agents)."""
+    agents = [(_agent_fields(block), block) for block in _AGENT.split(text)[1:]]
+    return [(fields, block) for fields, block in agents if fields.get("Device Type") == "GPU"]
 
 
 def _agent_fields(block: str) -> dict[str, str]:
@@ -456,9 +470,10 @@ def _targets(names: list[str], source: str) -> HostFacts | None:
 
 
 def _agent_enumerator(probe: _Probe) -> HostFacts | None:
-    names = [n.strip().lower() for n in (_rocm_tool(probe, "rocm_agent_enumerator") or "").splitlines()
-             if re.match(r"^gfx[0-9a-f]+$", n.strip())]
-    return _targets([n for n in names if n != "gfx000"], "rocm_agent_enumerator")  # gfx000: the CPU agent
+    out = _rocm_tool(probe, "rocm_agent_enumerator") or ""
+    # one gfx target per agent; gfx000 is the CPU
+    return _targets([n for n in map(str.strip, out.splitlines()) if _GFX.match(n) and n != "gfx000"],
+                    "rocm_agent_enumerator")
 
 
 def _kfd(probe: _Probe) -> HostFacts | None:

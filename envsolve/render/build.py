@@ -139,6 +139,8 @@ def _pip_conf(index_url: str, ca: bool, folder: Path) -> Path | None:
     return conf
 
 
+# an option and, after a space, its value (``--gpus all``; not ``--device=/dev/kfd --device=...``)
+_OPTION_VALUE = re.compile(r"(--[\w-]+) (?=[^-])")
 # engine -> the arguments after its path that build an image (podman and buildah: Docker's image
 # format, since OCI images drop SHELL, which the Dockerfile sets)
 _BUILD = {"docker": ("buildx", "build", "--load"), "podman": ("build", "--format=docker"),
@@ -179,13 +181,7 @@ def _gpu_args(accelerator: str, jetson: bool) -> list[str]:
     """domain.gpu_run_flags, each option with its value in one argument (``--gpus=all``), as the
     other engine arguments are written."""
     closed: Accelerator = next((a for a in ACCELERATORS if a == accelerator), "cpu")
-    args: list[str] = []
-    for flag in gpu_run_flags(closed, jetson=jetson):
-        if args and not flag.startswith("-") and "=" not in args[-1]:
-            args[-1] += f"={flag}"
-        else:
-            args.append(flag)
-    return args
+    return _OPTION_VALUE.sub(r"\1=", " ".join(gpu_run_flags(closed, jetson=jetson))).split()
 
 
 def image_tag(lock: Lock, environment: str, tag: str | None, several: bool) -> str:
