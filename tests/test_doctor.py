@@ -64,6 +64,18 @@ def test_the_driver_is_checked_against_the_locks_own_driver_min(real_graph: Prov
     assert by(check(env, newer, real_graph, installed={}, tools={}), "driver")[0][0] == "ok"
 
 
+def test_a_gpu_newer_than_the_locked_cuda_raises_the_floor_as_in_the_lock(real_graph: Provider) -> None:
+    """torch 1.8.1 (CUDA 11.1) on an RTX 4090: CUDA 11.1 alone runs on 455.23, but a driver that
+    knows the 4090 is 520.61.05 or newer, and the lock says so."""
+    env = lockfile.read(CASES / "rtx4090-torch-1.8.1" / "expected.lock").environments[0]
+    assert (env.cuda, env.driver_min) == ("11.1", "520.61.05")
+    rtx4090 = HostFacts(vendor="nvidia", driver="470.82.01", source="test",
+                        gpus=(GpuInfo(index=0, name="NVIDIA GeForce RTX 4090", compute_capability="8.9"),))
+    assert by(check(env, rtx4090, real_graph, installed={}, tools={}), "driver") == [
+        ("fail", "driver 470.82.01 is too old for CUDA 11.1: it needs 520.61.05 (native); the lock's driver_min "
+                 "520.61.05: the RTX 4090 (sm_89) needs a driver >= 520.61.05, the first that knows it")]
+
+
 def test_a_jetson_lock_says_how_a_jetson_container_gets_its_gpu(real_graph: Provider) -> None:
     env = lockfile.read(CASES / "jetson-agx-orin-jetpack6" / "expected.lock").environments[0]
     inside = HostFacts(vendor="cpu", source="no GPU tool found", container=True, machine="aarch64")

@@ -157,12 +157,17 @@ class _Floors:
     major: int
     native: Dotted | None
     minor: Dotted | None
-    raised_by: str = ""  # why the lock's floor is above CUDA's own ("" when it is not)
+    native_raised_by: str = ""  # why the native floor is above CUDA's own ("" when it is not)
+    minor_raised_by: str = ""  # why the minor-version floor is
 
     @property
-    def raised(self) -> str:
-        """What a message adds about the raise: ``; the lock's driver_min ...`` or ""."""
-        return f"; {self.raised_by}" if self.raised_by else ""
+    def native_note(self) -> str:
+        """What a message about the native floor adds: ``; the lock's driver_min ...`` or ""."""
+        return f"; {self.native_raised_by}" if self.native_raised_by else ""
+
+    @property
+    def minor_note(self) -> str:
+        return f"; {self.minor_raised_by}" if self.minor_raised_by else ""
 
 
 def _jetpack_unknown(env: Environment, facts: HostFacts, *, known_board: bool) -> Finding:
@@ -207,9 +212,11 @@ def _floors(env: Environment, cuda: Dotted, provider: Provider) -> _Floors:
     top = _highest_raise(env, native, minor, provider)
     if top is None:
         return _Floors(cuda=cu, major=cuda.major, native=native, minor=minor)
-    floor, why = top
+    floor, cause = top
+    locked = env.driver_min and parse_driver(env.driver_min) == floor
+    why = f"the lock's driver_min {env.driver_min}: {cause}" if locked else cause
     return _Floors(cuda=cu, major=cuda.major, native=max(native or floor, floor), minor=floor if minor else None,
-                   raised_by=f"the lock's driver_min {env.driver_min or floor}: {why}")
+                   native_raised_by=why if native is None or floor > native else "", minor_raised_by=why)
 
 
 def _highest_raise(env: Environment, native: Dotted | None, minor: Dotted | None,
@@ -227,7 +234,7 @@ def _locked_raise(env: Environment, own: Dotted | None) -> list[tuple[Dotted, st
     """The lock's ``driver_min``, when it is above CUDA's floor for the lock's compatibility
     (a lock from data that no longer says why)."""
     locked = parse_driver(env.driver_min) if env.driver_min else None
-    return [(locked, "as locked")] if locked is not None and own is not None and locked > own else []
+    return [(locked, "what the lock was solved for")] if locked is not None and own is not None and locked > own else []
 
 
 def _raises(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
@@ -239,18 +246,26 @@ def _raises(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
 
 
 def _gpu_floors(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
+    """The first driver that knows each locked GPU (``the RTX 4090 (sm_89) needs ...``)."""
+    models = {m.arch: m.name for m in env.gpu_models}
     firsts = [(name, provider.introduced_by(parse_arch(name))) for name in env.gpu_archs]
-    return [(t.driver_min, f"{name} needs a driver >= {t.driver_min}, which knows it") for name, t in firsts if t]
+    return [(t.driver_min, f"{_gpu_text(models.get(name, ''), name)} needs a driver >= {t.driver_min}, the first "
+             "that knows it") for name, t in firsts if t]
+
+
+def _gpu_text(model: str, arch: str) -> str:
+    return f"the {model} ({arch})" if model else arch
 
 
 def _driver_finding(env: Environment, driver: str, have: Dotted, f: _Floors) -> Finding:
     if f.native is not None and have >= f.native:
         return Finding(level="ok", check="driver",
-                       message=f"driver {driver} runs CUDA {f.cuda} natively (needs >= {f.native}){f.raised}")
+                       message=f"driver {driver} runs CUDA {f.cuda} natively (needs >= {f.native}){f.native_note}")
     if f.minor is not None and have >= f.minor:
         return _by_minor_version(env, driver, f)
     return Finding(level="fail", check="driver",
-                   message=f"driver {driver} is too old for CUDA {f.cuda}: it needs {_needs(f)}{f.raised}",
+                   message=f"driver {driver} is too old for CUDA {f.cuda}: it needs {_needs(f)}"
+                           + (f.native_note or f.minor_note),
                    fix=f"upgrade the NVIDIA driver to >= {f.native or f.minor}, {_relock(driver)}")
 
 
@@ -267,7 +282,7 @@ def _by_minor_version(env: Environment, driver: str, f: _Floors) -> Finding:
     if env.compat == "minor-version":
         return Finding(level="ok", check="driver",
                        message=f"driver {driver} runs CUDA {f.cuda} by minor-version compatibility "
-                               f"(CUDA {f.major}.x needs >= {f.minor}){f.raised}, as the lock expects")
+                               f"(CUDA {f.major}.x needs >= {f.minor}){f.minor_note}, as the lock expects")
     return Finding(level="warn", check="driver",
                    message=f"driver {driver} runs CUDA {f.cuda} only by minor-version compatibility "
                            f"(>= {f.minor}), not natively (>= {f.native}); the lock assumed native, so "
