@@ -219,7 +219,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
     tag = f"{lock.project}-{env.name}".lower()
     accelerator: Accelerator = next((a for a in ACCELERATORS if a == env.accelerator), "cpu")
-    run_flags = "".join(f"{flag} " for flag in gpu_run_flags(accelerator, jetson=bool(env.jetpack)))
+    run_flags = gpu_run_flags(accelerator, jetson=bool(env.jetpack))  # how the container gets the GPUs
     names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.frameworks)
     index_file = f"requirements-{groups[0]['index']}.txt" if groups else PYTORCH_REQUIREMENTS
     ctx = {
@@ -228,7 +228,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "env": env,
         "base_image": qualified_image(env.base_image),
         "tag": tag,
-        "run_flags": run_flags,
+        "run_flags": " ".join(run_flags) + " " if run_flags else "",
         "platform_flag": f"--platform {env.platform} " if env.platform != "linux/amd64" else "",
         "groups_of_user": "video,render" if env.accelerator == "rocm" else "",
         "description": f"{names or 'no frameworks'}; Python {env.python}"
