@@ -232,7 +232,6 @@ def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dock
 def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str | None, engine: str | None,
               platform: str | None, push: bool, smoke: bool, print_only: bool) -> None:
     """Render and build each environment's image; report image, digest, size, seconds and smoke result."""
-    import os
     import shlex
 
     from .lock import model as lockfile
@@ -240,56 +239,19 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
 
     _render(lock_path, output, target)
     data = lockfile.read(lock_path)
-    root = output or lock_path.parent / "envsolve-out"
     envs = [e for e in data.environments if target in (None, e.name)]
-
-    def tag_of(name: str) -> str:
-        if tag is None:
-            return f"{data.project}-{name}:{data.lock_digest.removeprefix('sha256:')[:12]}".lower()
-        if len(envs) == 1:
-            return tag
-        repo, _, version = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "")
-        return f"{repo}-{name}" + (f":{version}" if version else "")
-
+    options = builder.BuildOptions(root=output or lock_path.parent / "envsolve-out", tag=tag,
+                                   platform=platform or "", smoke=smoke, push=push)
     if print_only:
-        try:
-            eng = builder.find_engine(engine)
-        except builder.BuildError:
-            eng = builder.Engine(name=engine or "docker", path=engine or "docker")
-        click.echo("# pip's settings reach a build as secrets: add --secret=id=pip.conf,src=FILE "
-                   "(and id=netrc, id=ca.pem) where a mirror or a proxy's CA needs them")
-        for e in envs:
-            p = builder.plan(eng, environment=e.name, accelerator=e.accelerator, context=root / e.name,
-                             tag=tag_of(e.name), secrets={}, platform=platform or "", smoke=smoke, push=push)
-            for argv in (p.build, p.smoke, p.push):
-                if argv:
-                    click.echo(shlex.join(argv))
+        click.echo(builder.PRINT_NOTE)
+        for argv in builder.commands(builder.engine_to_print(engine), data, envs, options):
+            click.echo(shlex.join(argv))
         return
-    eng = builder.find_engine(engine)
-    rows = []
-    failures: list[builder.BuildError] = []
-    with builder.secrets_folder() as folder:
-        secrets = builder.pip_secrets(os.environ, Path(folder))
-        for e in envs:  # every environment is tried; the failures are told together at the end
-            p = builder.plan(eng, environment=e.name, accelerator=e.accelerator, context=root / e.name,
-                             tag=tag_of(e.name), secrets=secrets, platform=platform or "", smoke=smoke, push=push)
-            click.echo(f"building {p.tag} with {eng.name} from {root / e.name}", err=True)
-            try:
-                b = builder.run(eng, p, lambda line: click.echo(line, err=True))
-            except builder.BuildError as err:
-                failures.append(err)
-                rows.append(f"| {e.name} | {p.tag} | | | | failed |")
-                continue
-            rows.append(f"| {b.environment} | {b.tag} | {b.digest[:19] or '?'} | {b.size_mb:.0f} MB | "
-                        f"{b.seconds:.0f} | {b.smoke} |")
-    click.echo("| environment | image | digest | size | seconds | smoke |\n|---|---|---|---|---|---|")
-    click.echo("\n".join(rows))
-    if len(failures) == 1:
-        raise failures[0]
-    if failures:
-        raise builder.BuildError(f"{len(failures)} of {len(envs)} images failed:\n  "
-                                 + "\n  ".join(f.message for f in failures),
-                                 tip="the engine's output above shows each failing step in full")
+    results = builder.build_all(builder.find_engine(engine), data, envs, options,
+                                lambda line: click.echo(line, err=True))
+    click.echo(builder.summary(results))
+    if (failed := builder.failure(results)) is not None:
+        raise failed
 
 
 @main.command(name="matrix")
@@ -614,34 +576,17 @@ def detect_cmd(fmt: str) -> None:
     """Describe this machine's accelerators: vendor, driver, the CUDA it runs, each GPU."""
     import tomli_w
 
-    from .host.facts import hardware_table, model_name
+    from .host.facts import describe, hardware_table
 
-    graph = _provider()
-    facts = _host_facts(graph)
+    provider = _provider()
+    facts = _host_facts(provider)
     if fmt == "json":
         click.echo(json.dumps(facts.to_dict(), indent=2))
     elif fmt == "toml":
         click.echo(f"# {facts.vendor} host, from {facts.source}" + (f", driver {facts.driver}" if facts.driver else ""))
-        click.echo(tomli_w.dumps({"hardware": hardware_table(facts, graph)}), nl=False)
+        click.echo(tomli_w.dumps({"hardware": hardware_table(facts, provider)}), nl=False)
     else:
-        click.echo(f"vendor: {facts.vendor} (from {facts.source})")
-        if facts.platform != "linux":
-            click.echo(f"platform: {facts.platform}" + (f" {facts.l4t}" if facts.l4t else ""))
-        if facts.driver:
-            click.echo(f"driver: {facts.driver}")
-        if facts.cuda_driver_max:
-            click.echo(f"CUDA the driver runs: up to {facts.cuda_driver_max} (from {facts.cuda_driver_max_from})")
-        if facts.rocm:
-            click.echo(f"ROCm: {facts.rocm}")
-        for g in facts.gpus:
-            what = g.gfx or (f"compute capability {g.compute_capability}" if g.compute_capability else "arch unknown")
-            known = model_name(g, graph)
-            mem = f", {g.memory_mib} MiB" if g.memory_mib else ""
-            click.echo(f"GPU {g.index}: {g.name} ({what}{mem})" + (f" -> {known}" if known and known != g.name else ""))
-            for m in g.mig:
-                click.echo(f"  MIG {m.profile}" + (f" {m.uuid}" if m.uuid else ""))
-        if not facts.gpus:
-            click.echo("no GPU")
+        click.echo(describe(facts, provider))
     for w in facts.warnings:
         click.echo(f"WARNING: {w}", err=True)
 
@@ -658,25 +603,23 @@ def doctor(lock_path: Path, target: str | None) -> None:
     """Check this machine (or container) against a lock: driver, GPUs, installed frameworks, Docker."""
     from .errors import LockError
     from .host.detect import docker_tools, installed_versions
-    from .host.doctor import check, pick_environment
+    from .host.doctor import check, pick_environment, report, where
     from .lock import model as lockfile
 
     data = lockfile.read(lock_path)
-    graph = _provider()
-    facts = _host_facts(graph)
+    provider = _provider()
+    facts = _host_facts(provider)
     env = pick_environment(data, facts, target)
     if env is None:
         names = ", ".join(e.name for e in data.environments)
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
                         tip="pass one of those to --target, or leave --target out")
-    findings = check(env, facts, graph, installed=installed_versions(p.name for p in env.frameworks),
+    findings = check(env, facts, provider, installed=installed_versions(p.name for p in env.frameworks),
                      tools=docker_tools())
-    click.echo(f"checking environment '{env.name}' of {lock_path} on this "
-               f"{'container' if facts.container else 'host'} ({facts.vendor}, from {facts.source})")
-    for f in findings:
-        click.echo(f"{f.level.upper():4}  {f.check}: {f.message}")
-        if f.fix and f.level != "ok":
-            click.echo(f"      fix: {f.fix}")
+    click.echo(f"checking environment '{env.name}' of {lock_path} on this {where(facts)} "
+               f"({facts.vendor}, from {facts.source})")
+    for line in report(findings):
+        click.echo(line)
     fails = sum(f.level == "fail" for f in findings)
     warns = sum(f.level == "warn" for f in findings)
     if fails:

@@ -91,18 +91,35 @@ def _cudnn_text(v: int) -> str:
     return f"{v // 1000}.{(v // 100) % 10}.{v % 100}"
 
 
-def _cc_runs(arch_list: list[str], major: int, minor: int) -> bool:
-    """SASS for the same major at an equal or lower minor, or PTX at or below the GPU's."""
-    for entry in arch_list:
-        m = re.match(r"^(sm|compute)_(\d+)(\d)[af]?$", entry)
-        if not m:
-            continue
-        a_major, a_minor = int(m.group(2)), int(m.group(3))
-        if m.group(1) == "sm" and a_major == major and a_minor <= minor:
-            return True
-        if m.group(1) == "compute" and (a_major, a_minor) <= (major, minor):
-            return True
-    return False
+# A copy of envsolve's rule for which kernels run on a GPU (envsolve.domain.kernels, with
+# versions.Arch.sass_runs_on and ptx_jits_to): this script runs without envsolve, and
+# tests/test_smoke_kernels.py runs both copies over every arch x GPU pair the data can produce.
+_ARCH_ENTRY = re.compile(r"^(sm|compute)_(\d+)(\d)([af]?)$")
+
+
+def _sass_runs(major: int, minor: int, suffix: str, gpu: tuple[int, int]) -> bool:
+    """SASS runs on the same major at an equal or higher minor; arch-specific (``a``) SASS only on
+    exactly its compute capability."""
+    if major != gpu[0]:
+        return False
+    return minor == gpu[1] if suffix == "a" else minor <= gpu[1]
+
+
+def _ptx_jits(major: int, minor: int, suffix: str, gpu: tuple[int, int]) -> bool:
+    """Plain PTX JIT-compiles for its arch and any newer one; arch- or family-specific PTX never."""
+    return not suffix and (major, minor) <= gpu
+
+
+def _kernels(arch_list: list[str], major: int, minor: int) -> str:
+    """What a CUDA arch list (torch.cuda.get_arch_list(): ``sm_XY`` SASS, ``compute_XY`` PTX)
+    carries for a GPU of compute capability major.minor: "sass", "ptx" or ""."""
+    entries = [(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4))
+               for m in map(_ARCH_ENTRY.match, arch_list) if m]
+    if any(_sass_runs(a, b, s, (major, minor)) for kind, a, b, s in entries if kind == "sm"):
+        return "sass"
+    if any(_ptx_jits(a, b, s, (major, minor)) for kind, a, b, s in entries if kind == "compute"):
+        return "ptx"
+    return ""
 
 
 def _fold(name: str) -> str:
@@ -386,7 +403,7 @@ def torch_accelerator(r: Report) -> list[dict[str, Any]]:
         else:
             major, minor = torch.cuda.get_device_capability(i)
             gpu["arch"] = f"sm_{major}{minor}"
-            served = _cc_runs(arch_list, major, minor)
+            served = _kernels(arch_list, major, minor) != ""
         (r.ok if served else r.fail)(f"GPU {i} kernels", f"{props.name} ({gpu['arch']}): "
                                      f"{'in' if served else 'NOT in'} torch's arch list {', '.join(arch_list)}")
         gpus.append(gpu)

@@ -68,6 +68,22 @@ def test_print_shows_the_commands_for_cpu_and_gpu_images(tmp_path: Path) -> None
     assert all("buildx build --load" in ln for ln in lines if "--target=" in ln)
 
 
+def test_a_jetson_image_is_smoke_tested_with_the_nvidia_runtime(tmp_path: Path) -> None:
+    """A Jetson's integrated GPU is reached through the NVIDIA container runtime, not --gpus, as the
+    rendered artifacts say (domain.gpu_run_flags)."""
+    lock = tmp_path / "envsolve.lock"
+    lock.write_bytes((HERE / "cases" / "jetson-agx-orin-jetpack6" / "expected.lock").read_bytes())
+    r = CliRunner().invoke(main, ["build", str(lock), "--engine", "podman", "--smoke", "--print", "--tag", "jp:1"])
+    assert r.exit_code == 0, r.output
+    [smoke] = [ln for ln in r.output.splitlines() if " run --rm " in ln]
+    assert smoke.endswith(" run --rm --runtime=nvidia jp:1 python smoke_test.py")
+    assert "--runtime nvidia" in (tmp_path / "envsolve-out" / "default" / "Dockerfile").read_text()
+    engine = builder.Engine(name="docker", path="docker")
+    rocm = builder.plan(engine, environment="amd", accelerator="rocm", context=tmp_path, tag="t", secrets={}, smoke=True)
+    assert rocm.smoke == ("docker", "run", "--rm", "--device=/dev/kfd", "--device=/dev/dri", "--group-add=video",
+                          "--group-add=render", "t", "python", "smoke_test.py")
+
+
 def test_pip_settings_reach_the_build_as_secrets_only(tmp_path: Path) -> None:
     conf = tmp_path / "user-pip.conf"
     ca = tmp_path / "proxy-ca.pem"

@@ -1,3 +1,4 @@
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,7 @@ from click.testing import CliRunner
 from envsolve.cli import main
 from envsolve.host import detect as det
 from envsolve.host.doctor import Finding, check, pick_environment
+from envsolve.host.facts import GpuInfo, HostFacts
 from envsolve.lock import model as lockfile
 from envsolve.lock.model import Environment
 from envsolve.provider import Provider
@@ -41,6 +43,51 @@ def test_driver_native_minor_version_or_too_old(real_graph: Provider) -> None:
     assert by(old, "driver") == [("fail", "driver 460.32.03 is too old for CUDA 12.6: it needs 560.28.03 (native) "
                                           "or 525.60.13 (minor-version compatibility)")]
     assert next(f.fix for f in old if f.check == "driver").startswith("upgrade the NVIDIA driver to >= 560.28.03")
+
+
+CASES = Path(__file__).parent / "cases"
+
+
+def test_the_driver_is_checked_against_the_locks_own_driver_min(real_graph: Provider) -> None:
+    """nvidia-tensorflow's row raises the floor of CUDA 12.1 to 530.30.02 (native and minor-version
+    alike): the solver refuses a 525 driver, and so does the doctor."""
+    env = lockfile.read(CASES / "a100-tensorflow-1.15" / "expected.lock").environments[0]
+    assert (env.cuda, env.driver_min, env.compat) == ("12.1", "530.30.02", "native")
+    a100 = HostFacts(vendor="nvidia", driver="525.85.12", source="test",
+                     gpus=(GpuInfo(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),))
+    findings = check(env, a100, real_graph, installed={}, tools={})
+    assert by(findings, "driver") == [
+        ("fail", "driver 525.85.12 is too old for CUDA 12.1: it needs 530.30.02 (native); the lock's driver_min "
+                 "530.30.02: nvidia-tensorflow 1.15.5+nv23.3 needs driver >= 530.30.02")]
+    assert next(f.fix for f in findings if f.check == "driver").startswith("upgrade the NVIDIA driver to >= 530.30.02")
+    newer = HostFacts(vendor="nvidia", driver="535.104.05", source="test", gpus=a100.gpus)
+    assert by(check(env, newer, real_graph, installed={}, tools={}), "driver")[0][0] == "ok"
+
+
+def test_a_gpu_newer_than_the_locked_cuda_raises_the_floor_as_in_the_lock(real_graph: Provider) -> None:
+    """torch 1.8.1 (CUDA 11.1) on an RTX 4090: CUDA 11.1 alone runs on 455.23, but a driver that
+    knows the 4090 is 520.61.05 or newer, and the lock says so."""
+    env = lockfile.read(CASES / "rtx4090-torch-1.8.1" / "expected.lock").environments[0]
+    assert (env.cuda, env.driver_min) == ("11.1", "520.61.05")
+    rtx4090 = HostFacts(vendor="nvidia", driver="470.82.01", source="test",
+                        gpus=(GpuInfo(index=0, name="NVIDIA GeForce RTX 4090", compute_capability="8.9"),))
+    assert by(check(env, rtx4090, real_graph, installed={}, tools={}), "driver") == [
+        ("fail", "driver 470.82.01 is too old for CUDA 11.1: it needs 520.61.05 (native); the lock's driver_min "
+                 "520.61.05: the RTX 4090 (sm_89) needs a driver >= 520.61.05, the first that knows it")]
+
+
+def test_a_jetson_lock_says_how_a_jetson_container_gets_its_gpu(real_graph: Provider) -> None:
+    env = lockfile.read(CASES / "jetson-agx-orin-jetpack6" / "expected.lock").environments[0]
+    inside = HostFacts(vendor="cpu", source="no GPU tool found", container=True, machine="aarch64")
+    [fix] = [f.fix for f in check(env, inside, real_graph, installed={}, tools={}) if f.level == "fail"]
+    assert fix == "start the container with `--runtime nvidia` (NVIDIA container toolkit)"
+    board = HostFacts(vendor="nvidia", source="test", platform="jetson", machine="aarch64")
+    [toolkit] = by(check(env, board, real_graph, installed={}, tools={"docker": True}), "container")
+    assert toolkit[0] == "fail" and "`docker run --runtime nvidia` will fail" in toolkit[1]
+    desktop = environment(H100_TORCH, real_graph)
+    [fix] = [f.fix for f in check(desktop, replace(inside, machine=""), real_graph, installed={}, tools={}) if f.check == "host"
+             and f.level == "fail"]
+    assert fix == "start the container with `--gpus all` (NVIDIA container toolkit)"
 
 
 def test_a_lock_of_another_platform_fails_on_this_host(real_graph: Provider) -> None:

@@ -4,6 +4,7 @@ frameworks and the container tools. What it finds is a :class:`~envsolve.host.Ho
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -12,14 +13,15 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from xml.etree import ElementTree
 
+from ..domain import Vendor
 from ..versions import parse_arch
-from .facts import GpuInfo, HostFacts, MigDevice
+from .facts import GpuInfo, HostFacts, HostOs, MigDevice
 
 __all__ = ["DEFAULT_TIMEOUT", "detect", "docker_tools", "gfx_from_target_version", "installed_versions",
            "parse_amd_smi", "parse_proc_version", "parse_rocminfo", "parse_smi_csv", "parse_smi_list",
@@ -40,6 +42,13 @@ _CUDA_IN_SMI = re.compile(r"CUDA(?: UMD)? Version:\s*([0-9]+\.[0-9]+)")
 _PROC_VERSION = re.compile(r"Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+)+)")
 _SMI_L_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)")
 _SMI_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)")
+_AGENT = re.compile(r"\*{5,}\s*\n\s*Agent \d+\s*\n\s*\*{5,}")  # rocminfo's agent header
+_GFX = re.compile(r"^gfx[0-9a-f]+$")
+_WSL = "usr/lib/wsl/lib"  # where WSL 2 puts nvidia-smi and the driver's libraries
+_NO_TOOL = "no GPU tool found"
+# a vendor -> the variable that hides its GPUs from a program
+_VISIBLE = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -49,10 +58,12 @@ class _Probe:
     path: list[str]
     root: Path
     timeout: float
+    nvml: bool = True  # whether NVML is tried (the tests serve recorded tool outputs instead)
     warnings: list[str] = field(default_factory=list)
 
     def which(self, name: str, *extra: Path) -> str | None:
-        for folder in [*self.path, *(str(e) for e in extra)]:
+        folders: tuple[str | Path, ...] = (*self.path, *extra)
+        for folder in folders:
             candidate = Path(folder) / name
             if candidate.is_file() and os.access(candidate, os.X_OK):
                 return str(candidate)
@@ -81,11 +92,14 @@ class _Probe:
             return None
         text = out.decode("utf-8", errors="replace")
         if proc.returncode != 0:
-            said = (err.decode("utf-8", errors="replace").strip() or text.strip()).splitlines()
-            first = said[0].strip() if said else "no output"
-            self.warnings.append(f"`{shown}` exited with status {proc.returncode}: {first}")
+            said = err.decode("utf-8", errors="replace").strip() or text.strip()
+            self.warnings.append(f"`{shown}` exited with status {proc.returncode}: {_first_line(said)}")
             return None
         return text
+
+
+def _first_line(said: str) -> str:
+    return said.splitlines()[0].strip() if said else "no output"
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -116,24 +130,40 @@ def _int(text: str) -> int | None:
 # -- NVIDIA ---------------------------------------------------------------------------
 
 
+def _nvidia(driver: str, cuda: str, gpus: Iterable[GpuInfo], *, said_by: str, source: str) -> HostFacts:
+    """An NVIDIA host as a source found it; ``said_by`` names the tool that reported the CUDA."""
+    return HostFacts(vendor="nvidia", driver=driver, cuda_driver_max=cuda, cuda_driver_max_from=said_by if cuda else "",
+                     gpus=tuple(gpus), source=source)
+
+
 def parse_smi_csv(text: str) -> tuple[str, list[GpuInfo]]:
     """``nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,uuid
     --format=csv,noheader,nounits`` into (driver, GPUs); ValueError on a malformed row."""
-    driver = ""
-    gpus: list[GpuInfo] = []
-    for n, row in enumerate(csv.reader(io.StringIO(text), skipinitialspace=True)):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) != 5:
-            raise ValueError(f"line {n + 1} has {len(row)} fields, expected 5 ({_QUERY}): {','.join(row)!r}")
-        name, drv, cc, mem, uuid = (_value(c) for c in row)
-        if cc and not re.match(r"^\d+\.\d+$", cc):
-            raise ValueError(f"line {n + 1}: compute capability {cc!r} is not of the form 9.0")
-        driver = driver or drv
-        gpus.append(GpuInfo(index=len(gpus), name=name, compute_capability=cc, memory_mib=_int(mem), uuid=uuid))
-    if not gpus:
+    parsed = [_smi_row(index, n, row) for index, (n, row) in enumerate(_csv_rows(text))]
+    if not parsed:
         raise ValueError("no GPU rows")
-    return driver, gpus
+    return _first([d for d, _ in parsed]), [g for _, g in parsed]
+
+
+def _csv_rows(text: str) -> list[tuple[int, list[str]]]:
+    """The rows that are not blank, each with its line number (from 0)."""
+    rows = enumerate(csv.reader(io.StringIO(text), skipinitialspace=True))
+    return [(n, row) for n, row in rows if "".join(row).strip()]
+
+
+def _first(drivers: list[str]) -> str:
+    """The driver the first GPU that says one reports."""
+    return next((d for d in drivers if d), "")
+
+
+def _smi_row(index: int, n: int, row: list[str]) -> tuple[str, GpuInfo]:
+    """One CSV row (line ``n``) as (driver, GPU ``index``)."""
+    if len(row) != 5:
+        raise ValueError(f"line {n + 1} has {len(row)} fields, expected 5 ({_QUERY}): {','.join(row)!r}")
+    name, driver, cc, mem, uuid = (_value(c) for c in row)
+    if cc and not re.match(r"^\d+\.\d+$", cc):
+        raise ValueError(f"line {n + 1}: compute capability {cc!r} is not of the form 9.0")
+    return driver, GpuInfo(index=index, name=name, compute_capability=cc, memory_mib=_int(mem), uuid=uuid)
 
 
 def parse_smi_list(text: str) -> dict[int, tuple[MigDevice, ...]]:
@@ -150,28 +180,41 @@ def parse_smi_list(text: str) -> dict[int, tuple[MigDevice, ...]]:
 
 def parse_smi_xml(text: str) -> tuple[str, str, list[GpuInfo]]:
     """``nvidia-smi -q -x`` into (driver, CUDA version, GPUs); ValueError when not that XML."""
+    root = _smi_log(text)
+    gpus = [_xml_gpu(i, g) for i, g in enumerate(root.findall("gpu"))]
+    return _field(root, "driver_version"), _field(root, "cuda_version"), gpus
+
+
+def _smi_log(text: str) -> ElementTree.Element:
     try:
         root = ElementTree.fromstring(re.sub(r"<!DOCTYPE[^>]*>", "", text))
     except ElementTree.ParseError as e:
         raise ValueError(f"not XML ({e})") from None
     if root.tag != "nvidia_smi_log":
         raise ValueError(f"root element is <{root.tag}>, not <nvidia_smi_log>")
-    driver = _value(root.findtext("driver_version") or "")
-    cuda = _value(root.findtext("cuda_version") or "")
-    gpus = []
-    for i, g in enumerate(root.findall("gpu")):
-        migs = []
-        if _value(g.findtext("mig_mode/current_mig") or "").lower() == "enabled":
-            for m in g.findall("mig_devices/mig_device"):
-                gi = _value(m.findtext("gpu_instance_id") or "")
-                mem = _int(m.findtext("fb_memory_usage/total") or "")
-                sms = _value(m.findtext("device_attributes/shared/multiprocessor_count") or "")
-                profile = f"gi{gi}" + (f" ({sms} SMs, {mem} MiB)" if sms and mem else "")
-                migs.append(MigDevice(profile=profile, uuid=_value(m.findtext("uuid") or "")))
-        gpus.append(GpuInfo(index=i, name=_value(g.findtext("product_name") or ""),
-                            memory_mib=_int(g.findtext("fb_memory_usage/total") or ""),
-                            uuid=_value(g.findtext("uuid") or ""), mig=tuple(migs)))
-    return driver, cuda, gpus
+    return root
+
+
+def _field(node: ElementTree.Element, path: str) -> str:
+    return _value(node.findtext(path) or "")
+
+
+def _mib(node: ElementTree.Element, path: str) -> int | None:
+    return _int(node.findtext(path) or "")
+
+
+def _xml_gpu(index: int, g: ElementTree.Element) -> GpuInfo:
+    migs = g.findall("mig_devices/mig_device") if _field(g, "mig_mode/current_mig").lower() == "enabled" else []
+    return GpuInfo(index=index, name=_field(g, "product_name"), memory_mib=_mib(g, "fb_memory_usage/total"),
+                   uuid=_field(g, "uuid"), mig=tuple(_xml_mig(m) for m in migs))
+
+
+def _xml_mig(m: ElementTree.Element) -> MigDevice:
+    """A MIG instance, named by its GPU instance (``gi1 (14 SMs, 9856 MiB)``)."""
+    mem = _mib(m, "fb_memory_usage/total")
+    sms = _field(m, "device_attributes/shared/multiprocessor_count")
+    size = f" ({sms} SMs, {mem} MiB)" if sms and mem else ""
+    return MigDevice(profile=f"gi{_field(m, 'gpu_instance_id')}{size}", uuid=_field(m, "uuid"))
 
 
 def parse_proc_version(text: str) -> str:
@@ -184,89 +227,132 @@ def parse_proc_version(text: str) -> str:
 
 def _nvml(probe: _Probe) -> HostFacts | None:
     """NVML through nvidia-ml-py (the optional ``nvml`` extra), when it imports and loads."""
-    try:
-        import pynvml  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - optional
-    except Exception:
+    pynvml = _pynvml() if probe.nvml else None
+    if pynvml is None or not _nvml_started(pynvml, probe):
         return None
     try:
-        pynvml.nvmlInit()
-    except Exception as e:  # no driver, no library: the next source decides
-        if "LibraryNotFound" not in type(e).__name__ and "DriverNotLoaded" not in type(e).__name__:
-            probe.warnings.append(f"NVML could not start: {e}")
-        return None
-    try:
-        driver = _text(pynvml.nvmlSystemGetDriverVersion())
-        cuda_int = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
-        gpus = []
-        for i in range(int(pynvml.nvmlDeviceGetCount())):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
-            migs: list[MigDevice] = []
-            try:
-                if pynvml.nvmlDeviceGetMigMode(h)[0] == 1:
-                    for j in range(int(pynvml.nvmlDeviceGetMaxMigDeviceCount(h))):
-                        try:
-                            mh = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
-                        except Exception:
-                            continue
-                        mem = int(pynvml.nvmlDeviceGetMemoryInfo(mh).total) >> 20
-                        migs.append(MigDevice(profile=f"{mem} MiB", uuid=_text(pynvml.nvmlDeviceGetUUID(mh))))
-            except Exception:  # MIG not supported on this GPU
-                pass
-            gpus.append(GpuInfo(index=i, name=_text(pynvml.nvmlDeviceGetName(h)),
-                                compute_capability=f"{major}.{minor}",
-                                memory_mib=int(pynvml.nvmlDeviceGetMemoryInfo(h).total) >> 20,
-                                uuid=_text(pynvml.nvmlDeviceGetUUID(h)), mig=tuple(migs)))
+        return _nvml_facts(pynvml)
     except Exception as e:
         probe.warnings.append(f"NVML failed while reading the GPUs: {e}")
         return None
     finally:
-        try:
+        with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-        except Exception:
-            pass
+
+
+def _pynvml() -> Any:
+    try:
+        import pynvml  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - optional
+    except Exception:
+        return None
+    return pynvml
+
+
+def _nvml_started(pynvml: Any, probe: _Probe) -> bool:
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:  # no driver, no library: the next source decides, quietly
+        if not any(quiet in type(e).__name__ for quiet in ("LibraryNotFound", "DriverNotLoaded")):
+            probe.warnings.append(f"NVML could not start: {e}")
+        return False
+    return True
+
+
+def _nvml_facts(pynvml: Any) -> HostFacts:
+    driver = _text(pynvml.nvmlSystemGetDriverVersion())
+    cuda_int = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
+    gpus = [_nvml_gpu(pynvml, i) for i in range(int(pynvml.nvmlDeviceGetCount()))]
     cuda = f"{cuda_int // 1000}.{cuda_int % 1000 // 10}" if cuda_int else ""
-    return HostFacts(vendor="nvidia", driver=driver, cuda_driver_max=cuda,
-                     cuda_driver_max_from="NVML" if cuda else "", gpus=tuple(gpus), source="NVML")
+    return _nvidia(driver, cuda, gpus, said_by="NVML", source="NVML")
+
+
+def _nvml_gpu(pynvml: Any, index: int) -> GpuInfo:
+    h = pynvml.nvmlDeviceGetHandleByIndex(index)
+    major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+    return GpuInfo(index=index, name=_text(pynvml.nvmlDeviceGetName(h)), compute_capability=f"{major}.{minor}",
+                   memory_mib=int(pynvml.nvmlDeviceGetMemoryInfo(h).total) >> 20,
+                   uuid=_text(pynvml.nvmlDeviceGetUUID(h)), mig=_nvml_migs(pynvml, h))
+
+
+def _nvml_migs(pynvml: Any, h: Any) -> tuple[MigDevice, ...]:
+    """The MIG instances of a GPU in MIG mode (those read before a failure)."""
+    migs: list[MigDevice] = []
+    with contextlib.suppress(Exception):  # MIG not supported on this GPU
+        count = int(pynvml.nvmlDeviceGetMaxMigDeviceCount(h)) if pynvml.nvmlDeviceGetMigMode(h)[0] == 1 else 0
+        for j in range(count):
+            if (mh := _nvml_mig_handle(pynvml, h, j)) is not None:
+                migs.append(MigDevice(profile=f"{int(pynvml.nvmlDeviceGetMemoryInfo(mh).total) >> 20} MiB",
+                                      uuid=_text(pynvml.nvmlDeviceGetUUID(mh))))
+    return tuple(migs)
+
+
+def _nvml_mig_handle(pynvml: Any, h: Any, j: int) -> Any:
+    try:
+        return pynvml.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
+    except Exception:  # an empty MIG slot
+        return None
 
 
 def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def _nvidia_smi(probe: _Probe, smi: str) -> HostFacts | None:
+def _nvidia_smi(probe: _Probe) -> HostFacts | None:
+    """nvidia-smi's query, else its XML report (on WSL 2 it is outside PATH)."""
+    smi = probe.which("nvidia-smi", probe.root / _WSL)
+    if smi is None:
+        return None
+    return _smi_query(probe, smi) or _smi_xml(probe, smi)
+
+
+def _smi_query(probe: _Probe, smi: str) -> HostFacts | None:
     out = probe.run([smi, f"--query-gpu={_QUERY}", "--format=csv,noheader,nounits"])
-    if out is not None:
-        try:
-            driver, gpus = parse_smi_csv(out)
-        except ValueError as e:
-            probe.warnings.append(f"nvidia-smi --query-gpu output could not be read: {e}")
-        else:
-            cuda = ""
-            if (table := probe.run([smi])) is not None and (m := _CUDA_IN_SMI.search(table)):
-                cuda = m.group(1)
-            if (listing := probe.run([smi, "-L"])) is not None:
-                migs = parse_smi_list(listing)
-                gpus = [_replace_mig(g, migs.get(g.index, ())) for g in gpus]
-            return HostFacts(vendor="nvidia", driver=driver, cuda_driver_max=cuda,
-                             cuda_driver_max_from="nvidia-smi" if cuda else "", gpus=tuple(gpus),
-                             source="nvidia-smi --query-gpu")
-    out = probe.run([smi, "-q", "-x"])
-    if out is not None:
-        try:
-            driver, cuda, xgpus = parse_smi_xml(out)
-        except ValueError as e:
-            probe.warnings.append(f"nvidia-smi -q -x output could not be read: {e}")
-        else:
-            return HostFacts(vendor="nvidia", driver=driver, cuda_driver_max=cuda,
-                             cuda_driver_max_from="nvidia-smi" if cuda else "", gpus=tuple(xgpus),
-                             source="nvidia-smi -q -x")
-    return None
+    parsed = _parsed(probe, out, parse_smi_csv, "nvidia-smi --query-gpu")
+    if parsed is None:
+        return None
+    driver, gpus = parsed
+    table = probe.run([smi]) or ""
+    cuda = m.group(1) if (m := _CUDA_IN_SMI.search(table)) else ""
+    return _nvidia(driver, cuda, _with_migs(probe, smi, gpus), said_by="nvidia-smi", source="nvidia-smi --query-gpu")
 
 
-def _replace_mig(g: GpuInfo, mig: tuple[MigDevice, ...]) -> GpuInfo:
-    return GpuInfo(index=g.index, name=g.name, compute_capability=g.compute_capability, gfx=g.gfx,
-                   memory_mib=g.memory_mib, uuid=g.uuid, mig=mig)
+def _with_migs(probe: _Probe, smi: str, gpus: list[GpuInfo]) -> list[GpuInfo]:
+    """``gpus`` with the MIG instances ``nvidia-smi -L`` lists."""
+    listing = probe.run([smi, "-L"])
+    migs = parse_smi_list(listing) if listing is not None else {}
+    return [replace(g, mig=migs.get(g.index, ())) for g in gpus] if listing is not None else gpus
+
+
+def _smi_xml(probe: _Probe, smi: str) -> HostFacts | None:
+    parsed = _parsed(probe, probe.run([smi, "-q", "-x"]), parse_smi_xml, "nvidia-smi -q -x")
+    if parsed is None:
+        return None
+    driver, cuda, gpus = parsed
+    return _nvidia(driver, cuda, gpus, said_by="nvidia-smi", source="nvidia-smi -q -x")
+
+
+def _proc_driver(probe: _Probe) -> HostFacts | None:
+    """The kernel module's version, when no tool lists the GPUs."""
+    text = probe.file("proc/driver/nvidia/version")
+    if text is None:
+        return None
+    try:
+        return HostFacts(vendor="nvidia", driver=parse_proc_version(text), source="/proc/driver/nvidia/version")
+    except ValueError as e:
+        probe.warnings.append(f"/proc/driver/nvidia/version could not be read: {e}")
+        return None
+
+
+def _parsed(probe: _Probe, out: str | None, parse: Callable[[str], _T], what: str) -> _T | None:
+    """``parse(out)``; None when the tool said nothing, or (with a warning) when what it said
+    cannot be read."""
+    if out is None:
+        return None
+    try:
+        return parse(out)
+    except ValueError as e:
+        probe.warnings.append(f"{what} output could not be read: {e}")
+        return None
 
 
 # -- AMD --------------------------------------------------------------------------------
@@ -274,53 +360,75 @@ def _replace_mig(g: GpuInfo, mig: tuple[MigDevice, ...]) -> GpuInfo:
 
 def parse_amd_smi(text: str) -> tuple[str, list[GpuInfo]]:
     """``amd-smi static --json`` (a list of GPUs, or ``{"gpu_data": [...]}`` in newer releases)."""
+    parsed = [_amd_smi_gpu(i, entry) for i, entry in enumerate(_amd_smi_entries(text))]
+    return _first([d for d, _ in parsed]), [g for _, g in parsed]
+
+
+def _amd_smi_entries(text: str) -> list[Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"not JSON ({e.msg} at line {e.lineno})") from None
-    if isinstance(data, dict):
-        data = data.get("gpu_data")
-    if not isinstance(data, list) or not data:
+    entries = data.get("gpu_data") if isinstance(data, dict) else data
+    if not isinstance(entries, list) or not entries:
         raise ValueError("no GPU entries")
-    driver = ""
-    gpus: list[GpuInfo] = []
-    for i, entry in enumerate(data):
-        if not isinstance(entry, dict):
-            raise ValueError(f"entry {i} is not an object")
-        asic, vram, drv = (v if isinstance(v := entry.get(k), dict) else {} for k in ("asic", "vram", "driver"))
-        size = vram.get("size", "")
-        if isinstance(size, dict):
-            mib = _int(str(size.get("value", "")))
-        else:
-            mib = _int(str(size))
-        driver = driver or _value(str(drv.get("version") or drv.get("driver_version") or ""))
-        gfx = _value(str(asic.get("target_graphics_version", ""))).lower()
-        gpus.append(GpuInfo(index=int(entry.get("gpu", i)), name=_value(str(asic.get("market_name", ""))) or gfx,
-                            gfx=gfx, memory_mib=mib, uuid=_value(str(entry.get("uuid", "")))))
-    return driver, gpus
+    return entries
+
+
+def _amd_smi_gpu(i: int, entry: Any) -> tuple[str, GpuInfo]:
+    """One amd-smi entry as (driver, GPU)."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"entry {i} is not an object")
+    asic, vram, drv = (_object(entry, k) for k in ("asic", "vram", "driver"))
+    driver = _value(str(drv.get("version") or drv.get("driver_version") or ""))
+    gfx = _value(str(asic.get("target_graphics_version", ""))).lower()
+    return driver, GpuInfo(index=int(entry.get("gpu", i)), name=_value(str(asic.get("market_name", ""))) or gfx,
+                           gfx=gfx, memory_mib=_vram_mib(vram), uuid=_value(str(entry.get("uuid", ""))))
+
+
+def _vram_mib(vram: dict[str, Any]) -> int | None:
+    """The VRAM size: a number, or ``{"value": ..., "unit": "MB"}`` in newer releases."""
+    size = vram.get("size", "")
+    return _int(str(size.get("value", "") if isinstance(size, dict) else size))
+
+
+def _object(entry: dict[str, Any], key: str) -> dict[str, Any]:
+    value = entry.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def parse_rocminfo(text: str) -> tuple[str, list[GpuInfo]]:
     """GPU agents of ``rocminfo``: gfx target, marketing name, UUID and VRAM (first GLOBAL pool)."""
     driver = m.group(1) if (m := re.search(r"ROCk module version (\S+) is loaded", text)) else ""
-    gpus: list[GpuInfo] = []
-    for block in re.split(r"\*{5,}\s*\n\s*Agent \d+\s*\n\s*\*{5,}", text)[1:]:
-        fields: dict[str, str] = {}
-        for line in block.splitlines():
-            if ":" in line and line.startswith("  ") and not line.startswith("    "):
-                k, _, v = line.partition(":")
-                fields.setdefault(k.strip(), v.strip())
-        if fields.get("Device Type") != "GPU":
-            continue
-        size = re.search(r"Segment:\s+GLOBAL;[^\n]*\n\s+Size:\s+(\d+)\(", block)
-        gfx = fields.get("Name", "").lower()
-        uuid = _value(fields.get("Uuid", ""))
-        gpus.append(GpuInfo(index=len(gpus), name=fields.get("Marketing Name", "") or gfx, gfx=gfx,
-                            memory_mib=int(size.group(1)) // 1024 if size else None,
-                            uuid="" if uuid.endswith("-XX") else uuid))
+    gpus = [_agent_gpu(i, fields, block) for i, (fields, block) in enumerate(_gpu_agents(text))]
     if not gpus:
         raise ValueError("no agent with Device Type: GPU")
     return driver, gpus
+
+
+def _gpu_agents(text: str) -> list[tuple[dict[str, str], str]]:
+    """Each GPU agent's fields and text (rocminfo also lists the CPUs as agents)."""
+    agents = [(_agent_fields(block), block) for block in _AGENT.split(text)[1:]]
+    return [(fields, block) for fields, block in agents if fields.get("Device Type") == "GPU"]
+
+
+def _agent_fields(block: str) -> dict[str, str]:
+    """An agent's ``  Key: value`` lines (the first of each key, outside the nested pools)."""
+    lines = (ln.partition(":") for ln in block.splitlines()
+             if ":" in ln and ln.startswith("  ") and not ln.startswith("    "))
+    fields: dict[str, str] = {}
+    for key, _, value in lines:
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _agent_gpu(index: int, fields: dict[str, str], block: str) -> GpuInfo:
+    size = re.search(r"Segment:\s+GLOBAL;[^\n]*\n\s+Size:\s+(\d+)\(", block)
+    gfx = fields.get("Name", "").lower()
+    uuid = _value(fields.get("Uuid", ""))
+    return GpuInfo(index=index, name=fields.get("Marketing Name", "") or gfx, gfx=gfx,
+                   memory_mib=int(size.group(1)) // 1024 if size else None,
+                   uuid="" if uuid.endswith("-XX") else uuid)  # -XX: a GPU without a unique id
 
 
 def gfx_from_target_version(value: int) -> str:
@@ -332,92 +440,188 @@ def gfx_from_target_version(value: int) -> str:
 
 
 def _amd(probe: _Probe) -> HostFacts | None:
-    if smi := probe.which("amd-smi", probe.root / "opt/rocm/bin"):
-        out = probe.run([smi, "static", "--json"])
-        if out is not None:
-            try:
-                driver, gpus = parse_amd_smi(out)
-            except ValueError as e:
-                probe.warnings.append(f"amd-smi static --json output could not be read: {e}")
-            else:
-                return HostFacts(vendor="amd", driver=driver, gpus=tuple(gpus), source="amd-smi")
-    if tool := probe.which("rocminfo", probe.root / "opt/rocm/bin"):
-        out = probe.run([tool])
-        if out is not None:
-            try:
-                driver, gpus = parse_rocminfo(out)
-            except ValueError as e:
-                probe.warnings.append(f"rocminfo output could not be read: {e}")
-            else:
-                return HostFacts(vendor="amd", driver=driver, gpus=tuple(gpus), source="rocminfo")
-    if tool := probe.which("rocm_agent_enumerator", probe.root / "opt/rocm/bin"):
-        out = probe.run([tool])
-        if out is not None:
-            names = [n.strip().lower() for n in out.splitlines() if re.match(r"^gfx[0-9a-f]+$", n.strip())]
-            names = [n for n in names if n != "gfx000"]
-            if names:
-                return HostFacts(vendor="amd", gpus=tuple(GpuInfo(index=i, name=n, gfx=n)
-                                                          for i, n in enumerate(names)),
-                                 source="rocm_agent_enumerator")
+    """The first AMD source that answers: amd-smi, rocminfo, rocm_agent_enumerator, the KFD topology."""
+    return next((f for source in (_amd_smi, _rocminfo, _agent_enumerator, _kfd) if (f := source(probe))), None)
+
+
+def _rocm_tool(probe: _Probe, name: str, *args: str) -> str | None:
+    """What a ROCm tool (on PATH or in /opt/rocm/bin) prints; None when it is absent or fails."""
+    tool = probe.which(name, probe.root / "opt/rocm/bin")
+    return probe.run([tool, *args]) if tool else None
+
+
+def _amd_host(parsed: tuple[str, list[GpuInfo]] | None, source: str) -> HostFacts | None:
+    return HostFacts(vendor="amd", driver=parsed[0], gpus=tuple(parsed[1]), source=source) if parsed else None
+
+
+def _amd_smi(probe: _Probe) -> HostFacts | None:
+    out = _rocm_tool(probe, "amd-smi", "static", "--json")
+    return _amd_host(_parsed(probe, out, parse_amd_smi, "amd-smi static --json"), "amd-smi")
+
+
+def _rocminfo(probe: _Probe) -> HostFacts | None:
+    return _amd_host(_parsed(probe, _rocm_tool(probe, "rocminfo"), parse_rocminfo, "rocminfo"), "rocminfo")
+
+
+def _targets(names: list[str], source: str) -> HostFacts | None:
+    """GPUs known by their gfx targets only."""
+    gpus = tuple(GpuInfo(index=i, name=n, gfx=n) for i, n in enumerate(names))
+    return HostFacts(vendor="amd", gpus=gpus, source=source) if gpus else None
+
+
+def _agent_enumerator(probe: _Probe) -> HostFacts | None:
+    out = _rocm_tool(probe, "rocm_agent_enumerator") or ""
+    # one gfx target per agent; gfx000 is the CPU
+    return _targets([n for n in map(str.strip, out.splitlines()) if _GFX.match(n) and n != "gfx000"],
+                    "rocm_agent_enumerator")
+
+
+def _kfd(probe: _Probe) -> HostFacts | None:
     nodes = probe.root / "sys/class/kfd/kfd/topology/nodes"
-    kfd: list[GpuInfo] = []
-    for node in sorted(nodes.glob("*"), key=lambda p: int(p.name) if p.name.isdigit() else -1):
-        text = probe.file(str((node / "properties").relative_to(probe.root)))
-        m = re.search(r"^gfx_target_version\s+(\d+)", text or "", re.M)
-        if m and (gfx := gfx_from_target_version(int(m.group(1)))):
-            kfd.append(GpuInfo(index=len(kfd), name=gfx, gfx=gfx))
-    if kfd:
-        return HostFacts(vendor="amd", gpus=tuple(kfd), source="/sys/class/kfd")
-    return None
+    ordered = sorted(nodes.glob("*"), key=lambda p: int(p.name) if p.name.isdigit() else -1)
+    return _targets([gfx for node in ordered if (gfx := _kfd_target(probe, node))], "/sys/class/kfd")
+
+
+def _kfd_target(probe: _Probe, node: Path) -> str:
+    text = probe.file(str((node / "properties").relative_to(probe.root)))
+    m = re.search(r"^gfx_target_version\s+(\d+)", text or "", re.M)
+    return gfx_from_target_version(int(m.group(1))) if m else ""
 
 
 # -- the whole host ----------------------------------------------------------------------
 
 
-def _visible(gpus: tuple[GpuInfo, ...], value: str | None, var: str, probe: _Probe) -> tuple[GpuInfo, ...]:
+def _visible(facts: HostFacts, environ: Mapping[str, str], probe: _Probe) -> HostFacts:
     """The GPUs a CUDA/ROCm program sees under ``CUDA_VISIBLE_DEVICES`` / ``ROCR_VISIBLE_DEVICES``:
     indices or UUIDs (or MIG UUIDs), in the order given, up to the first that matches none."""
+    var = _VISIBLE.get(facts.vendor, "")
+    value = environ.get(var) if var else None
     if value is None:
-        return gpus
+        return facts
+    picked = _picked(facts.gpus, value)
+    if len(picked) != len(facts.gpus):
+        probe.warnings.append(f"{var}={value!r} leaves {len(picked)} of {len(facts.gpus)} GPUs visible")
+    return replace(facts, gpus=picked)
+
+
+def _picked(gpus: tuple[GpuInfo, ...], value: str) -> tuple[GpuInfo, ...]:
     picked: list[GpuInfo] = []
-    for token in (t.strip() for t in value.split(",")):
-        match = None
-        if token.isdigit():
-            match = next((g for g in gpus if g.index == int(token)), None)
-        elif token:
-            match = next((g for g in gpus if g.uuid and (g.uuid == token or g.uuid.startswith(token))), None)
-            if match is None:
-                for g in gpus:
-                    mig = tuple(m for m in g.mig if m.uuid and m.uuid.startswith(token))
-                    if mig:
-                        match = _replace_mig(g, mig)
+    for match in (_device(gpus, t.strip()) for t in value.split(",")):
         if match is None:
             break  # the runtime stops at the first device it cannot find
-        if match not in picked:
-            picked.append(match)
-    if len(picked) != len(gpus):
-        probe.warnings.append(f"{var}={value!r} leaves {len(picked)} of {len(gpus)} GPUs visible")
+        picked += [match] if match not in picked else []
     return tuple(picked)
 
 
-def _override_gpus(value: str) -> tuple[str, tuple[GpuInfo, ...]]:
+def _device(gpus: tuple[GpuInfo, ...], token: str) -> GpuInfo | None:
+    """The GPU an entry of ``CUDA_VISIBLE_DEVICES`` names: an index, a UUID or its prefix, or a
+    MIG instance's UUID (that GPU with that instance only)."""
+    if token.isdigit():
+        return next((g for g in gpus if g.index == int(token)), None)
+    if not token:
+        return None
+    return next((g for g in gpus if g.uuid.startswith(token)), None) or _mig_device(gpus, token)
+
+
+def _mig_device(gpus: tuple[GpuInfo, ...], token: str) -> GpuInfo | None:
+    """The (last) GPU with a MIG instance whose UUID starts with ``token``, with those instances only."""
+    found = [replace(g, mig=mig) for g in gpus if (mig := tuple(m for m in g.mig if m.uuid.startswith(token)))]
+    return found[-1] if found else None
+
+
+def _override_gpus(value: str, probe: _Probe) -> tuple[Vendor, tuple[GpuInfo, ...]]:
     """``ENVSOLVE_GPUS=H100,sm_80,gfx942``: GPUs a build host does not have (names or archs)."""
-    gpus = []
-    vendors = set()
-    for i, label in enumerate(t.strip() for t in value.split(",") if t.strip()):
-        cc = gfx = ""
-        try:
-            a = parse_arch(label)
-        except ValueError:  # a model name, looked up in the data later
-            a = None
-        if a is not None and a.vendor == "amd":
-            gfx = a.name
-        elif a is not None:
-            cc = a.compute_capability
-        vendors.add("amd" if gfx or re.match(r"(?i)^(amd|mi\d|radeon|rx )", label) else "nvidia")
-        gpus.append(GpuInfo(index=i, name=label, compute_capability=cc, gfx=gfx))
-    vendor = vendors.pop() if len(vendors) == 1 else ("cpu" if not vendors else "mixed")
-    return vendor, tuple(gpus)
+    gpus = tuple(_named_gpu(i, label) for i, label in enumerate(t.strip() for t in value.split(",") if t.strip()))
+    vendors = {_vendor_of(g) for g in gpus}
+    if len(vendors) > 1:
+        probe.warnings.append("ENVSOLVE_GPUS mixes NVIDIA and AMD GPUs; describe one vendor per host")
+        return "nvidia", gpus
+    return next(iter(vendors), "cpu"), gpus
+
+
+def _named_gpu(index: int, label: str) -> GpuInfo:
+    """A GPU of ``ENVSOLVE_GPUS``: an architecture, or a model name the data is asked about later."""
+    try:
+        arch = parse_arch(label)
+    except ValueError:
+        return GpuInfo(index=index, name=label)
+    if arch.vendor == "amd":
+        return GpuInfo(index=index, name=label, gfx=arch.name)
+    return GpuInfo(index=index, name=label, compute_capability=arch.compute_capability)
+
+
+def _vendor_of(g: GpuInfo) -> Vendor:
+    return "amd" if g.gfx or re.match(r"(?i)^(amd|mi\d|radeon|rx )", g.name) else "nvidia"
+
+
+@dataclass(frozen=True, slots=True)
+class _Machine:
+    """What the host is, apart from its accelerators."""
+
+    platform: HostOs
+    l4t: str  # a Jetson's L4T release
+    container: bool
+    machine: str  # `uname -m`
+
+
+def _machine(probe: _Probe) -> _Machine:
+    tegra = probe.file("etc/nv_tegra_release")
+    platform: HostOs = "jetson" if tegra is not None else "wsl2" if (probe.root / _WSL).is_dir() else "linux"
+    container = any((probe.root / p).exists() for p in (".dockerenv", "run/.containerenv"))
+    return _Machine(platform=platform, l4t=_l4t(tegra or ""), container=container, machine=_cpu(probe))
+
+
+def _l4t(tegra: str) -> str:
+    """The L4T release of /etc/nv_tegra_release (``R36.4.3``), else its first line."""
+    m = re.search(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*([0-9.]+)", tegra)
+    return f"R{m.group(1)}.{m.group(2)}" if m else next(iter(tegra.strip().splitlines()), "")
+
+
+def _cpu(probe: _Probe) -> str:
+    """The CPU architecture, as `uname -m` prints it (Linux 6.1+ also says it in /proc/sys/kernel/arch)."""
+    machine = (probe.file("proc/sys/kernel/arch") or "").strip()
+    return machine or (os.uname().machine if probe.root == Path("/") else "")
+
+
+def _accelerators(probe: _Probe) -> HostFacts:
+    """The first source that finds accelerators: NVML, nvidia-smi, the NVIDIA kernel module, AMD's tools."""
+    found = next((f for source in (_nvml, _nvidia_smi, _proc_driver, _amd) if (f := source(probe))), None)
+    return found or HostFacts(vendor="cpu", source=_NO_TOOL)
+
+
+def _jetson_board(facts: HostFacts, probe: _Probe, platform: HostOs) -> HostFacts:
+    """A Jetson has no nvidia-smi list of GPUs: its board names the module ("NVIDIA Jetson Orin NX
+    Engineering Reference Developer Kit"), which the data matches later."""
+    if platform != "jetson" or facts.gpus:
+        return facts
+    board = (probe.file("proc/device-tree/model") or "").replace("\x00", "").strip()
+    return replace(facts, gpus=(GpuInfo(index=0, name=board),), source="/proc/device-tree/model") if board else facts
+
+
+def _gpus_override(facts: HostFacts, environ: Mapping[str, str], probe: _Probe) -> HostFacts:
+    if environ.get("ENVSOLVE_GPUS") is None:
+        return facts
+    vendor, gpus = _override_gpus(environ["ENVSOLVE_GPUS"], probe)
+    return replace(facts, vendor=vendor, gpus=gpus, source="ENVSOLVE_GPUS")
+
+
+def _driver_override(facts: HostFacts, environ: Mapping[str, str]) -> HostFacts:
+    """``ENVSOLVE_DRIVER``: the driver a build host does not have (what the tools said of the CUDA
+    it runs is then dropped)."""
+    if not environ.get("ENVSOLVE_DRIVER"):
+        return facts
+    driver = environ["ENVSOLVE_DRIVER"].strip()
+    source = f"{facts.source}, ENVSOLVE_DRIVER" if facts.source != _NO_TOOL else "ENVSOLVE_DRIVER"
+    kept = driver == facts.driver
+    return replace(facts, vendor="nvidia" if facts.vendor == "cpu" else facts.vendor, driver=driver, source=source,
+                   cuda_driver_max=facts.cuda_driver_max if kept else "",
+                   cuda_driver_max_from=facts.cuda_driver_max_from if kept else "")
+
+
+def _rocm(probe: _Probe, vendor: Vendor) -> str:
+    """The ROCm install's version (``6.3.1`` of ``6.3.1-48``) on an AMD host."""
+    info = probe.file("opt/rocm/.info/version") if vendor == "amd" else None
+    return (info or "").strip().split("-")[0]
 
 
 def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None, root: Path | None = None,
@@ -430,56 +634,13 @@ def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None,
     """
     env = os.environ if environ is None else environ
     search = env.get("PATH", os.defpath) if path is None else path
-    probe = _Probe(path=[p for p in search.split(os.pathsep) if p], root=root or Path("/"), timeout=timeout)
-    wsl = probe.root / "usr/lib/wsl/lib"
-    platform = "wsl2" if wsl.is_dir() else "linux"
-    l4t = ""
-    if (tegra := probe.file("etc/nv_tegra_release")) is not None:
-        platform = "jetson"
-        m = re.search(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*([0-9.]+)", tegra)
-        l4t = f"R{m.group(1)}.{m.group(2)}" if m else tegra.strip().splitlines()[0] if tegra.strip() else ""
-    container = any((probe.root / p).exists() for p in (".dockerenv", "run/.containerenv"))
-    # the CPU architecture, as `uname -m` prints it (Linux 6.1+ also says it in /proc/sys/kernel/arch)
-    machine = (probe.file("proc/sys/kernel/arch") or "").strip()
-    if not machine and probe.root == Path("/"):
-        machine = os.uname().machine
-    facts = _nvml(probe) if nvml else None
-    if facts is None and (smi := probe.which("nvidia-smi", wsl)):
-        facts = _nvidia_smi(probe, smi)
-    if facts is None and (text := probe.file("proc/driver/nvidia/version")) is not None:
-        try:
-            facts = HostFacts(vendor="nvidia", driver=parse_proc_version(text), source="/proc/driver/nvidia/version")
-        except ValueError as e:
-            probe.warnings.append(f"/proc/driver/nvidia/version could not be read: {e}")
-    if facts is None:
-        facts = _amd(probe)
-    if facts is None:
-        facts = HostFacts(vendor="cpu", source="no GPU tool found")
-    if platform == "jetson" and not facts.gpus and (model := probe.file("proc/device-tree/model")):
-        # a Jetson has no nvidia-smi list of GPUs: its board names the module
-        # ("NVIDIA Jetson Orin NX Engineering Reference Developer Kit"); the data matches the name
-        board = model.replace("\x00", "").strip()
-        if board:
-            facts = replace(facts, gpus=(GpuInfo(index=0, name=board),), source="/proc/device-tree/model")
-    var = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}.get(facts.vendor)
-    gpus = _visible(facts.gpus, env.get(var) if var else None, var or "", probe)
-    vendor, driver, source = facts.vendor, facts.driver, facts.source
-    if env.get("ENVSOLVE_GPUS") is not None:
-        vendor, gpus = _override_gpus(env["ENVSOLVE_GPUS"])
-        source = "ENVSOLVE_GPUS"
-        if vendor == "mixed":
-            probe.warnings.append("ENVSOLVE_GPUS mixes NVIDIA and AMD GPUs; describe one vendor per host")
-            vendor = "nvidia"
-    if env.get("ENVSOLVE_DRIVER"):
-        driver = env["ENVSOLVE_DRIVER"].strip()
-        vendor = "nvidia" if vendor == "cpu" else vendor
-        source = f"{source}, ENVSOLVE_DRIVER" if source != "no GPU tool found" else "ENVSOLVE_DRIVER"
-    cuda = facts.cuda_driver_max if driver == facts.driver else ""
-    rocm = (probe.file("opt/rocm/.info/version") or "").strip().split("-")[0] if vendor == "amd" else ""
-    return HostFacts(vendor=vendor, driver=driver, cuda_driver_max=cuda,
-                     cuda_driver_max_from=facts.cuda_driver_max_from if cuda else "", rocm=rocm,
-                     gpus=gpus, source=source, platform=platform, l4t=l4t, container=container, machine=machine,
-                     warnings=tuple(probe.warnings))
+    probe = _Probe(path=list(filter(None, search.split(os.pathsep))), root=root or Path("/"), timeout=timeout,
+                   nvml=nvml)
+    host = _machine(probe)
+    facts = _jetson_board(_accelerators(probe), probe, host.platform)
+    facts = _driver_override(_gpus_override(_visible(facts, env, probe), env, probe), env)
+    return replace(facts, rocm=_rocm(probe, facts.vendor), platform=host.platform, l4t=host.l4t,
+                   container=host.container, machine=host.machine, warnings=tuple(probe.warnings))
 
 
 def installed_versions(names: Iterable[str]) -> dict[str, str]:

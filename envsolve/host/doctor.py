@@ -11,27 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from ..data import Build
-from ..domain import ACCELERATOR, DOCKER_PLATFORM, serves
-from ..lock.model import Environment, Lock
+from ..domain import ACCELERATOR, ACCELERATORS, DOCKER_PLATFORM, Accelerator, gpu_run_flags, serves
+from ..lock.model import Environment, Lock, LockedPackage
 from ..provider import Provider
-from ..versions import parse_arch, parse_dotted, parse_driver
+from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 from .facts import GpuInfo, HostFacts, model_name
 
-__all__ = ["Finding", "check", "pick_environment"]
+__all__ = ["Finding", "Level", "Subject", "check", "pick_environment", "report", "where"]
 
-LEVELS = ("ok", "warn", "fail")
+# A finding's level: ``fail`` would break the environment, ``warn`` might.
+Level = Literal["ok", "warn", "fail"]
+# What a finding is about.
+Subject = Literal["host", "driver", "gpu", "package", "container"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Finding:
-    """One result of the doctor: ``fail`` would break the environment, ``warn`` might."""
+    """One result of the doctor: what it found about one subject, and the fix when it is not ok."""
 
-    level: str  # ok | warn | fail
-    check: str  # host | driver | gpu | package | container
+    level: Level
+    check: Subject
     message: str
     fix: str = ""
 
@@ -45,41 +49,61 @@ def pick_environment(lock: Lock, facts: HostFacts, target: str | None = None) ->
     return next((e for e in lock.environments if e.accelerator == want), lock.environments[0])
 
 
-def check(env: Environment, facts: HostFacts, graph: Provider, *,
+def check(env: Environment, facts: HostFacts, provider: Provider, *,
           installed: Mapping[str, str], tools: Mapping[str, bool]) -> list[Finding]:
     """Every finding for environment ``env`` of a lock on the host ``facts`` describes."""
     out = [Finding(level="warn", check="host", message=w) for w in facts.warnings]
     out += _accelerator(env, facts)
     out += _platform(env, facts)
-    if env.accelerator == "cuda" and (facts.vendor == "nvidia" or facts.platform == "jetson"):
-        out += _driver(env, facts, graph)
-    if env.accelerator != "cpu" and ACCELERATOR.get(facts.vendor) == env.accelerator:
-        for g in facts.gpus:
-            out.append(_gpu(env, g, facts, graph))
-    out += _packages(env, installed, graph)
+    out += _driver(env, facts, provider)
+    out += _gpus(env, facts, provider)
+    out += _packages(env, installed)
     out += _container(env, facts, tools)
     return out
 
 
+def report(findings: list[Finding]) -> list[str]:
+    """The findings as `envsolve doctor` prints them: level, subject, message, and the fix of each
+    that is not ok."""
+    return [line for f in findings for line in _report(f)]
+
+
+def _report(f: Finding) -> list[str]:
+    fix = [f"      fix: {f.fix}"] if f.fix and f.level != "ok" else []
+    return [f"{f.level.upper():4}  {f.check}: {f.message}", *fix]
+
+
+def where(facts: HostFacts) -> str:
+    """``container`` or ``host``: what the doctor runs on."""
+    return "container" if facts.container else "host"
+
+
 def _accelerator(env: Environment, facts: HostFacts) -> list[Finding]:
-    acc = env.accelerator
-    name = env.name
-    if acc == "cpu":
-        return [Finding(level="ok", check="host", message=f"environment '{name}' runs on the CPU; any host will do")]
-    have = ACCELERATOR.get(facts.vendor, facts.vendor)
-    stack = f"CUDA {env.cuda}" if acc == "cuda" else f"ROCm {env.rocm}"
-    vendor = "NVIDIA" if acc == "cuda" else "AMD"
-    if have == acc and facts.gpus or acc == "cuda" and facts.platform == "jetson":
-        return []  # a Jetson's integrated GPU is listed by no tool
-    if have == acc:
-        return [Finding(level="fail", check="host",
-                        message=f"the {vendor} driver is present ({facts.source}) but no GPU is visible",
-                        fix=_no_gpu_fix(facts, acc))]
-    return [Finding(level="fail", check="host",
-                    message=f"environment '{name}' needs an {vendor} GPU ({stack}) but this "
-                            f"{'container' if facts.container else 'host'} has "
-                            f"{'no GPU' if facts.vendor == 'cpu' else facts.vendor.upper() + ' GPUs'}",
-                    fix=_no_gpu_fix(facts, acc))]
+    if env.accelerator == "cpu":
+        return [Finding(level="ok", check="host",
+                        message=f"environment '{env.name}' runs on the CPU; any host will do")]
+    if _gpu_reachable(env, facts):
+        return []
+    return [Finding(level="fail", check="host", message=_missing_gpu(env, facts), fix=_no_gpu_fix(env, facts))]
+
+
+def _gpu_reachable(env: Environment, facts: HostFacts) -> bool:
+    """Whether the host has a GPU of the environment's accelerator (a Jetson's integrated GPU is
+    listed by no tool: its board is enough)."""
+    jetson = env.accelerator == "cuda" and facts.platform == "jetson"
+    return jetson or (ACCELERATOR.get(facts.vendor) == env.accelerator and bool(facts.gpus))
+
+
+_VENDOR_NAME = {"cuda": "NVIDIA", "rocm": "AMD"}
+
+
+def _missing_gpu(env: Environment, facts: HostFacts) -> str:
+    vendor = _VENDOR_NAME[env.accelerator]
+    if ACCELERATOR.get(facts.vendor) == env.accelerator:
+        return f"the {vendor} driver is present ({facts.source}) but no GPU is visible"
+    stack = f"CUDA {env.cuda}" if env.accelerator == "cuda" else f"ROCm {env.rocm}"
+    has = "no GPU" if facts.vendor == "cpu" else f"{facts.vendor.upper()} GPUs"
+    return f"environment '{env.name}' needs an {vendor} GPU ({stack}) but this {where(facts)} has {has}"
 
 
 def _platform(env: Environment, facts: HostFacts) -> list[Finding]:
@@ -92,26 +116,27 @@ def _platform(env: Environment, facts: HostFacts) -> list[Finding]:
                     fix=f"run it on a {env.platform} machine, or lock a target for this one (`envsolve lock --host`)")]
 
 
-def _no_gpu_fix(facts: HostFacts, acc: str) -> str:
+def _run_flags(env: Environment) -> str:
+    """The container-engine arguments that give ``env``'s container its GPUs."""
+    accelerator: Accelerator = next((a for a in ACCELERATORS if a == env.accelerator), "cpu")
+    return " ".join(gpu_run_flags(accelerator, jetson=bool(env.jetpack)))
+
+
+def _no_gpu_fix(env: Environment, facts: HostFacts) -> str:
     if facts.container:
-        return ("start the container with `--gpus all` (NVIDIA container toolkit)" if acc == "cuda" else
-                "start the container with `--device /dev/kfd --device /dev/dri`")
-    var = "CUDA_VISIBLE_DEVICES" if acc == "cuda" else "ROCR_VISIBLE_DEVICES"
+        toolkit = " (NVIDIA container toolkit)" if env.accelerator == "cuda" else ""
+        return f"start the container with `{_run_flags(env)}`{toolkit}"
+    var = "CUDA_VISIBLE_DEVICES" if env.accelerator == "cuda" else "ROCR_VISIBLE_DEVICES"
     return (f"check that the driver is loaded and {var} is not hiding the GPUs; or run on a machine with "
             "the GPUs, or lock a target for this one (`envsolve lock --host`)")
 
 
-def _jetpack(env: Environment, facts: HostFacts, graph: Provider) -> list[Finding]:
+def _jetpack(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
     """A Jetson's CUDA is its JetPack's: the board's (from L4T) against the lock's."""
-    have = graph.jetpack_of_l4t(facts.l4t)
-    want = graph.jetpack(parse_dotted(env.jetpack, "JetPack version")) if env.jetpack else None
+    have = provider.jetpack_of_l4t(facts.l4t)
+    want = provider.jetpack(parse_dotted(env.jetpack, "JetPack version")) if env.jetpack else None
     if have is None or want is None:
-        what = (f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data" if have is None
-                else f"environment '{env.name}' was not locked for a Jetson (no jetpack)")
-        return [Finding(level="warn", check="driver", message=f"Jetson: {what}; the CUDA this board runs is "
-                        "fixed by its JetPack release, not checked",
-                        fix="lock a target for this board: gpus = ['Jetson ...'] and jetpack = '...' in "
-                            "[hardware] (or `envsolve lock --host`)")]
+        return [_jetpack_unknown(env, facts, known_board=have is not None)]
     if have.cuda.prefix(2) == want.cuda.prefix(2) and have.version.major == want.version.major:
         return [Finding(level="ok", check="driver",
                         message=f"JetPack {have.version} (L4T {facts.l4t}) brings CUDA {have.cuda}, as the lock's "
@@ -123,123 +148,251 @@ def _jetpack(env: Environment, facts: HostFacts, graph: Provider) -> list[Findin
                         f"flash JetPack {env.jetpack}")]
 
 
-def _driver(env: Environment, facts: HostFacts, graph: Provider) -> list[Finding]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Floors:
+    """The drivers that run an environment's CUDA: natively and by minor-version compatibility,
+    each raised to the lock's ``driver_min`` where a locked build or GPU asked for more."""
+
+    cuda: str  # "12.6"
+    major: int
+    native: Dotted | None
+    minor: Dotted | None
+    native_raised_by: str = ""  # why the native floor is above CUDA's own ("" when it is not)
+    minor_raised_by: str = ""  # why the minor-version floor is
+
+    @property
+    def native_note(self) -> str:
+        """What a message about the native floor adds: ``; the lock's driver_min ...`` or ""."""
+        return f"; {self.native_raised_by}" if self.native_raised_by else ""
+
+    @property
+    def minor_note(self) -> str:
+        return f"; {self.minor_raised_by}" if self.minor_raised_by else ""
+
+
+def _jetpack_unknown(env: Environment, facts: HostFacts, *, known_board: bool) -> Finding:
+    """A board or a lock the data cannot match to a JetPack release: not checked."""
+    what = (f"environment '{env.name}' was not locked for a Jetson (no jetpack)" if known_board
+            else f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data")
+    return Finding(level="warn", check="driver", message=f"Jetson: {what}; the CUDA this board runs is "
+                   "fixed by its JetPack release, not checked",
+                   fix="lock a target for this board: gpus = ['Jetson ...'] and jetpack = '...' in "
+                       "[hardware] (or `envsolve lock --host`)")
+
+
+def _driver(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
+    """A CUDA environment's driver: a Jetson's JetPack, else the NVIDIA driver's version."""
+    if env.accelerator != "cuda":
+        return []
     if facts.platform == "jetson":
-        return _jetpack(env, facts, graph)
+        return _jetpack(env, facts, provider)
+    return [_nvidia_driver(env, facts, provider)] if facts.vendor == "nvidia" else []
+
+
+def _nvidia_driver(env: Environment, facts: HostFacts, provider: Provider) -> Finding:
     if not facts.driver:
-        return [Finding(level="warn", check="driver", message="the NVIDIA driver version is unknown",
-                        fix="set ENVSOLVE_DRIVER to the driver version, or install nvidia-smi")]
+        return Finding(level="warn", check="driver", message="the NVIDIA driver version is unknown",
+                       fix="set ENVSOLVE_DRIVER to the driver version, or install nvidia-smi")
     try:
         have = parse_driver(facts.driver)
-        cuda = parse_dotted(env.cuda, "CUDA version")
+        floors = _floors(env, parse_dotted(env.cuda, "CUDA version"), provider)
     except ValueError as e:
-        return [Finding(level="warn", check="driver", message=str(e))]
-    native = graph.native_driver_min(cuda)
-    major = graph.cuda_major(cuda.major)
-    minor_floor = major.minor_compat_driver_min if major is not None else None
+        return Finding(level="warn", check="driver", message=str(e))
+    return _driver_finding(env, facts.driver, have, floors)
+
+
+def _floors(env: Environment, cuda: Dotted, provider: Provider) -> _Floors:
+    """CUDA's own floors (matrices/cuda.toml), raised as the solver raised them: to what the data
+    says the locked builds and GPUs need, and to the lock's ``driver_min`` when it is above the
+    floor of the lock's compatibility."""
+    native = provider.native_driver_min(cuda)
+    major = provider.cuda_major(cuda.major)
+    minor = major.minor_compat_driver_min if major is not None else None
     cu = "{}.{}".format(*cuda.prefix(2))
-    relock = f"or re-lock for this driver: `envsolve lock --host` (or driver = '{facts.driver}' in [hardware])"
-    if native is not None and have >= native:
-        return [Finding(level="ok", check="driver",
-                        message=f"driver {facts.driver} runs CUDA {cu} natively (needs >= {native})")]
-    if minor_floor is not None and have >= minor_floor:
-        if env.compat == "minor-version":
-            return [Finding(level="ok", check="driver",
-                            message=f"driver {facts.driver} runs CUDA {cu} by minor-version compatibility "
-                                    f"(CUDA {cuda.major}.x needs >= {minor_floor}), as the lock expects")]
-        return [Finding(level="warn", check="driver",
-                        message=f"driver {facts.driver} runs CUDA {cu} only by minor-version compatibility "
-                                f"(>= {minor_floor}), not natively (>= {native}); the lock assumed native, so "
-                                "PTX JIT for newer GPUs will not work",
-                        fix=f"upgrade the NVIDIA driver to >= {native}, {relock}")]
-    floors = [f"{native} (native)" if native else "", f"{minor_floor} (minor-version compatibility)"
-              if minor_floor and minor_floor != native else ""]
-    return [Finding(level="fail", check="driver",
-                    message=f"driver {facts.driver} is too old for CUDA {cu}: it needs "
-                            f"{' or '.join(f for f in floors if f) or 'a newer driver'}",
-                    fix=f"upgrade the NVIDIA driver to >= {native or minor_floor}, {relock}")]
+    top = _highest_raise(env, native, minor, provider)
+    if top is None:
+        return _Floors(cuda=cu, major=cuda.major, native=native, minor=minor)
+    floor, cause = top
+    locked = env.driver_min and parse_driver(env.driver_min) == floor
+    why = f"the lock's driver_min {env.driver_min}: {cause}" if locked else cause
+    return _Floors(cuda=cu, major=cuda.major, native=max(native or floor, floor), minor=floor if minor else None,
+                   native_raised_by=why if native is None or floor > native else "", minor_raised_by=why)
 
 
-def _builds(env: Environment, graph: Provider) -> list[Build]:
-    """The graph's records of the locked builds (those the data knows)."""
-    found = []
-    for p in env.frameworks:
-        for r in graph.releases(p.name):
-            if r.raw == p.version:
-                found += [b for b in graph.builds(r) if b.variant == p.variant]
-    return found
+def _highest_raise(env: Environment, native: Dotted | None, minor: Dotted | None,
+                   provider: Provider) -> tuple[Dotted, str] | None:
+    """The highest floor a locked build, a locked GPU or the lock itself sets, when it is above
+    CUDA's own lowest floor."""
+    own = native if env.compat == "native" else minor
+    top = max([*_raises(env, provider), *_locked_raise(env, own)], key=lambda r: r[0], default=None)
+    if top is None or top[0] <= (minor or native or top[0]):
+        return None
+    return top
 
 
-def _gpu(env: Environment, g: GpuInfo, facts: HostFacts, graph: Provider) -> Finding:
-    label = model_name(g, graph) or g.name
+def _locked_raise(env: Environment, own: Dotted | None) -> list[tuple[Dotted, str]]:
+    """The lock's ``driver_min``, when it is above CUDA's floor for the lock's compatibility
+    (a lock from data that no longer says why)."""
+    locked = parse_driver(env.driver_min) if env.driver_min else None
+    return [(locked, "what the lock was solved for")] if locked is not None and own is not None and locked > own else []
+
+
+def _raises(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
+    """The driver floors the locked builds (their rows' ``driver_min``) and GPUs (the first driver
+    that knows each) set, each with what sets it."""
+    builds = [(b.driver_min, f"{b.dist or b.package} {b.dist_version or b.raw} needs driver >= {b.driver_min}")
+              for b in _builds(env, provider) if b.driver_min is not None]
+    return builds + _gpu_floors(env, provider)
+
+
+def _gpu_floors(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
+    """The first driver that knows each locked GPU (``the RTX 4090 (sm_89) needs ...``)."""
+    models = {m.arch: m.name for m in env.gpu_models}
+    firsts = [(name, provider.introduced_by(parse_arch(name))) for name in env.gpu_archs]
+    return [(t.driver_min, f"{_gpu_text(models.get(name, ''), name)} needs a driver >= {t.driver_min}, the first "
+             "that knows it") for name, t in firsts if t]
+
+
+def _gpu_text(model: str, arch: str) -> str:
+    return f"the {model} ({arch})" if model else arch
+
+
+def _driver_finding(env: Environment, driver: str, have: Dotted, f: _Floors) -> Finding:
+    if f.native is not None and have >= f.native:
+        return Finding(level="ok", check="driver",
+                       message=f"driver {driver} runs CUDA {f.cuda} natively (needs >= {f.native}){f.native_note}")
+    if f.minor is not None and have >= f.minor:
+        return _by_minor_version(env, driver, f)
+    return Finding(level="fail", check="driver",
+                   message=f"driver {driver} is too old for CUDA {f.cuda}: it needs {_needs(f)}"
+                           + (f.native_note or f.minor_note),
+                   fix=f"upgrade the NVIDIA driver to >= {f.native or f.minor}, {_relock(driver)}")
+
+
+def _needs(f: _Floors) -> str:
+    """``560.28.03 (native) or 525.60.13 (minor-version compatibility)``."""
+    needs = [f"{f.native} (native)" if f.native else "",
+             f"{f.minor} (minor-version compatibility)" if f.minor and f.minor != f.native else ""]
+    return " or ".join(n for n in needs if n) or "a newer driver"
+
+
+def _by_minor_version(env: Environment, driver: str, f: _Floors) -> Finding:
+    """A driver that runs the environment's CUDA by minor-version compatibility only: as locked,
+    or short of the native support the lock assumed (no PTX JIT)."""
+    if env.compat == "minor-version":
+        return Finding(level="ok", check="driver",
+                       message=f"driver {driver} runs CUDA {f.cuda} by minor-version compatibility "
+                               f"(CUDA {f.major}.x needs >= {f.minor}){f.minor_note}, as the lock expects")
+    return Finding(level="warn", check="driver",
+                   message=f"driver {driver} runs CUDA {f.cuda} only by minor-version compatibility "
+                           f"(>= {f.minor}), not natively (>= {f.native}); the lock assumed native, so "
+                           "PTX JIT for newer GPUs will not work",
+                   fix=f"upgrade the NVIDIA driver to >= {f.native}, {_relock(driver)}")
+
+
+def _relock(driver: str) -> str:
+    return f"or re-lock for this driver: `envsolve lock --host` (or driver = '{driver}' in [hardware])"
+
+
+def _builds(env: Environment, provider: Provider) -> list[Build]:
+    """The provider's records of the locked builds (those the data knows)."""
+    return [b for p in env.frameworks for b in provider.m.builds if _pins(p, b)]
+
+
+def _pins(p: LockedPackage, b: Build) -> bool:
+    """Whether ``p`` is the lock's pin of ``b``: by its framework's name and release, or by the
+    distribution it installs (nvidia-tensorflow 1.15.5+nv23.3 is a tensorflow 1.15.5 build)."""
+    return b.variant == p.variant and p.name in (b.package, b.dist) and p.version in (b.raw, b.dist_version)
+
+
+def _gpus(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
+    """Each visible GPU against the locked builds' code (when the host has the lock's accelerator)."""
+    if env.accelerator == "cpu" or ACCELERATOR.get(facts.vendor) != env.accelerator:
+        return []
+    builds = [b for b in _builds(env, provider) if b.accelerator == env.accelerator]
+    return [_gpu(env, g, builds, provider) for g in facts.gpus]
+
+
+def _gpu(env: Environment, g: GpuInfo, builds: list[Build], provider: Provider) -> Finding:
     shown = f"GPU {g.index} {g.name}"
     if not g.arch:
         return Finding(level="warn", check="gpu",
                        message=f"{shown}: its architecture is unknown (not in the data, and the tool did not say)",
                        fix="set ENVSOLVE_GPUS to its architecture (e.g. sm_90 or gfx942), or update envsolve's data")
-    a = parse_arch(g.arch)
-    locked = list(env.gpu_archs)
-    builds = [b for b in _builds(env, graph) if b.accelerator == env.accelerator]
-    relock = f"add '{label}' to [hardware] gpus and re-lock (or `envsolve lock --host`)"
+    arch = parse_arch(g.arch)
+    relock = f"add '{model_name(g, provider) or g.name}' to [hardware] gpus and re-lock (or `envsolve lock --host`)"
     if builds:
-        native = env.compat == "native"
-        missing = [b for b in builds if not serves(b, a, native=native)]
-        if missing:
-            b = missing[0]
-            code = ", ".join((*b.archs, *b.gfx)) or "none"
-            return Finding(level="fail", check="gpu",
-                           message=f"{shown} ({a.name}) is not served by {b.package} {b.raw} ({b.variant}): "
-                                   f"it carries code for {code}" + (f", PTX {', '.join(b.ptx)}" if b.ptx else ""),
-                           fix=relock)
-        names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds)
-        if a.name not in locked:
-            return Finding(level="warn", check="gpu",
-                           message=f"{shown} ({a.name}) is not among the lock's GPUs ({', '.join(locked)}), "
-                                   f"but the locked builds carry code for it ({names})", fix=relock)
-        return Finding(level="ok", check="gpu", message=f"{shown} ({a.name}) is served by {names}")
-    if a.name in locked or any(parse_arch(x).sass_runs_on(a) for x in locked if x.startswith("sm_")):
-        return Finding(level="ok", check="gpu", message=f"{shown} ({a.name}) is among the GPUs the lock was solved for")
+        return _served(env, f"{shown} ({arch.name})", arch, builds, relock)
+    if _lock_covers(env, arch):
+        return Finding(level="ok", check="gpu",
+                       message=f"{shown} ({arch.name}) is among the GPUs the lock was solved for")
     return Finding(level="fail", check="gpu",
-                   message=f"{shown} ({a.name}) is not among the GPUs the lock was solved for "
-                           f"({', '.join(locked) or 'none'}), and the data has no arch list for the locked builds",
-                   fix=relock)
+                   message=f"{shown} ({arch.name}) is not among the GPUs the lock was solved for "
+                           f"({', '.join(env.gpu_archs) or 'none'}), and the data has no arch list for the "
+                           "locked builds", fix=relock)
 
 
-def _packages(env: Environment, installed: Mapping[str, str], graph: Provider) -> list[Finding]:
+def _served(env: Environment, shown: str, arch: Arch, builds: list[Build], relock: str) -> Finding:
+    """Whether every locked build carries code ``arch`` runs (PTX only under a native driver)."""
+    missing = next((b for b in builds if not serves(b, arch, native=env.compat == "native")), None)
+    if missing is not None:
+        return Finding(level="fail", check="gpu", fix=relock, message=f"{shown} is not served by {_code_of(missing)}")
+    names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds)
+    if arch.name not in env.gpu_archs:
+        return Finding(level="warn", check="gpu", fix=relock,
+                       message=f"{shown} is not among the lock's GPUs ({', '.join(env.gpu_archs)}), "
+                               f"but the locked builds carry code for it ({names})")
+    return Finding(level="ok", check="gpu", message=f"{shown} is served by {names}")
+
+
+def _code_of(b: Build) -> str:
+    """``torch 2.7.1 (cu126): it carries code for sm_50, ..., PTX sm_90``."""
+    ptx = f", PTX {', '.join(b.ptx)}" if b.ptx else ""
+    return f"{b.package} {b.raw} ({b.variant}): it carries code for {', '.join((*b.archs, *b.gfx)) or 'none'}{ptx}"
+
+
+def _lock_covers(env: Environment, arch: Arch) -> bool:
+    """Whether the lock was solved for ``arch``, or for an arch whose SASS runs on it."""
+    return arch.name in env.gpu_archs or any(parse_arch(x).sass_runs_on(arch)
+                                             for x in env.gpu_archs if x.startswith("sm_"))
+
+
+def _packages(env: Environment, installed: Mapping[str, str]) -> list[Finding]:
     pkgs = list(env.frameworks)
     if pkgs and not any(p.name in installed for p in pkgs):
         return [Finding(level="warn", check="package",
                         message="none of the locked frameworks is installed in this Python; checked the "
                                 "machine only", fix="run the doctor inside the environment to check it as well")]
-    out = []
-    for p in pkgs:
-        want = p.requirement.split("==", 1)[1]
-        install = f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
-        have = installed.get(p.name)
-        if have is None:
-            out.append(Finding(level="fail", check="package", message=f"{p.name} {want} is locked but not installed",
-                               fix=install))
-            continue
-        try:
-            hv, wv = Version(have), Version(want)
-        except InvalidVersion:
-            out.append(Finding(level="warn", check="package",
-                               message=f"{p.name}: installed version {have!r} is not a valid version"))
-            continue
-        if hv.public != wv.public:
-            out.append(Finding(level="fail", check="package",
-                               message=f"{p.name} {have} is installed; the lock has {want}", fix=install))
-        elif hv.local and hv.local != p.variant:
-            out.append(Finding(level="fail", check="package",
-                               message=f"{p.name} {have} is the {hv.local} build; the lock has {p.variant}",
-                               fix=install))
-        elif not hv.local and p.index == "pytorch":
-            out.append(Finding(level="fail", check="package",
-                               message=f"{p.name} {have} is the default index's build; the lock has the "
-                                       f"{p.variant} build", fix=install))
-        else:
-            out.append(Finding(level="ok", check="package", message=f"{p.name} {have} matches the lock"))
-    return out
+    return [_package(p, installed.get(p.name)) for p in pkgs]
+
+
+def _package(p: LockedPackage, have: str | None) -> Finding:
+    want = p.requirement.split("==", 1)[1]
+    install = f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
+    if have is None:
+        return Finding(level="fail", check="package", message=f"{p.name} {want} is locked but not installed",
+                       fix=install)
+    try:
+        problem = _mismatch(p, have, want)
+    except InvalidVersion:
+        return Finding(level="warn", check="package",
+                       message=f"{p.name}: installed version {have!r} is not a valid version")
+    if problem:
+        return Finding(level="fail", check="package", message=problem, fix=install)
+    return Finding(level="ok", check="package", message=f"{p.name} {have} matches the lock")
+
+
+def _mismatch(p: LockedPackage, have: str, want: str) -> str:
+    """How the installed build differs from the locked one ("" when it is the locked one);
+    InvalidVersion when ``have`` is no version."""
+    installed, locked = Version(have), Version(want)
+    if installed.public != locked.public:
+        return f"{p.name} {have} is installed; the lock has {want}"
+    if installed.local and installed.local != p.variant:
+        return f"{p.name} {have} is the {installed.local} build; the lock has {p.variant}"
+    if not installed.local and p.index == "pytorch":
+        return f"{p.name} {have} is the default index's build; the lock has the {p.variant} build"
+    return ""
 
 
 def _container(env: Environment, facts: HostFacts, tools: Mapping[str, bool]) -> list[Finding]:
@@ -249,6 +402,7 @@ def _container(env: Environment, facts: HostFacts, tools: Mapping[str, bool]) ->
         return [Finding(level="ok", check="container", message="Docker and the NVIDIA container toolkit are installed")]
     return [Finding(level="fail", check="container",
                     message="Docker is installed but the NVIDIA container toolkit is not "
-                            "(no nvidia-ctk or nvidia-container-runtime on PATH): `docker run --gpus all` will fail",
+                            f"(no nvidia-ctk or nvidia-container-runtime on PATH): `docker run {_run_flags(env)}` "
+                            "will fail",
                     fix="install nvidia-container-toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker` "
                         "and restart Docker")]

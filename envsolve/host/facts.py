@@ -5,15 +5,24 @@ found them, completed from the data where the tools were silent. Nothing here re
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..domain import DOCKER_PLATFORM
+from ..domain import DEFAULT_PLATFORM, DOCKER_PLATFORM, Vendor
 from ..versions import parse_driver
 
 if TYPE_CHECKING:
     from ..provider import Provider
 
-__all__ = ["GpuInfo", "HostFacts", "MigDevice", "complete", "hardware_table", "model_name"]
+__all__ = ["GpuInfo", "HostFacts", "HostOs", "MigDevice", "complete", "describe", "hardware_table", "model_name"]
+
+
+# What kind of Linux a host is (a Jetson runs L4T; WSL 2 reaches the Windows driver).
+HostOs = Literal["linux", "wsl2", "jetson"]
+
+
+def _or_none(value: str) -> str | None:
+    """A fact the tools did not report is null in JSON, not ""."""
+    return value or None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -22,6 +31,9 @@ class MigDevice:
 
     profile: str
     uuid: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "uuid": _or_none(self.uuid)}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -44,30 +56,24 @@ class GpuInfo:
         return "sm_" + self.compute_capability.replace(".", "") if self.compute_capability else ""
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"index": self.index, "name": self.name}
-        if self.gfx:
-            d["gfx"] = self.gfx
-        else:
-            d["compute_capability"] = self.compute_capability or None
-        d["memory_mib"] = self.memory_mib
-        d["uuid"] = self.uuid or None
-        if self.mig:
-            d["mig"] = [{"profile": m.profile, "uuid": m.uuid or None} for m in self.mig]
-        return d
+        arch = {"gfx": self.gfx} if self.gfx else {"compute_capability": _or_none(self.compute_capability)}
+        mig = {"mig": [m.to_dict() for m in self.mig]} if self.mig else {}
+        return {"index": self.index, "name": self.name, **arch, "memory_mib": self.memory_mib,
+                "uuid": _or_none(self.uuid), **mig}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HostFacts:
     """What :func:`detect` found: the facts, where they came from, and what went wrong."""
 
-    vendor: str  # nvidia | amd | cpu
+    vendor: Vendor
     driver: str = ""  # raw, as the tool printed it ("580.159.04")
     cuda_driver_max: str = ""  # the newest CUDA major.minor the driver runs
     cuda_driver_max_from: str = ""  # the tool that said so, or "toolkit driver floors"
     rocm: str = ""  # the ROCm install's version (/opt/rocm/.info/version)
     gpus: tuple[GpuInfo, ...] = ()
     source: str = ""  # the source the GPUs came from
-    platform: str = "linux"  # linux | wsl2 | jetson
+    platform: HostOs = "linux"
     l4t: str = ""  # Jetson's L4T release ("R35.3.1")
     machine: str = ""  # the CPU architecture as ``uname -m`` prints it ("aarch64"); "" when unknown
     container: bool = False  # inside a Docker/Podman container
@@ -76,13 +82,13 @@ class HostFacts:
     def to_dict(self) -> dict[str, Any]:
         return {
             "vendor": self.vendor,
-            "driver": self.driver or None,
-            "cuda_driver_max": self.cuda_driver_max or None,
-            "cuda_driver_max_from": self.cuda_driver_max_from or None,
-            "rocm": self.rocm or None,
+            "driver": _or_none(self.driver),
+            "cuda_driver_max": _or_none(self.cuda_driver_max),
+            "cuda_driver_max_from": _or_none(self.cuda_driver_max_from),
+            "rocm": _or_none(self.rocm),
             "platform": self.platform,
-            "l4t": self.l4t or None,
-            "machine": self.machine or None,
+            "l4t": _or_none(self.l4t),
+            "machine": _or_none(self.machine),
             "container": self.container,
             "source": self.source,
             "gpus": [g.to_dict() for g in self.gpus],
@@ -91,38 +97,65 @@ class HostFacts:
 
 
 def complete(facts: HostFacts, provider: Provider) -> HostFacts:
-    """Fill what the tools did not say from the data: a GPU's compute capability from its model
-    name (nvidia-smi -q -x and old drivers do not print it), and the newest CUDA the driver runs
-    from the toolkits' driver floors when no tool reported it."""
-    gpus = []
-    warnings = list(facts.warnings)
-    vendor = facts.vendor
-    for g in facts.gpus:
-        if facts.platform == "jetson" and provider.gpu(g.name) is None and not g.arch:
-            module = jetson_module(g.name, provider)  # a Jetson's board names its module
-            if module is None:
-                warnings.append(f"the board {g.name!r} names no Jetson module in envsolve's data")
-                continue
-            g, vendor = replace(g, name=module), "nvidia"
-        cc, gfx = g.compute_capability, g.gfx
-        if not cc and not gfx and (model := provider.gpu(g.name)) is not None:
-            info = provider.arch_info(model.arch)
-            if model.vendor == "amd":
-                gfx = model.arch
-            elif info is not None and info.compute_capability:
-                cc = info.compute_capability
-        gpus.append(replace(g, compute_capability=cc, gfx=gfx))
-    cuda, cuda_from = facts.cuda_driver_max, facts.cuda_driver_max_from
-    if facts.vendor == "nvidia" and facts.driver and not cuda and facts.platform != "jetson":
-        try:
-            best = provider.cuda_max_for_driver(parse_driver(facts.driver))
-        except ValueError:
-            warnings.append(f"driver version {facts.driver!r} is not an NVIDIA driver version such as 535.104.05")
-            best = None
-        if best is not None:
-            cuda, cuda_from = "{}.{}".format(*best.prefix(2)), "toolkit driver floors"
-    return replace(facts, vendor=vendor, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from, gpus=tuple(gpus),
-                   warnings=tuple(warnings))
+    """Fill what the tools did not say from the data: a Jetson board's module, a GPU's compute
+    capability from its model name (nvidia-smi -q -x and old drivers do not print it), and the
+    newest CUDA the driver runs from the toolkits' driver floors when no tool reported it."""
+    modules, unknown = _modules(facts, provider)
+    cuda, cuda_from, bad_driver = _cuda_driver_max(facts, provider)
+    vendor = "nvidia" if any(g not in facts.gpus for g in modules) else facts.vendor  # a Jetson's module
+    return replace(facts, vendor=vendor, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from,
+                   gpus=tuple(_with_arch(g, provider) for g in modules),
+                   warnings=(*facts.warnings, *unknown, *bad_driver))
+
+
+def _modules(facts: HostFacts, provider: Provider) -> tuple[list[GpuInfo], list[str]]:
+    """The GPUs, a Jetson's board named as its module; and a warning for each board the data has
+    no module of."""
+    named = [_as_module(g, facts, provider) for g in facts.gpus]
+    return [g for g, _ in named if g is not None], [w for _, w in named if w]
+
+
+def _as_module(g: GpuInfo, facts: HostFacts, provider: Provider) -> tuple[GpuInfo | None, str]:
+    """A Jetson's board (which names its module) as that module; None and a warning when the data
+    has no module of that name; any other GPU as it is."""
+    if facts.platform != "jetson" or g.arch or provider.gpu(g.name) is not None:
+        return g, ""
+    module = jetson_module(g.name, provider)
+    if module is None:
+        return None, f"the board {g.name!r} names no Jetson module in envsolve's data"
+    return replace(g, name=module), ""
+
+
+def _with_arch(g: GpuInfo, provider: Provider) -> GpuInfo:
+    """``g`` with its architecture from the data's model of that name, when the tool did not say it."""
+    model = None if g.arch else provider.gpu(g.name)
+    if model is None:
+        return g
+    if model.vendor == "amd":
+        return replace(g, gfx=model.arch)
+    info = provider.arch_info(model.arch)
+    return replace(g, compute_capability=info.compute_capability) if info is not None else g
+
+
+def _cuda_driver_max(facts: HostFacts, provider: Provider) -> tuple[str, str, tuple[str, ...]]:
+    """The newest CUDA the driver runs and who said so: the tool's answer, else the toolkits'
+    driver floors (a desktop NVIDIA driver only); with a warning when the driver is no version."""
+    if not _from_floors(facts):
+        return facts.cuda_driver_max, facts.cuda_driver_max_from, ()
+    try:
+        best = provider.cuda_max_for_driver(parse_driver(facts.driver))
+    except ValueError:
+        return "", facts.cuda_driver_max_from, (f"driver version {facts.driver!r} is not an NVIDIA driver version "
+                                                "such as 535.104.05",)
+    if best is None:
+        return "", facts.cuda_driver_max_from, ()
+    return "{}.{}".format(*best.prefix(2)), "toolkit driver floors", ()
+
+
+def _from_floors(facts: HostFacts) -> bool:
+    """Whether the CUDA a driver runs is to be read from the toolkits' floors: a desktop NVIDIA
+    driver no tool said it of (a Jetson's CUDA is its JetPack's)."""
+    return not facts.cuda_driver_max and facts.vendor == "nvidia" and bool(facts.driver) and facts.platform != "jetson"
 
 
 def jetson_module(board: str, provider: Provider) -> str | None:
@@ -139,23 +172,66 @@ def model_name(g: GpuInfo, provider: Provider) -> str:
     return model.name if model is not None else g.arch
 
 
+def describe(facts: HostFacts, provider: Provider) -> str:
+    """`envsolve detect`'s text: the vendor and where it came from, the OS when it is not plain
+    Linux, the driver and what it runs, then each GPU (and its MIG instances)."""
+    lines = [f"vendor: {facts.vendor} (from {facts.source})", *_stack(facts)]
+    lines += [line for g in facts.gpus for line in _gpu_lines(g, provider)] or ["no GPU"]
+    return "\n".join(lines)
+
+
+def _stack(facts: HostFacts) -> list[str]:
+    said = [(facts.platform != "linux", f"platform: {facts.platform}" + (f" {facts.l4t}" if facts.l4t else "")),
+            (bool(facts.driver), f"driver: {facts.driver}"),
+            (bool(facts.cuda_driver_max),
+             f"CUDA the driver runs: up to {facts.cuda_driver_max} (from {facts.cuda_driver_max_from})"),
+            (bool(facts.rocm), f"ROCm: {facts.rocm}")]
+    return [line for shown, line in said if shown]
+
+
+def _gpu_lines(g: GpuInfo, provider: Provider) -> list[str]:
+    """``GPU 0: NVIDIA H100 80GB HBM3 (compute capability 9.0, 81559 MiB) -> H100`` and its MIG instances."""
+    known = model_name(g, provider)
+    memory = f", {g.memory_mib} MiB" if g.memory_mib else ""
+    alias = f" -> {known}" if known and known != g.name else ""
+    return [f"GPU {g.index}: {g.name} ({_arch_text(g)}{memory}){alias}", *(_mig_line(m) for m in g.mig)]
+
+
+def _arch_text(g: GpuInfo) -> str:
+    return g.gfx or (f"compute capability {g.compute_capability}" if g.compute_capability else "arch unknown")
+
+
+def _mig_line(m: MigDevice) -> str:
+    return f"  MIG {m.profile}" + (f" {m.uuid}" if m.uuid else "")
+
+
 def hardware_table(facts: HostFacts, provider: Provider) -> dict[str, Any]:
     """The ``[hardware]`` table of project.toml that describes this host."""
-    table: dict[str, Any] = {}
-    names = [n for n in (model_name(g, provider) for g in facts.gpus) if n]
-    if names:
-        table["gpus"] = sorted(set(names), key=names.index)
-    if facts.vendor == "nvidia" and facts.driver:
-        try:
-            parse_driver(facts.driver)
-            table["driver"] = facts.driver
-        except ValueError:  # Jetson's L4T version is not a desktop driver version
-            pass
-    table["vendor"] = facts.vendor if facts.vendor in ("nvidia", "amd") and names else "cpu"
-    if (platform := DOCKER_PLATFORM.get(facts.machine, "")) and platform != "linux/amd64":
-        table["platform"] = platform
-    if facts.platform == "jetson" and (jp := provider.jetpack_of_l4t(facts.l4t)) is not None:
-        table["jetpack"] = jp.version.raw
-    return table
+    names = list(dict.fromkeys(n for g in facts.gpus if (n := model_name(g, provider))))
+    table = {"gpus": names, "driver": _desktop_driver(facts),
+             "vendor": facts.vendor if facts.vendor != "cpu" and names else "cpu",
+             "platform": _platform(facts), "jetpack": _jetpack(facts, provider)}
+    return {k: v for k, v in table.items() if v}
 
 
+def _desktop_driver(facts: HostFacts) -> str:
+    """The NVIDIA driver version, when it is one (a Jetson's L4T release is not)."""
+    if facts.vendor != "nvidia" or not facts.driver:
+        return ""
+    try:
+        parse_driver(facts.driver)
+    except ValueError:
+        return ""
+    return facts.driver
+
+
+def _platform(facts: HostFacts) -> str:
+    """Docker's name of the host's platform, when it is not the default one."""
+    platform = DOCKER_PLATFORM.get(facts.machine, DEFAULT_PLATFORM)
+    return "" if platform == DEFAULT_PLATFORM else platform
+
+
+def _jetpack(facts: HostFacts, provider: Provider) -> str:
+    """A Jetson's JetPack release (from its L4T release), when the data knows it."""
+    jetpack = provider.jetpack_of_l4t(facts.l4t) if facts.platform == "jetson" else None
+    return jetpack.version.raw if jetpack is not None else ""

@@ -18,7 +18,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..config import check_url
-from ..domain import EXTRA_INDEXES, cuda_of_variant, driver_text, qualified_image
+from ..domain import (
+    ACCELERATORS,
+    EXTRA_INDEXES,
+    Accelerator,
+    cuda_of_variant,
+    driver_text,
+    gpu_run_flags,
+    qualified_image,
+)
 from ..errors import LockError
 from ..lock.model import Environment, Lock, LockedPackage, Package
 from ..paths import templates_dir
@@ -210,10 +218,8 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
     uv = env.tool("uv") if python == "uv" else ""
     system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
     tag = f"{lock.project}-{env.name}".lower()
-    # ROCm: /dev/kfd and /dev/dri/renderD* belong to the render group on current distributions
-    # (video on older ones); a Jetson's GPU is reached through the NVIDIA container runtime
-    run_flags = {"cuda": "--runtime nvidia " if env.jetpack else "--gpus all ",
-                 "rocm": "--device=/dev/kfd --device=/dev/dri --group-add video --group-add render "}
+    accelerator: Accelerator = next((a for a in ACCELERATORS if a == env.accelerator), "cpu")
+    run_flags = gpu_run_flags(accelerator, jetson=bool(env.jetpack))  # how the container gets the GPUs
     names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.frameworks)
     index_file = f"requirements-{groups[0]['index']}.txt" if groups else PYTORCH_REQUIREMENTS
     ctx = {
@@ -222,7 +228,7 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
         "env": env,
         "base_image": qualified_image(env.base_image),
         "tag": tag,
-        "run_flags": run_flags.get(env.accelerator, ""),
+        "run_flags": " ".join(run_flags) + " " if run_flags else "",
         "platform_flag": f"--platform {env.platform} " if env.platform != "linux/amd64" else "",
         "groups_of_user": "video,render" if env.accelerator == "rocm" else "",
         "description": f"{names or 'no frameworks'}; Python {env.python}"

@@ -6,8 +6,8 @@ buildah. pip's settings reach a build only as BuildKit secrets (``pip.conf``, ``
 ``ca.pem``; the rendered Dockerfile mounts them), never in a layer: the index URL pip is
 configured with and its certificate bundle, so a build works behind a private mirror or a
 TLS-intercepting proxy as the host does. A CPU image's smoke test runs at build time (its
-``smoke`` stage); a GPU image's runs in a container with the GPUs (``--gpus all`` for NVIDIA,
-``/dev/kfd`` and ``/dev/dri`` for AMD).
+``smoke`` stage); a GPU image's runs in a container with the GPUs, as :func:`envsolve.domain.gpu_run_flags`
+says (``--gpus all`` for NVIDIA, ``--runtime nvidia`` on a Jetson, ``/dev/kfd`` and ``/dev/dri`` for AMD).
 """
 
 from __future__ import annotations
@@ -22,12 +22,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..domain import ACCELERATORS, Accelerator, gpu_run_flags
 from ..errors import EnvsolveError
+from ..lock.model import Environment, Lock
 
-__all__ = ["BuildError", "Built", "Engine", "Plan", "find_engine", "pip_secrets", "plan", "run"]
+__all__ = ["PRINT_NOTE", "BuildError", "BuildOptions", "BuildPlan", "Built", "Engine", "build_all", "commands",
+           "engine_to_print", "failure", "find_engine", "image_tag", "pip_secrets", "plan", "run", "summary"]
 
 ENGINES = ("docker", "podman", "buildah")
 _STEP = re.compile(r"^(STEP \d+/\d+: .*|#\d+ \[[^\]]+\] .*)$")  # podman/buildah, BuildKit
+# What `envsolve build --print` says before the commands.
+PRINT_NOTE = ("# pip's settings reach a build as secrets: add --secret=id=pip.conf,src=FILE "
+              "(and id=netrc, id=ca.pem) where a mirror or a proxy's CA needs them")
 
 
 class BuildError(EnvsolveError):
@@ -43,11 +49,23 @@ class Engine:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Plan:
+class BuildOptions:
+    """What `envsolve build` was asked for, the same for every environment."""
+
+    root: Path  # the rendered build contexts, one folder per environment
+    tag: str | None = None  # --tag: image name[:tag]
+    platform: str = ""
+    smoke: bool = False
+    push: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildPlan:
     """The commands that build (and check) one environment's image."""
 
     environment: str
     tag: str
+    context: Path
     build: tuple[str, ...]
     smoke: tuple[str, ...] = ()  # a second build of the smoke stage (CPU) or a run with the GPUs
     push: tuple[str, ...] = ()
@@ -74,19 +92,21 @@ def find_engine(wanted: str | None = None, path: str | None = None,
                 answers: Callable[[Sequence[str]], bool] = _answers) -> Engine:
     """The engine to build with: ``wanted``, else the first of Docker (BuildKit and a daemon that
     answers), podman, buildah found on ``path``."""
-    found = []
-    for name in ([wanted] if wanted else ENGINES):
+    refused = []
+    for name in [wanted] if wanted else ENGINES:
         exe = shutil.which(name, path=path)
-        if exe is None:
-            continue
-        if name == "docker" and not (answers([exe, "buildx", "version"]) and answers([exe, "info"])):
-            found.append("docker (no BuildKit, or no daemon answering)")
-            continue
-        return Engine(name=name, path=exe)
-    seen = f" (found: {', '.join(found)})" if found else ""
+        if exe is not None and _usable(name, exe, answers):
+            return Engine(name=name, path=exe)
+        refused += ["docker (no BuildKit, or no daemon answering)"] if exe is not None else []
+    seen = f" (found: {', '.join(refused)})" if refused else ""
     raise BuildError(f"no container engine to build with: {wanted or ', '.join(ENGINES)} not usable here{seen}",
                      tip="install Docker with BuildKit (docker buildx) and start its daemon, or podman; "
                          "`envsolve build --print` shows the commands to run elsewhere")
+
+
+def _usable(name: str, exe: str, answers: Callable[[Sequence[str]], bool]) -> bool:
+    """Whether an engine found on PATH builds: Docker needs BuildKit and a daemon that answers."""
+    return name != "docker" or (answers([exe, "buildx", "version"]) and answers([exe, "info"]))
 
 
 def pip_secrets(environ: Mapping[str, str], folder: Path) -> dict[str, Path]:
@@ -96,49 +116,107 @@ def pip_secrets(environ: Mapping[str, str], folder: Path) -> dict[str, Path]:
     from ..config import pip_config
 
     cfg = pip_config(environ)
-    secrets: dict[str, Path] = {}
-    cert = cfg.get("cert") or environ.get("REQUESTS_CA_BUNDLE") or environ.get("SSL_CERT_FILE") or ""
-    if cert and Path(cert).is_file():
-        secrets["ca.pem"] = Path(cert)
-    lines = []
-    if cfg.get("index-url"):
-        lines.append(f"index-url = {cfg['index-url']}")
-    if "ca.pem" in secrets:
-        lines.append("cert = /run/secrets/ca.pem")
-    if lines:
-        conf = folder / "pip.conf"
-        conf.write_text("[global]\n" + "\n".join(lines) + "\n", encoding="utf-8")
-        conf.chmod(0o600)
-        secrets["pip.conf"] = conf
+    ca = _ca_bundle(cfg.get("cert") or environ.get("REQUESTS_CA_BUNDLE") or environ.get("SSL_CERT_FILE") or "")
     netrc = Path(environ.get("HOME") or Path.home()) / ".netrc"
-    if netrc.is_file():
-        secrets["netrc"] = netrc
-    return secrets
+    found = {"ca.pem": ca, "pip.conf": _pip_conf(cfg.get("index-url", ""), ca is not None, folder),
+             "netrc": netrc if netrc.is_file() else None}
+    return {name: path for name, path in found.items() if path is not None}
+
+
+def _ca_bundle(cert: str) -> Path | None:
+    return Path(cert) if cert and Path(cert).is_file() else None
+
+
+def _pip_conf(index_url: str, ca: bool, folder: Path) -> Path | None:
+    """A pip.conf with the host's index and the secret CA bundle (None when there is neither)."""
+    lines = [f"index-url = {index_url}"] if index_url else []
+    lines += ["cert = /run/secrets/ca.pem"] if ca else []
+    if not lines:
+        return None
+    conf = folder / "pip.conf"
+    conf.write_text("[global]\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    conf.chmod(0o600)
+    return conf
+
+
+# an option and, after a space, its value (``--gpus all``; not ``--device=/dev/kfd --device=...``)
+_OPTION_VALUE = re.compile(r"(--[\w-]+) (?=[^-])")
+# engine -> the arguments after its path that build an image (podman and buildah: Docker's image
+# format, since OCI images drop SHELL, which the Dockerfile sets)
+_BUILD = {"docker": ("buildx", "build", "--load"), "podman": ("build", "--format=docker"),
+          "buildah": ("bud", "--format=docker")}
 
 
 def plan(engine: Engine, *, environment: str, accelerator: str, context: Path, tag: str,
-         secrets: Mapping[str, Path], platform: str = "", smoke: bool = False, push: bool = False) -> Plan:
+         secrets: Mapping[str, Path], platform: str = "", smoke: bool = False, push: bool = False,
+         jetson: bool = False) -> BuildPlan:
     """The engine commands for one environment (pure: nothing runs)."""
-    exe = engine.path
-    head = [exe, "buildx", "build", "--load"] if engine.name == "docker" else [exe, "build"]
-    if engine.name == "podman":
-        head.append("--format=docker")  # OCI images drop SHELL, which the Dockerfile sets
-    if engine.name == "buildah":
-        head = [exe, "bud", "--format=docker"]
-    for name, src in sorted(secrets.items()):
-        head.append(f"--secret=id={name},src={src}")
-    if platform:
-        head.append(f"--platform={platform}")
+    head = _build_head(engine, secrets, platform)
     build = (*head, "--target=runtime", f"--tag={tag}", str(context))
-    check: tuple[str, ...] = ()
-    if smoke and accelerator == "cpu":
-        check = (*head, "--target=smoke", f"--tag={tag}-smoke", str(context))
-    elif smoke and engine.name != "buildah":
-        devices = ["--gpus=all"] if accelerator == "cuda" else ["--device=/dev/kfd", "--device=/dev/dri",
-                                                                "--group-add=video", "--group-add=render"]
-        check = (exe, "run", "--rm", *devices, tag, "python", "smoke_test.py")
-    pusher = (exe, "push", tag) if push else ()
-    return Plan(environment=environment, tag=tag, build=build, smoke=check, push=pusher)
+    check = _smoke(engine, head, accelerator=accelerator, jetson=jetson, tag=tag, context=context) if smoke else ()
+    pusher = (engine.path, "push", tag) if push else ()
+    return BuildPlan(environment=environment, tag=tag, context=context, build=build, smoke=check, push=pusher)
+
+
+def _build_head(engine: Engine, secrets: Mapping[str, Path], platform: str) -> list[str]:
+    """The build command up to its target: the engine, the secrets, the platform."""
+    head = [engine.path, *_BUILD[engine.name]]
+    head += [f"--secret=id={name},src={src}" for name, src in sorted(secrets.items())]
+    head += [f"--platform={platform}"] if platform else []
+    return head
+
+
+def _smoke(engine: Engine, head: list[str], *, accelerator: str, jetson: bool, tag: str,
+           context: Path) -> tuple[str, ...]:
+    """A CPU image's smoke stage, built; a GPU image's smoke test, run with the GPUs (buildah
+    runs no containers: nothing)."""
+    if accelerator == "cpu":
+        return (*head, "--target=smoke", f"--tag={tag}-smoke", str(context))
+    if engine.name == "buildah":
+        return ()
+    return (engine.path, "run", "--rm", *_gpu_args(accelerator, jetson), tag, "python", "smoke_test.py")
+
+
+def _gpu_args(accelerator: str, jetson: bool) -> list[str]:
+    """domain.gpu_run_flags, each option with its value in one argument (``--gpus=all``), as the
+    other engine arguments are written."""
+    closed: Accelerator = next((a for a in ACCELERATORS if a == accelerator), "cpu")
+    return _OPTION_VALUE.sub(r"\1=", " ".join(gpu_run_flags(closed, jetson=jetson))).split()
+
+
+def image_tag(lock: Lock, environment: str, tag: str | None, several: bool) -> str:
+    """The image of ``environment``: ``tag``, with ``-ENVIRONMENT`` after its name when the lock
+    builds several; by default PROJECT-ENVIRONMENT:<lock digest>."""
+    if tag is None:
+        return f"{lock.project}-{environment}:{lock.lock_digest.removeprefix('sha256:')[:12]}".lower()
+    if not several:
+        return tag
+    repo, _, version = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "")
+    return f"{repo}-{environment}" + (f":{version}" if version else "")
+
+
+def plans(engine: Engine, lock: Lock, envs: Sequence[Environment], options: BuildOptions,
+          secrets: Mapping[str, Path]) -> list[BuildPlan]:
+    """The plan of each environment in ``envs``."""
+    return [plan(engine, environment=e.name, accelerator=e.accelerator, jetson=bool(e.jetpack),
+                 context=options.root / e.name, tag=image_tag(lock, e.name, options.tag, len(envs) > 1),
+                 secrets=secrets, platform=options.platform, smoke=options.smoke, push=options.push)
+            for e in envs]
+
+
+def engine_to_print(wanted: str | None) -> Engine:
+    """The engine whose commands `--print` shows: the one this machine would use, else ``wanted``
+    (or docker) by name."""
+    try:
+        return find_engine(wanted)
+    except BuildError:
+        name = wanted or "docker"
+        return Engine(name=name, path=name)
+
+
+def commands(engine: Engine, lock: Lock, envs: Sequence[Environment], options: BuildOptions) -> list[tuple[str, ...]]:
+    """Every command that builds, checks and pushes ``envs`` (pip's settings left out)."""
+    return [argv for p in plans(engine, lock, envs, options, {}) for argv in (p.build, p.smoke, p.push) if argv]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +272,7 @@ def _inspect(engine: Engine, tag: str) -> tuple[str, float]:
     return out[0], size
 
 
-def run(engine: Engine, p: Plan, echo: Callable[[str], None]) -> Built:
+def run(engine: Engine, p: BuildPlan, echo: Callable[[str], None]) -> Built:
     """Build, smoke-test and push as planned; raise :class:`BuildError` naming the failing step."""
     t0 = time.perf_counter()
     out = _stream(p.build, echo)
@@ -218,3 +296,46 @@ def secrets_folder() -> tempfile.TemporaryDirectory[str]:
     d = tempfile.TemporaryDirectory(prefix="envsolve-build-")
     os.chmod(d.name, 0o700)
     return d
+
+
+# One environment's plan and what came of it.
+BuildResult = tuple[BuildPlan, Built | BuildError]
+
+
+def build_all(engine: Engine, lock: Lock, envs: Sequence[Environment], options: BuildOptions,
+              echo: Callable[[str], None], environ: Mapping[str, str] = os.environ) -> list[BuildResult]:
+    """Build every environment of ``envs`` (each is tried; a failure does not stop the others),
+    with this machine's pip settings as secrets."""
+    with secrets_folder() as folder:
+        secrets = pip_secrets(environ, Path(folder))
+        return [(p, _attempt(engine, p, echo)) for p in plans(engine, lock, envs, options, secrets)]
+
+
+def _attempt(engine: Engine, p: BuildPlan, echo: Callable[[str], None]) -> Built | BuildError:
+    echo(f"building {p.tag} with {engine.name} from {p.context}")
+    try:
+        return run(engine, p, echo)
+    except BuildError as err:
+        return err
+
+
+def summary(results: Sequence[BuildResult]) -> str:
+    """The Markdown table of what was built: image, digest, size, seconds and smoke result."""
+    rows = [_row(p, b) for p, b in results]
+    return "| environment | image | digest | size | seconds | smoke |\n|---|---|---|---|---|---|\n" + "\n".join(rows)
+
+
+def _row(p: BuildPlan, b: Built | BuildError) -> str:
+    if isinstance(b, BuildError):
+        return f"| {p.environment} | {p.tag} | | | | failed |"
+    return f"| {b.environment} | {b.tag} | {b.digest[:19] or '?'} | {b.size_mb:.0f} MB | {b.seconds:.0f} | {b.smoke} |"
+
+
+def failure(results: Sequence[BuildResult]) -> BuildError | None:
+    """The one error that tells every failed build (None when all were built)."""
+    errors = [b for _, b in results if isinstance(b, BuildError)]
+    if len(errors) > 1:
+        told = "\n  ".join(e.message for e in errors)
+        return BuildError(f"{len(errors)} of {len(results)} images failed:\n  {told}",
+                          tip="the engine's output above shows each failing step in full")
+    return errors[0] if errors else None
