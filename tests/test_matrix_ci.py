@@ -26,7 +26,8 @@ from envsolve.errors import MatrixError
 from envsolve.matrix import formats
 from envsolve.matrix.cells import CellResult, solve_cells
 from envsolve.matrix.parse import Cell, parse_matrix
-from envsolve.matrix.workflow import load_actions, registry_of, runner_label
+from envsolve.domain import registry_of
+from envsolve.matrix.workflow import load_actions, runner_label
 from envsolve.provider import Provider
 
 MATRICES = {
