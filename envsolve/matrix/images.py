@@ -65,12 +65,25 @@ def _verdict(provider: Provider, img: Any, path: str, i: int) -> ImageVerdict:
 
 
 def _frameworks(img: Any, path: str, i: int) -> dict[str, Any]:
-    """The ``frameworks`` object of an image, which every image needs."""
+    """The ``frameworks`` object of an image, which every image needs; the CUDA and ROCm it
+    says it has must be versions."""
     if not isinstance(img, dict) or not isinstance(img.get("frameworks"), dict):
         example = '{"torch": "2.7.1+cu128"}'
         raise SpecError([Problem(path, f"[{i}]", f'each image needs a "frameworks" object, e.g. {example}')])
+    for key, what in (("cuda", "CUDA"), ("rocm", "ROCm")):
+        _stated_version(img.get(key), what, path, f"[{i}].{key}")
     frameworks: dict[str, Any] = img["frameworks"]
     return frameworks
+
+
+def _stated_version(value: Any, what: str, path: str, where: str) -> None:
+    """A CUDA or ROCm version the image states (if any) must be a dotted number."""
+    if not value:
+        return
+    try:
+        parse_dotted(str(value), f"{what} version")
+    except ValueError as e:
+        raise SpecError([Problem(path, where, str(e))], tip="write it as major.minor (CUDA 12.8, ROCm 6.2)") from None
 
 
 def _python_spec(path: str, name: str, py: str) -> ProjectSpec:
