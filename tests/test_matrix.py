@@ -225,3 +225,27 @@ def test_render_into_an_unwritable_place_is_a_clear_error(example: Path, tmp_pat
     blocker.write_text("x")
     r = CliRunner().invoke(main, ["matrix", str(example), "--render", str(blocker / "cells")])
     assert r.exit_code == 2 and "cannot be written" in r.output and "Traceback" not in r.output
+
+
+def test_a_matrix_of_jetson_modules_solves_for_their_jetpack(real_graph: Provider) -> None:
+    res = results(real_graph, '[matrix]\npython = ["3.10"]\ntorch = ["2.8.0"]\naccelerator = ["cuda", "cu126"]\n'
+                              'gpus = ["Jetson AGX Orin"]\n\n[image]\nplatforms = ["linux/arm64"]\n')
+    jetson = res["py3_10-torch2_8_0-cuda"].resolution
+    assert jetson is not None and jetson.jetpack == "6.2"  # the newest JetPack of the Orin modules
+    assert [(p.name, p.variant) for p in jetson.packages] == [("torch", "jp6-cu126")]
+    assert jetson.base_image.startswith("nvcr.io/nvidia/l4t-jetpack:")
+    # a torch variant names the build exactly, and a Jetson build is a variant of its own
+    assert res["py3_10-torch2_8_0-cu126"].reason == "torch 2.8.0 has no cu126 build (it has jp6-cu126 for this CUDA/ROCm)"
+
+
+@pytest.mark.parametrize(("image", "expected"), [
+    ({"cuda": "twelve"}, "[0].cuda: CUDA version 'twelve' is not a dotted number"),
+    ({"rocm": "6.x"}, "[0].rocm: ROCm version '6.x' is not a dotted number"),
+    ({"driver": "latest"}, "[0].driver: driver version 'latest' is not a dotted number"),
+])
+def test_check_images_bad_stated_versions_exit_2_naming_the_key(image: dict[str, str], expected: str,
+                                                                tmp_path: Path) -> None:
+    p = tmp_path / "images.json"
+    p.write_text(json.dumps([{"python": "3.12", "frameworks": {"torch": "2.7.1+cu128"}, **image}]))
+    r = CliRunner().invoke(main, ["matrix", "--check-images", str(p)])
+    assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output, r.output

@@ -56,16 +56,22 @@ def _rocm_pin(accelerator: str) -> Dotted | None:
 
 
 def _target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: str) -> Target:
-    """The hardware of a cell: the accelerator's vendor, its pin, the matrix GPUs of that vendor
-    (with their JetPack when they are Jetson modules), and the platform."""
+    """The hardware of a cell: the accelerator's vendor, its pin, the matrix GPUs of that vendor,
+    and the platform."""
     if accelerator == "cpu":
         return Target(name="default", vendor="cpu", platform=platform)
     if accelerator.startswith("cu"):
-        gpus = tuple(g for g in ms.gpus if g.vendor == "nvidia")
-        return Target(name="default", vendor="nvidia", gpus=gpus, driver=parse_driver(ms.driver) if ms.driver else None,
-                      cuda=_cuda_pin(accelerator), platform=platform, jetpack=_jetpack(provider, gpus))
+        return _nvidia_target(provider, ms, accelerator, platform)
     return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"),
                   rocm=_rocm_pin(accelerator), platform=platform)
+
+
+def _nvidia_target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: str) -> Target:
+    """A CUDA cell's hardware: the matrix's NVIDIA GPUs (with their JetPack when they are Jetson
+    modules), its driver, the CUDA the accelerator pins."""
+    gpus = tuple(g for g in ms.gpus if g.vendor == "nvidia")
+    return Target(name="default", vendor="nvidia", gpus=gpus, driver=parse_driver(ms.driver) if ms.driver else None,
+                  cuda=_cuda_pin(accelerator), platform=platform, jetpack=_jetpack(provider, gpus))
 
 
 def _framework_reqs(ms: MatrixSpec, values: dict[str, str], cache: Cache) -> tuple[FrameworkReq, ...]:
@@ -162,6 +168,10 @@ def _variant_problem(cell: Cell, r: Resolution) -> str:
 
 
 
-def check_includes(results: list[CellResult]) -> list[CellResult]:
-    """The [[include]] cells that are invalid."""
-    return [r for r in results if r.cell.included and not r.valid]
+def check_includes(results: list[CellResult]) -> str:
+    """Why ``--check`` fails: the [[include]] cells that are invalid, each with its reason ("" when
+    every one is valid)."""
+    bad = [r for r in results if r.cell.included and not r.valid]
+    if not bad:
+        return ""
+    return f"{len(bad)} [[include]] cell(s) invalid: " + "; ".join(f"{r.cell.id}: {r.reason}" for r in bad)

@@ -10,12 +10,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, VENDORS, Vendor, driver_text
+from ..errors import Problem, SpecError
 from ..solve import Resolution
 from .cells import CellResult
 from .parse import Cell, MatrixSpec
 
-__all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "bake", "everything", "github",
-           "image_tag", "markdown", "md_escape", "row", "smoke_target", "table", "vendor"]
+__all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "bake", "check_shard", "everything",
+           "github", "image_tag", "markdown", "md_escape", "printed", "row", "smoke_target", "table", "too_many_jobs",
+           "vendor"]
 
 GITHUB_JOB_LIMIT = 256
 # The rendered Dockerfile's stages: the image is ``runtime``; ``smoke`` (FROM runtime, RUN
@@ -209,3 +211,47 @@ def _md_valid_row(r: CellResult) -> tuple[str, ...]:
     """A valid cell in the summary: id, packages, CUDA/ROCm with the driver floor, base image."""
     res = _resolved(r)
     return r.cell.id + _mark(r, " (include)"), _packages(res, "{} {} ({})"), _stack(res), res.base_image
+
+
+def too_many_jobs(fmt: str, results: list[CellResult], max_jobs: int | None) -> str:
+    """The warning for ``--format github`` past GitHub's limit of jobs per ``strategy.matrix``
+    ("" for other formats, and within the limit or sharded)."""
+    valid = sum(r.valid for r in results)
+    if fmt != "github" or valid <= GITHUB_JOB_LIMIT or max_jobs:
+        return ""
+    return (f"WARNING: {valid} jobs exceed GitHub's limit of {GITHUB_JOB_LIMIT} per matrix; "
+            "split them with --max-jobs 256")
+
+
+def check_shard(max_jobs: int | None, shard: int | None) -> None:
+    """``--shard K`` picks one of the shards that ``--max-jobs N`` cuts: it needs it."""
+    if shard is not None and not max_jobs:
+        raise SpecError([Problem("--shard", str(shard), "needs --max-jobs N, which cuts the jobs into shards")],
+                        tip="add --max-jobs 256 (GitHub's limit per matrix), or leave --shard out")
+
+
+def _github_text(ms: MatrixSpec, results: list[CellResult], render_dir: str, max_jobs: int | None,
+                 shard: int | None) -> str:
+    """``--format github``: all rows, the shards of ``max_jobs`` rows, or shard ``shard`` of them (from 1)."""
+    out = github(ms, results, render_dir, max_jobs)
+    if shard is not None:
+        shards = out.get("shards", [out])
+        if shard > len(shards):
+            raise SpecError([Problem("--shard", str(shard), f"there are {len(shards)} shards")])
+        out = shards[shard - 1]
+    return json.dumps(out, separators=(",", ":")) + "\n"
+
+
+def printed(fmt: str, ms: MatrixSpec, results: list[CellResult], render_dir: str, *, max_jobs: int | None = None,
+            shard: int | None = None) -> str:
+    """What ``envsolve matrix --format fmt`` prints of solved cells (``--format json`` of cells
+    that stream: :func:`everything`)."""
+    if fmt == "github":
+        return _github_text(ms, results, render_dir, max_jobs, shard)
+    if fmt == "bake":
+        return json.dumps(bake(ms, results, render_dir), indent=1) + "\n"
+    if fmt == "markdown":
+        return markdown(ms, results)
+    if fmt == "json":
+        return "".join(everything(ms, results, render_dir))
+    return table(results)

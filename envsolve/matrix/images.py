@@ -4,6 +4,7 @@ the solver's own rules (fit and together), each verdict naming what would fail."
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -18,10 +19,10 @@ from ..provider import Provider
 from ..solve import Cache, Candidate, No
 from ..solve.fit import fit
 from ..solve.together import clash
-from ..spec import ProjectSpec, Target, parse_gpus
+from ..spec import GpuReq, ProjectSpec, Target, parse_gpus
 from ..versions import Dotted, parse_dotted, parse_driver, python_admits_minor
 
-__all__ = ["ImageVerdict", "check_images"]
+__all__ = ["ImageVerdict", "check_images", "images_of", "report"]
 
 _VENDOR_ORDER: tuple[Vendor, ...] = ("amd", "nvidia")  # an image with ROCm and CUDA builds is taken for AMD's
 
@@ -34,6 +35,27 @@ class ImageVerdict:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def images_of(text: str, path: str) -> Any:
+    """The images of an ``--check-images`` JSON file: a list, or ``{"images": [...]}``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SpecError([Problem(path, f"line {e.lineno}", f"is not valid JSON: {e.msg}")]) from None
+    return data.get("images") if isinstance(data, dict) else data
+
+
+def report(verdicts: list[ImageVerdict], fmt: str) -> str:
+    """The verdicts as ``--format json`` (a list of name, ok, problems), else a line each."""
+    if fmt == "json":
+        entries = [{"name": v.name, "ok": v.ok, "problems": list(v.problems)} for v in verdicts]
+        return json.dumps(entries, indent=1) + "\n"
+    return "".join(f"  {'ok  ' if v.ok else 'FAIL'}  {v.name}{_failures(v)}\n" for v in verdicts)
+
+
+def _failures(v: ImageVerdict) -> str:
+    return "" if v.ok else ": " + "; ".join(v.problems)
 
 
 def check_images(provider: Provider, images: Any, path: str) -> list[ImageVerdict]:
@@ -55,7 +77,8 @@ def _verdict(provider: Provider, img: Any, path: str, i: int) -> ImageVerdict:
     name = str(img.get("name", f"image {i}"))
     found = [_release_build(provider, fw, str(text)) for fw, text in sorted(frameworks.items())]
     chosen = [f for f in found if not isinstance(f, str)]
-    target = _target(provider, img, path, i, name, chosen)
+    gpus, driver = _hardware(provider, img, path, i)
+    target = Target(name=name, vendor=_vendor_of(chosen), gpus=gpus, driver=driver)
     spec = _python_spec(path, name, str(img.get("python", "")))
     fitted = [_candidate(provider, spec, target, img, rel, b) for rel, b in chosen]
     problems = [f for f in found if isinstance(f, str)]
@@ -114,17 +137,20 @@ def _named_build(builds: Sequence[Build], variant: str) -> Build | None:
     return next((x for x in builds if x.default), None)
 
 
-def _target(provider: Provider, img: dict[str, Any], path: str, i: int, name: str,
-            chosen: list[tuple[Release, Build | None]]) -> Target:
-    """The hardware an image runs on: its GPUs and driver, the vendor its builds need."""
+def _hardware(provider: Provider, img: dict[str, Any], path: str, i: int) -> tuple[tuple[GpuReq, ...], Dotted | None]:
+    """The GPUs and the driver an image states it runs on."""
     try:
         gpus = parse_gpus(provider, list(img.get("gpus", [])), path, f"[{i}].gpus")
         driver = parse_driver(str(img["driver"])) if img.get("driver") else None
     except ValueError as e:
         raise SpecError([Problem(path, f"[{i}].driver", str(e))]) from None
+    return gpus, driver
+
+
+def _vendor_of(chosen: list[tuple[Release, Build | None]]) -> Vendor:
+    """Whose GPU an image's builds need: AMD's for any ROCm build, else NVIDIA's for any CUDA build."""
     accelerators = {b.accelerator for _, b in chosen if b is not None}
-    vendor = next((v for v in _VENDOR_ORDER if ACCELERATOR[v] in accelerators), "cpu")
-    return Target(name=name, vendor=vendor, gpus=gpus, driver=driver)
+    return next((v for v in _VENDOR_ORDER if ACCELERATOR[v] in accelerators), "cpu")
 
 
 def _label(rel: Release, b: Build | None) -> str:
