@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..domain import FRAMEWORKS, cuda_of_variant
 from ..errors import Unsatisfiable
@@ -74,19 +75,21 @@ def _nvidia_target(provider: Provider, ms: MatrixSpec, accelerator: str, platfor
                   cuda=_cuda_pin(accelerator), platform=platform, jetpack=_jetpack(provider, gpus))
 
 
-def _framework_reqs(ms: MatrixSpec, values: dict[str, str], cache: Cache) -> tuple[FrameworkReq, ...]:
+def _framework_reqs(ms: MatrixSpec, values: dict[str, str], cache: Cache, parts: dict[Any, Any]) -> list[FrameworkReq]:
     """An exact pin for each framework the cell names, made once per matrix and shared."""
-    parts = cache.table("cell parts")
-    for name, v in values.items():
-        if name in FRAMEWORKS and (name, v) not in parts:
-            backend = ms.keras_backend if name == "keras" else ""
-            parts[(name, v)] = FrameworkReq(name=name, specifier=cache.range(f"=={v}"), raw=f"=={v}", backend=backend)
-    return tuple(sorted((parts[(n, v)] for n, v in values.items() if n in FRAMEWORKS), key=lambda f: f.name))
+    reqs = []
+    for name in FRAMEWORKS:
+        if v := values.get(name):
+            if (name, v) not in parts:
+                parts[(name, v)] = FrameworkReq(name=name, specifier=cache.range(f"=={v}"), raw=f"=={v}",
+                                                backend=ms.keras_backend if name == "keras" else "")
+            reqs.append(parts[(name, v)])
+    return reqs
 
 
-def _cell_target(provider: Provider, ms: MatrixSpec, values: dict[str, str], cache: Cache, platform: str) -> Target:
+def _cell_target(provider: Provider, ms: MatrixSpec, values: dict[str, str], platform: str,
+                 parts: dict[Any, Any]) -> Target:
     """The cell's target (its platform's, else ``platform``, else [image]'s first), made once per matrix."""
-    parts = cache.table("cell parts")
     accelerator = values.get("accelerator") or "cpu"
     platform = values.get("platform") or platform or ms.platforms[0]
     if ("accelerator", accelerator, platform) not in parts:
@@ -98,12 +101,14 @@ def _cell_target(provider: Provider, ms: MatrixSpec, values: dict[str, str], cac
 def cell_spec(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, platform: str = "") -> ProjectSpec:
     """The project spec a cell stands for: exact pins for every axis it names. Its pieces (each
     framework pin, the target of each accelerator) are made once per matrix, so cells share them."""
+    parts = cache.table("cell parts")
     values = dict(cell.values)
     py = values.get("python")
     python_raw = f"=={py}.*" if py else "*"
     return ProjectSpec(
         path=ms.path, name="matrix", python=cache.range(python_raw), python_raw=python_raw,
-        frameworks=_framework_reqs(ms, values, cache), targets=(_cell_target(provider, ms, values, cache, platform),),
+        frameworks=tuple(sorted(_framework_reqs(ms, values, cache, parts), key=lambda f: f.name)),
+        targets=(_cell_target(provider, ms, values, platform, parts),),
         os=values.get("os", ""), flavor=values.get("flavor", ""),
     )
 
@@ -129,18 +134,18 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
             yield _result(cell, r, reasons)
 
 
-def _unlike_elsewhere(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, r: Resolution,
+def _unlike_elsewhere(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, here: Resolution,
                       platforms: Iterable[str]) -> str:
-    """Why the one image tag of a cell, solved as ``r``, cannot serve each of ``platforms`` as
+    """Why the one image tag of a cell, solved as ``here``, cannot serve each of ``platforms`` as
     well ("" when it can): the cell fails there, or gets other builds or another base image."""
     for platform in platforms:
         spec = cell_spec(provider, ms, cell, cache, platform)
-        o = try_solve_target(provider, spec, spec.targets[0], cache=cache)
-        if isinstance(o, Unsatisfiable):
-            return f"{platform}: " + "; ".join(c.reason for c in o.clashes)
-        if (o.packages, o.base_image, o.python) != (r.packages, r.base_image, r.python):
+        there = try_solve_target(provider, spec, spec.targets[0], cache=cache)
+        if isinstance(there, Unsatisfiable):
+            return f"{platform}: " + "; ".join(c.reason for c in there.clashes)
+        if (there.packages, there.base_image, there.python) != (here.packages, here.base_image, here.python):
             return (f"{platform} gets other builds or another base image than {ms.platforms[0]} "
-                    f"({o.base_image}); one image tag cannot hold both: add a platform axis")
+                    f"({there.base_image}); one image tag cannot hold both: add a platform axis")
     return ""
 
 

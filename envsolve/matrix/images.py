@@ -59,7 +59,7 @@ def _failures(v: ImageVerdict) -> str:
 
 
 def check_images(provider: Provider, images: Any, path: str) -> list[ImageVerdict]:
-    """Validate images described by their stack against the graph, with the solver's own rules.
+    """Validate images described by their stack against the data, with the solver's own rules.
 
     Each image: ``{"name", "python", "frameworks": {"torch": "2.7.1+cu128", ...}, "cuda"?,
     "cudnn"?, "rocm"?, "gpus"?: [...], "driver"?}``; a framework without ``+variant`` is its
