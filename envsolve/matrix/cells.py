@@ -33,7 +33,6 @@ class CellResult:
         return self.resolution is not None
 
 
-
 def _jetpack(provider: Provider, gpus: Iterable[GpuReq]) -> Dotted | None:
     """The JetPack of a matrix whose NVIDIA GPUs are all Jetson modules: the newest release that
     supports them all, as for a project's target without ``jetpack``; None for any other GPUs."""
@@ -150,6 +149,8 @@ def _unlike_elsewhere(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cac
 
 
 def _result(cell: Cell, r: Resolution | Unsatisfiable, reasons: dict[int, str]) -> CellResult:
+    """A solved cell: valid, or pruned because it is unsatisfiable, got a neighbour of the torch
+    variant it names, or has no base image."""
     if isinstance(r, Unsatisfiable):
         if id(r) not in reasons:
             reasons[id(r)] = "; ".join(c.reason for c in r.clashes)
