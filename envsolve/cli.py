@@ -274,52 +274,32 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     from .matrix import formats
     from .matrix.cells import check_includes, iter_cells, solve_cells
     from .matrix.parse import parse_matrix
+    from .matrix.workflow import RENDER_DIR
 
-    if shard is not None and not max_jobs:
-        raise SpecError([Problem("--shard", str(shard), "needs --max-jobs N, which cuts the jobs into shards")],
-                        tip="add --max-jobs 256 (GitHub's limit per matrix), or leave --shard out")
-    g = _provider()
+    formats.check_shard(max_jobs, shard)
+    provider = _provider()
     if check_images is not None:
-        _check_images(g, check_images, fmt)
+        _check_images(provider, check_images, fmt)
         return
     if matrix_path is None:
         raise SpecError([Problem("matrix", "", "no matrix file given")],
                         tip="run `envsolve matrix images.toml` (or --check-images images.json)")
-    ms = parse_matrix(_read_text(matrix_path), str(matrix_path), g)
-    folder = str(render_dir) if render_dir else "envsolve-matrix"
-    if fmt == "json" and render_dir is None and not check and workflow_path is None:  # stream the cells
-        for piece in formats.everything(ms, iter_cells(g, ms, ms.iter_cells()), folder):
+    ms = parse_matrix(_read_text(matrix_path), str(matrix_path), provider)
+    folder = str(render_dir or RENDER_DIR)
+    if fmt == "json" and not (render_dir or check or workflow_path):  # nothing else asked: stream the cells
+        for piece in formats.everything(ms, iter_cells(provider, ms, ms.iter_cells()), folder):
             click.echo(piece, nl=False)
         return
-    results = solve_cells(g, ms, ms.cells())
-    if fmt == "table":
-        click.echo(formats.table(results), nl=False)
-    elif fmt == "json":
-        for piece in formats.everything(ms, results, folder):
-            click.echo(piece, nl=False)
-    elif fmt == "bake":
-        click.echo(json.dumps(formats.bake(ms, results, folder), indent=1))
-    elif fmt == "markdown":
-        click.echo(formats.markdown(ms, results), nl=False)
-    else:
-        valid = sum(1 for r in results if r.valid)
-        if valid > formats.GITHUB_JOB_LIMIT and not max_jobs:
-            click.echo(f"WARNING: {valid} jobs exceed GitHub's limit of {formats.GITHUB_JOB_LIMIT} per matrix; "
-                       "split them with --max-jobs 256", err=True)
-        out = formats.github(ms, results, folder, max_jobs)
-        if shard is not None:
-            shards = out.get("shards", [out])
-            if shard > len(shards):
-                raise SpecError([Problem("--shard", str(shard), f"there are {len(shards)} shards")])
-            out = shards[shard - 1]
-        click.echo(json.dumps(out, separators=(",", ":")))
+    results = solve_cells(provider, ms, ms.cells())
+    if warning := formats.too_many_jobs(fmt, results, max_jobs):
+        click.echo(warning, err=True)
+    click.echo(formats.printed(fmt, ms, results, folder, max_jobs=max_jobs, shard=shard), nl=False)
     if render_dir is not None:
-        _render_cells(g, ms, results, render_dir)
+        _render_cells(provider, ms, results, render_dir)
     if workflow_path is not None:
         _write_workflow(ms, matrix_path, workflow_path)
-    if check and (bad := check_includes(results)):
-        raise _Stale(f"{len(bad)} [[include]] cell(s) invalid: " + "; ".join(f"{r.cell.id}: {r.reason}" for r in bad),
-                     tip="change the include, or the data it needs")
+    if check and (invalid := check_includes(results)):
+        raise _Stale(invalid, tip="change the include, or the data it needs")
 
 
 def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path) -> None:
@@ -379,20 +359,11 @@ def _render_cells(g: Provider, ms: MatrixSpec, results: list[CellResult], root: 
     click.echo(f"rendered {cells} cells under {root}", err=True)
 
 
-def _check_images(g: Provider, path: Path, fmt: str) -> None:
-    from .matrix.images import check_images
+def _check_images(provider: Provider, path: Path, fmt: str) -> None:
+    from .matrix.images import check_images, images_of, report
 
-    try:
-        data = json.loads(_read_text(path))
-    except json.JSONDecodeError as e:
-        raise SpecError([Problem(str(path), f"line {e.lineno}", f"is not valid JSON: {e.msg}")]) from None
-    images = data.get("images") if isinstance(data, dict) else data
-    verdicts = check_images(g, images, str(path))
-    if fmt == "json":
-        click.echo(json.dumps([{"name": v.name, "ok": v.ok, "problems": list(v.problems)} for v in verdicts], indent=1))
-    else:
-        for v in verdicts:
-            click.echo(f"  {'ok  ' if v.ok else 'FAIL'}  {v.name}" + ("" if v.ok else ": " + "; ".join(v.problems)))
+    verdicts = check_images(provider, images_of(_read_text(path), str(path)), str(path))
+    click.echo(report(verdicts, fmt), nl=False)
     failing = [v for v in verdicts if not v.ok]
     if failing:
         raise _Stale(f"{len(failing)} of {len(verdicts)} images would fail",

@@ -225,3 +225,57 @@ def test_render_into_an_unwritable_place_is_a_clear_error(example: Path, tmp_pat
     blocker.write_text("x")
     r = CliRunner().invoke(main, ["matrix", str(example), "--render", str(blocker / "cells")])
     assert r.exit_code == 2 and "cannot be written" in r.output and "Traceback" not in r.output
+
+
+JETSON = ('[matrix]\npython = ["3.10"]\ntorch = ["2.8.0"]\naccelerator = ["cuda", "cu126"]\ngpus = ["Jetson AGX Orin"]\n'
+          '\n[image]\nplatforms = ["linux/arm64"]\n')
+
+
+def test_a_matrix_of_jetson_modules_solves_for_their_jetpack(real_graph: Provider) -> None:
+    res = results(real_graph, JETSON)
+    jetson = res["py3_10-torch2_8_0-cuda"].resolution
+    assert jetson is not None and jetson.jetpack == "6.2"  # the newest JetPack of the Orin modules
+    assert [(p.name, p.variant) for p in jetson.packages] == [("torch", "jp6-cu126")]
+    assert jetson.base_image.startswith("nvcr.io/nvidia/l4t-jetpack:")
+    row = formats.row(parse_matrix(JETSON, "images.toml", real_graph), res["py3_10-torch2_8_0-cuda"], "d")
+    assert (row["vendor"], row["jetpack"]) == ("nvidia", "6.2")  # the workflow runs it with the nvidia runtime
+    # a torch variant names the build exactly, and a Jetson build is a variant of its own
+    assert res["py3_10-torch2_8_0-cu126"].reason == "torch 2.8.0 has no cu126 build (it has jp6-cu126 for this CUDA/ROCm)"
+
+
+@pytest.mark.parametrize(("image", "expected"), [
+    ({"cuda": "twelve"}, "[0].cuda: CUDA version 'twelve' is not a dotted number"),
+    ({"rocm": "6.x"}, "[0].rocm: ROCm version '6.x' is not a dotted number"),
+    ({"driver": "latest"}, "[0].driver: driver version 'latest' is not a dotted number"),
+])
+def test_check_images_bad_stated_versions_exit_2_naming_the_key(image: dict[str, str], expected: str,
+                                                                tmp_path: Path) -> None:
+    p = tmp_path / "images.json"
+    p.write_text(json.dumps([{"python": "3.12", "frameworks": {"torch": "2.7.1+cu128"}, **image}]))
+    r = CliRunner().invoke(main, ["matrix", "--check-images", str(p)])
+    assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output, r.output
+
+
+def test_check_images_as_json_names_what_the_data_lacks(tmp_path: Path) -> None:
+    images = [{"name": "mixed", "python": "3.12",
+               "frameworks": {"torch": "9.9.9", "tensorflow": "2.18.0+cu999", "keras": "3.8.0"}},
+              {"name": "keras-old-python", "python": "3.8", "frameworks": {"keras": "3.8.0"}}]
+    p = tmp_path / "images.json"
+    p.write_text(json.dumps(images))
+    r = CliRunner().invoke(main, ["matrix", "--check-images", str(p), "--format", "json"])
+    assert r.exit_code == 1
+    assert json.loads(r.stdout) == [
+        {"name": "mixed", "ok": False, "problems": ["tensorflow 2.18.0 has no cu999 build (it has cpu, cuda)",
+                                                    "torch 9.9.9 is not a release in the data"]},
+        {"name": "keras-old-python", "ok": False, "problems": ["keras 3.8.0 has no wheel for Python 3.8"]}]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"images": {"name": "x"}}', 'must be a JSON list of images (or {"images": [...]})'),
+    ('[{"name": "x"}]', '[0]: each image needs a "frameworks" object'),
+])
+def test_check_images_bad_shapes_exit_2(text: str, expected: str, tmp_path: Path) -> None:
+    p = tmp_path / "images.json"
+    p.write_text(text)
+    r = CliRunner().invoke(main, ["matrix", "--check-images", str(p)])
+    assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output, r.output

@@ -22,11 +22,12 @@ from click.testing import CliRunner
 
 import envsolve
 from envsolve.cli import main
+from envsolve.domain import gpu_run_flags, registry_of
 from envsolve.errors import MatrixError
 from envsolve.matrix import formats
 from envsolve.matrix.cells import CellResult, solve_cells
 from envsolve.matrix.parse import Cell, parse_matrix
-from envsolve.matrix.workflow import load_actions, registry_of, runner_label
+from envsolve.matrix.workflow import load_actions, runner_label
 from envsolve.provider import Provider
 
 MATRICES = {
@@ -76,6 +77,18 @@ gpus = ["H100"]
 [image]
 repository = "ghcr.io/acme/arm"
 ''',
+    # Jetson modules: the CUDA cell is solved for their JetPack and smoke-tested with its runtime
+    "jetson": '''
+[matrix]
+python = ["3.10"]
+torch = ["2.8.0"]
+accelerator = ["cpu", "cuda"]
+gpus = ["Jetson AGX Orin"]
+
+[image]
+repository = "ghcr.io/acme/jetson"
+platforms = ["linux/arm64"]
+''',
     # Docker Hub (no host), a matrix whose every cell is pruned
     "hub-nothing-valid": '''
 [matrix]
@@ -119,7 +132,7 @@ def workflows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.mark.parametrize("name", list(MATRICES))
 def test_actionlint_passes(workflows: dict[str, Path], name: str) -> None:
     wf = workflows[name]
-    labels = ["gpu", *[runner_label(g) for g in ("A100", "RTX 5090", "MI300X", "H100")]]
+    labels = ["gpu", *[runner_label(g) for g in ("A100", "RTX 5090", "MI300X", "H100", "Jetson AGX Orin")]]
     config = wf.parent.parent / "actionlint.yaml"  # how a repository declares its runner labels
     config.write_text(yaml.safe_dump({"self-hosted-runner": {"labels": labels}}))
     r = _lint(_tool("actionlint"), "-config-file", str(config), "-no-color", str(wf), cwd=wf.parent)
@@ -465,3 +478,32 @@ def test_an_image_of_two_platforms_must_solve_the_same_on_both(real_graph: Provi
     assert list(pruned) == ["rocm6.2"]
     assert pruned["rocm6.2"].startswith("linux/arm64: no torch 2.7.1 build serves MI300X (gfx942): ")
     assert "rocm6.3: no linux/arm64 wheel of this build (matrices/platforms.toml)" in pruned["rocm6.2"]
+
+
+def _smoke_runs(doc: dict[str, Any], vendor: str) -> dict[str, str]:
+    """The smoke job's `docker run` lines by their `if:` ("" for one that always runs)."""
+    return {s.get("if", ""): s["run"] for s in doc["jobs"][f"smoke-{vendor}"]["steps"] if "run" in s}
+
+
+def test_gpu_smoke_steps_run_each_cell_as_its_rendered_artifacts_say(workflows: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    """One answer for how a GPU container runs (domain.gpu_run_flags): a Jetson cell (its row
+    names its JetPack) with the nvidia runtime, any other CUDA cell with --gpus all, as the
+    rendered Dockerfile of each cell says."""
+    smoke = 'docker run --rm {} "$IMAGE" python smoke_test.py'
+    runs = _smoke_runs(_doc(workflows["jetson"]), "nvidia")
+    assert runs == {"${{ matrix.jetpack }}": smoke.format(" ".join(gpu_run_flags("cuda", jetson=True))),
+                    "${{ !matrix.jetpack }}": smoke.format(" ".join(gpu_run_flags("cuda")))}
+    assert runs["${{ matrix.jetpack }}"] == 'docker run --rm --runtime nvidia "$IMAGE" python smoke_test.py'
+    assert _smoke_runs(_doc(workflows["ghcr-gpus"]), "nvidia") == runs
+    assert _smoke_runs(_doc(workflows["ghcr-gpus"]), "amd") == {"": smoke.format(" ".join(gpu_run_flags("rocm")))}
+    repo = workflows["jetson"].parent.parent.parent
+    r = subprocess.run([sys.executable, "-m", "envsolve", "matrix", "ci/images.toml", "--format", "github",
+                        "--render", str(tmp_path)], cwd=repo, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = {row["accelerator"]: row for row in json.loads(r.stdout)["include"]}
+    assert rows["cuda"]["vendor"] == "nvidia" and rows["cuda"]["jetpack"] == "6.2"
+    assert "jetpack" not in rows["cpu"]
+    dockerfile = (tmp_path / rows["cuda"]["id"] / "Dockerfile").read_text()
+    run = next(line for line in dockerfile.splitlines() if "docker run" in line)
+    assert f" {' '.join(gpu_run_flags('cuda', jetson=True))} " in run

@@ -8,14 +8,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..domain import FRAMEWORKS, cuda_of_variant
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..solve import Cache, Resolution
 from ..solve.search import try_solve_target
-from ..spec import FrameworkReq, ProjectSpec, Target
-from ..versions import parse_dotted, parse_driver
+from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
+from ..versions import Dotted, parse_dotted, parse_driver
 from .parse import Cell, MatrixSpec
 
 __all__ = ["CellResult", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
@@ -32,46 +33,81 @@ class CellResult:
         return self.resolution is not None
 
 
+def _jetpack(provider: Provider, gpus: Iterable[GpuReq]) -> Dotted | None:
+    """The JetPack of a matrix whose NVIDIA GPUs are all Jetson modules: the newest release that
+    supports them all, as for a project's target without ``jetpack``; None for any other GPUs."""
+    names = [g.name for g in gpus]
+    if not names or not all(provider.is_jetson(n) for n in names):
+        return None
+    fits = provider.jetpacks_for(names)
+    return fits[-1].version if fits else None
 
-def _target(ms: MatrixSpec, accelerator: str, platform: str) -> Target:
+
+def _cuda_pin(accelerator: str) -> Dotted | None:
+    """The CUDA an accelerator value pins: cu128 CUDA 12.8, cu12 any CUDA 12, cuda any."""
+    digits = accelerator[2:]
+    text = cuda_of_variant(accelerator) if len(digits) >= 3 else digits if digits.isdigit() else ""
+    return parse_dotted(text, "CUDA version") if text else None
+
+
+def _rocm_pin(accelerator: str) -> Dotted | None:
+    """The ROCm an accelerator value pins: rocm6.2 ROCm 6.2, rocm any."""
+    return parse_dotted(accelerator[4:], "ROCm version") if accelerator != "rocm" else None
+
+
+def _target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: str) -> Target:
     """The hardware of a cell: the accelerator's vendor, its pin, the matrix GPUs of that vendor,
-    and the platform (the cell's, else the one of [image] platforms when it names one)."""
+    and the platform."""
     if accelerator == "cpu":
         return Target(name="default", vendor="cpu", platform=platform)
     if accelerator.startswith("cu"):
-        digits = accelerator[2:]  # cu128: CUDA 12.8; cu12: any CUDA 12; cuda: any
-        cuda = cuda_of_variant(accelerator) if len(digits) >= 3 else digits if digits.isdigit() else ""
-        return Target(name="default", vendor="nvidia", gpus=tuple(g for g in ms.gpus if g.vendor == "nvidia"),
-                      driver=parse_driver(ms.driver) if ms.driver else None,
-                      cuda=parse_dotted(cuda, "CUDA version") if cuda else None, platform=platform)
-    rocm = parse_dotted(accelerator[4:], "ROCm version") if accelerator != "rocm" else None
-    return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"), rocm=rocm,
-                  platform=platform)
+        return _nvidia_target(provider, ms, accelerator, platform)
+    return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"),
+                  rocm=_rocm_pin(accelerator), platform=platform)
 
 
-def cell_spec(ms: MatrixSpec, cell: Cell, cache: Cache, platform: str = "") -> ProjectSpec:
+def _nvidia_target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: str) -> Target:
+    """A CUDA cell's hardware: the matrix's NVIDIA GPUs (with their JetPack when they are Jetson
+    modules), its driver, the CUDA the accelerator pins."""
+    gpus = tuple(g for g in ms.gpus if g.vendor == "nvidia")
+    return Target(name="default", vendor="nvidia", gpus=gpus, driver=parse_driver(ms.driver) if ms.driver else None,
+                  cuda=_cuda_pin(accelerator), platform=platform, jetpack=_jetpack(provider, gpus))
+
+
+def _framework_reqs(ms: MatrixSpec, values: dict[str, str], cache: Cache, parts: dict[Any, Any]) -> list[FrameworkReq]:
+    """An exact pin for each framework the cell names, made once per matrix and shared."""
+    reqs = []
+    for name in FRAMEWORKS:
+        if v := values.get(name):
+            if (name, v) not in parts:
+                parts[(name, v)] = FrameworkReq(name=name, specifier=cache.range(f"=={v}"), raw=f"=={v}",
+                                                backend=ms.keras_backend if name == "keras" else "")
+            reqs.append(parts[(name, v)])
+    return reqs
+
+
+def _cell_target(provider: Provider, ms: MatrixSpec, values: dict[str, str], platform: str,
+                 parts: dict[Any, Any]) -> Target:
+    """The cell's target (its platform's, else ``platform``, else [image]'s first), made once per matrix."""
+    accelerator = values.get("accelerator") or "cpu"
+    platform = values.get("platform") or platform or ms.platforms[0]
+    if ("accelerator", accelerator, platform) not in parts:
+        parts[("accelerator", accelerator, platform)] = _target(provider, ms, accelerator, platform)
+    target: Target = parts[("accelerator", accelerator, platform)]
+    return target
+
+
+def cell_spec(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, platform: str = "") -> ProjectSpec:
     """The project spec a cell stands for: exact pins for every axis it names. Its pieces (each
     framework pin, the target of each accelerator) are made once per matrix, so cells share them."""
     parts = cache.table("cell parts")
     values = dict(cell.values)
-    frameworks = []
-    for name in FRAMEWORKS:
-        if v := values.get(name):
-            if (name, v) not in parts:
-                backend = ms.keras_backend if name == "keras" else ""
-                parts[(name, v)] = FrameworkReq(name=name, specifier=cache.range(f"=={v}"), raw=f"=={v}",
-                                                backend=backend)
-            frameworks.append(parts[(name, v)])
-    accelerator = values.get("accelerator") or "cpu"
-    platform = values.get("platform") or platform or ms.platforms[0]
-    if ("accelerator", accelerator, platform) not in parts:
-        parts[("accelerator", accelerator, platform)] = _target(ms, accelerator, platform)
     py = values.get("python")
     python_raw = f"=={py}.*" if py else "*"
     return ProjectSpec(
         path=ms.path, name="matrix", python=cache.range(python_raw), python_raw=python_raw,
-        frameworks=tuple(sorted(frameworks, key=lambda f: f.name)),
-        targets=(parts[("accelerator", accelerator, platform)],),
+        frameworks=tuple(sorted(_framework_reqs(ms, values, cache, parts), key=lambda f: f.name)),
+        targets=(_cell_target(provider, ms, values, platform, parts),),
         os=values.get("os", ""), flavor=values.get("flavor", ""),
     )
 
@@ -87,28 +123,34 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
     reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
     # without a platform axis, an image of several [image] platforms is one tag for all of them:
     # its cell must solve for each, the same way
-    each = () if any(a == "platform" for a, _ in ms.axes) else ms.platforms[1:]
+    others = () if any(a == "platform" for a, _ in ms.axes) else ms.platforms[1:]
     for cell in cells:
-        spec = cell_spec(ms, cell, cache)
+        spec = cell_spec(provider, ms, cell, cache)
         r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
-        for platform in each if isinstance(r, Resolution) else ():
-            other = cell_spec(ms, cell, cache, platform)
-            o = try_solve_target(provider, other, other.targets[0], cache=cache)
-            if isinstance(o, Unsatisfiable):
-                yield CellResult(cell=cell, resolution=None,
-                                 reason=f"{platform}: " + "; ".join(c.reason for c in o.clashes))
-                break
-            if isinstance(r, Resolution) and (o.packages, o.base_image, o.python) != (r.packages, r.base_image,
-                                                                                      r.python):
-                yield CellResult(cell=cell, resolution=None, reason=(
-                    f"{platform} gets other builds or another base image than {ms.platforms[0]} "
-                    f"({o.base_image}); one image tag cannot hold both: add a platform axis"))
-                break
+        if isinstance(r, Resolution) and (why := _unlike_elsewhere(provider, ms, cell, cache, r, others)):
+            yield CellResult(cell=cell, resolution=None, reason=why)
         else:
             yield _result(cell, r, reasons)
 
 
+def _unlike_elsewhere(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, here: Resolution,
+                      platforms: Iterable[str]) -> str:
+    """Why the one image tag of a cell, solved as ``here``, cannot serve each of ``platforms`` as
+    well ("" when it can): the cell fails there, or gets other builds or another base image."""
+    for platform in platforms:
+        spec = cell_spec(provider, ms, cell, cache, platform)
+        there = try_solve_target(provider, spec, spec.targets[0], cache=cache)
+        if isinstance(there, Unsatisfiable):
+            return f"{platform}: " + "; ".join(c.reason for c in there.clashes)
+        if (there.packages, there.base_image, there.python) != (here.packages, here.base_image, here.python):
+            return (f"{platform} gets other builds or another base image than {ms.platforms[0]} "
+                    f"({there.base_image}); one image tag cannot hold both: add a platform axis")
+    return ""
+
+
 def _result(cell: Cell, r: Resolution | Unsatisfiable, reasons: dict[int, str]) -> CellResult:
+    """A solved cell: valid, or pruned because it is unsatisfiable, got a neighbour of the torch
+    variant it names, or has no base image."""
     if isinstance(r, Unsatisfiable):
         if id(r) not in reasons:
             reasons[id(r)] = "; ".join(c.reason for c in r.clashes)
@@ -132,6 +174,10 @@ def _variant_problem(cell: Cell, r: Resolution) -> str:
 
 
 
-def check_includes(results: list[CellResult]) -> list[CellResult]:
-    """The [[include]] cells that are invalid."""
-    return [r for r in results if r.cell.included and not r.valid]
+def check_includes(results: list[CellResult]) -> str:
+    """Why ``--check`` fails: the [[include]] cells that are invalid, each with its reason ("" when
+    every one is valid)."""
+    bad = [r for r in results if r.cell.included and not r.valid]
+    if not bad:
+        return ""
+    return f"{len(bad)} [[include]] cell(s) invalid: " + "; ".join(f"{r.cell.id}: {r.reason}" for r in bad)

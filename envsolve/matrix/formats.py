@@ -9,13 +9,15 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..domain import ACCELERATOR, driver_text
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, VENDORS, Vendor, driver_text
+from ..errors import Problem, SpecError
 from ..solve import Resolution
 from .cells import CellResult
 from .parse import Cell, MatrixSpec
 
-__all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "bake", "everything", "github",
-           "image_tag", "markdown", "md_escape", "row", "smoke_target", "table", "vendor"]
+__all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "bake", "check_shard", "everything",
+           "github", "image_tag", "markdown", "md_escape", "printed", "row", "smoke_target", "table", "too_many_jobs",
+           "vendor"]
 
 GITHUB_JOB_LIMIT = 256
 # The rendered Dockerfile's stages: the image is ``runtime``; ``smoke`` (FROM runtime, RUN
@@ -27,7 +29,7 @@ MARKDOWN_ROWS = 500  # per table: GitHub keeps at most 1 MiB of a step's summary
 
 
 # The GitHub-hosted runner that builds a platform natively.
-RUNNERS = {"linux/amd64": "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"}
+RUNNERS: dict[str, str] = {DEFAULT_PLATFORM: "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"}
 
 
 def platforms(ms: MatrixSpec, cell: Cell) -> list[str]:
@@ -40,22 +42,26 @@ def image_tag(ms: MatrixSpec, cell: Cell) -> str:
 
 
 def row(ms: MatrixSpec, res: CellResult, render_dir: str) -> dict[str, Any]:
-    """A valid cell as GitHub and JSON output show it: axis values under axis names, id, image."""
+    """A valid cell as GitHub and JSON output show it: axis values under axis names, id, image,
+    whose GPU its smoke test needs, and a Jetson cell's ``jetpack`` (the workflow runs it with the
+    Jetson's ``nvidia`` runtime)."""
     out: dict[str, Any] = dict(res.cell.values)
     out["id"] = res.cell.id
     out["image"] = image_tag(ms, res.cell)
     out["dockerfile"] = f"{render_dir}/{res.cell.id}/Dockerfile"
     out["vendor"] = vendor(res.resolution)
+    if res.resolution is not None and res.resolution.jetpack:
+        out["jetpack"] = res.resolution.jetpack
     if platform := res.cell.get("platform"):
         out["runner"] = RUNNERS[platform]  # built natively: GitHub's Arm runners for linux/arm64
     return out
 
 
-def vendor(res: Resolution | None) -> str:
+def vendor(res: Resolution | None) -> Vendor:
     """``nvidia``, ``amd`` or ``cpu``: whose GPU the cell's image needs to run its smoke test."""
     if res is None:
         return "cpu"
-    return next((v for v, a in ACCELERATOR.items() if a == res.accelerator), "cpu")
+    return next((v for v in VENDORS if ACCELERATOR[v] == res.accelerator), "cpu")
 
 
 def github(ms: MatrixSpec, results: list[CellResult], render_dir: str, max_jobs: int | None) -> dict[str, Any]:
@@ -76,22 +82,11 @@ def bake(ms: MatrixSpec, results: list[CellResult], render_dir: str) -> dict[str
     """A docker-bake.json: a target per valid cell and a ``default`` group of them all; for the
     CPU cells also a ``smoke-<id>`` target building the ``smoke`` stage (the smoke test runs at
     build time; its output is the build cache only, no image, no tag) and a ``smoke`` group of
-    them. GPU cells have none: their smoke test needs the GPU, at ``docker run --gpus all``."""
-    targets: dict[str, dict[str, Any]] = {}
-    smoke: dict[str, dict[str, Any]] = {}
-    for r in results:
-        if not r.valid:
-            continue
-        t: dict[str, Any] = {"context": f"{render_dir}/{r.cell.id}", "dockerfile": "Dockerfile",
-                             "tags": [image_tag(ms, r.cell)], "platforms": platforms(ms, r.cell)}
-        if IMAGE_STAGE:
-            t["target"] = IMAGE_STAGE
-        targets[r.cell.id] = t
-        if vendor(r.resolution) == "cpu":
-            smoke[smoke_target(r.cell)] = {
-                "description": f"runs smoke_test.py of {r.cell.id} at build time",
-                "context": t["context"], "dockerfile": "Dockerfile", "target": SMOKE_STAGE,
-                "platforms": platforms(ms, r.cell), "output": ["type=cacheonly"]}
+    them. GPU cells have none: their smoke test needs the GPU, at ``docker run`` with the flags of
+    :func:`envsolve.domain.gpu_run_flags` (``--gpus all``; a Jetson's ``--runtime nvidia``)."""
+    valid = [r for r in results if r.valid]
+    targets = {r.cell.id: _image_target(ms, r, render_dir) for r in valid}
+    smoke = {smoke_target(r.cell): _smoke_target(ms, r, render_dir) for r in valid if vendor(r.resolution) == "cpu"}
     groups: dict[str, dict[str, Any]] = {"default": {"targets": list(targets)}}
     if smoke:
         groups["smoke"] = {"description": "the smoke test of every CPU cell, run at build time",
@@ -99,19 +94,31 @@ def bake(ms: MatrixSpec, results: list[CellResult], render_dir: str) -> dict[str
     return {"group": groups, "target": targets | smoke}
 
 
+def _image_target(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]:
+    """The bake target that builds a cell's image."""
+    t: dict[str, Any] = {"context": f"{render_dir}/{r.cell.id}", "dockerfile": "Dockerfile",
+                         "tags": [image_tag(ms, r.cell)], "platforms": platforms(ms, r.cell)}
+    return t | ({"target": IMAGE_STAGE} if IMAGE_STAGE else {})
+
+
+def _smoke_target(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]:
+    """The bake target that runs a CPU cell's smoke test at build time (the ``smoke`` stage)."""
+    return {"description": f"runs smoke_test.py of {r.cell.id} at build time",
+            "context": f"{render_dir}/{r.cell.id}", "dockerfile": "Dockerfile", "target": SMOKE_STAGE,
+            "platforms": platforms(ms, r.cell), "output": ["type=cacheonly"]}
+
+
 def cell_entry(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]:
     """One cell as ``--format json`` shows it: axis values, id, validity, and the resolution or
     the reason it was pruned."""
     entry: dict[str, Any] = {**dict(r.cell.values), "id": r.cell.id, "valid": r.valid, "include": r.cell.included}
-    if r.resolution is not None:
-        res = r.resolution
-        entry |= {"image": image_tag(ms, r.cell), "dockerfile": f"{render_dir}/{r.cell.id}/Dockerfile",
-                  "python_resolved": res.python, "cuda": res.cuda, "rocm": res.rocm, "cudnn": res.cudnn,
-                  "driver_min": res.driver_min, "compat": res.compat, "base_image": res.base_image,
-                  "packages": {p.name: f"{p.version} ({p.variant})" for p in res.packages}}
-    else:
-        entry["reason"] = r.reason
-    return entry
+    if r.resolution is None:
+        return entry | {"reason": r.reason}
+    res = r.resolution
+    return entry | {"image": image_tag(ms, r.cell), "dockerfile": f"{render_dir}/{r.cell.id}/Dockerfile",
+                    "python_resolved": res.python, "cuda": res.cuda, "rocm": res.rocm, "cudnn": res.cudnn,
+                    "driver_min": res.driver_min, "compat": res.compat, "base_image": res.base_image,
+                    "packages": {p.name: f"{p.version} ({p.variant})" for p in res.packages}}
 
 
 def everything(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -> Iterator[str]:
@@ -126,23 +133,40 @@ def everything(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -
     yield f'\n], "valid": {valid}, "pruned": {total - valid}}}\n'
 
 
+def _split(results: list[CellResult]) -> tuple[list[CellResult], list[CellResult]]:
+    """(valid cells, pruned cells)."""
+    return [r for r in results if r.valid], [r for r in results if not r.valid]
+
+
+def _resolved(r: CellResult) -> Resolution:
+    """The resolution of a cell known to be valid."""
+    assert r.resolution is not None
+    return r.resolution
+
+
 def table(results: list[CellResult]) -> str:
     """Valid cells, then pruned cells each with its reason."""
-    lines = []
-    valid = [r for r in results if r.valid]
-    pruned = [r for r in results if not r.valid]
-    lines.append(f"{len(valid)} valid, {len(pruned)} pruned of {len(results)} cells")
-    for r in valid:
-        res = r.resolution
-        assert res is not None
-        stack = _stack(res)
-        pkgs = ", ".join(f"{p.name} {p.version} {p.variant}" for p in res.packages)
-        mark = " [include]" if r.cell.included else ""
-        lines.append(f"  ok      {r.cell.id}{mark}: {pkgs}; {stack}; {res.base_image}")
-    for r in pruned:
-        mark = " [include]" if r.cell.included else ""
-        lines.append(f"  pruned  {r.cell.id}{mark}: {r.reason}")
+    valid, pruned = _split(results)
+    lines = [f"{len(valid)} valid, {len(pruned)} pruned of {len(results)} cells"]
+    lines += [_table_valid_line(r) for r in valid]
+    lines += [f"  pruned  {r.cell.id}{_mark(r, ' [include]')}: {r.reason}" for r in pruned]
     return "\n".join(lines) + "\n"
+
+
+def _table_valid_line(r: CellResult) -> str:
+    res = _resolved(r)
+    stack = f"{_packages(res, '{} {} {}')}; {_stack(res)}; {res.base_image}"
+    return f"  ok      {r.cell.id}{_mark(r, ' [include]')}: {stack}"
+
+
+def _mark(r: CellResult, text: str) -> str:
+    """``text`` for an [[include]] cell, else nothing."""
+    return text if r.cell.included else ""
+
+
+def _packages(res: Resolution, each: str) -> str:
+    """The resolved packages, each as ``each`` formats its name, version and variant."""
+    return ", ".join(each.format(p.name, p.version, p.variant) for p in res.packages)
 
 
 def md_escape(text: str) -> str:
@@ -171,19 +195,63 @@ def _md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], what: st
 def markdown(ms: MatrixSpec, results: list[CellResult]) -> str:
     """A summary for ``$GITHUB_STEP_SUMMARY``: counts, the valid cells (packages, CUDA/ROCm, base
     image) and the pruned cells with their reasons."""
-    valid = [r for r in results if r.valid]
-    pruned = [r for r in results if not r.valid]
-    bad = [r for r in pruned if r.cell.included]
+    valid, pruned = _split(results)
+    bad = sum(r.cell.included for r in pruned)
+    invalid = f"; **{bad} [[include]] cell(s) invalid**" if bad else ""
     lines = [f"## Image matrix {md_escape(ms.path)}", "",
-             f"**{len(valid)} valid**, {len(pruned)} pruned of {len(results)} cells"
-             + (f"; **{len(bad)} [[include]] cell(s) invalid**" if bad else "") + ".", ""]
-    rows: list[tuple[str, ...]] = []
-    for r in valid:
-        res = r.resolution
-        assert res is not None
-        pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in res.packages)
-        rows.append((r.cell.id + (" (include)" if r.cell.included else ""), pkgs, _stack(res), res.base_image))
+             f"**{len(valid)} valid**, {len(pruned)} pruned of {len(results)} cells{invalid}.", ""]
+    rows = [_md_valid_row(r) for r in valid]
     lines += ["### Valid cells", "", *_md_table(("cell", "packages", "CUDA / ROCm", "base image"), rows, "valid cells")]
-    rows = [(r.cell.id + (" (include)" if r.cell.included else ""), r.reason) for r in pruned]
+    rows = [(r.cell.id + _mark(r, " (include)"), r.reason) for r in pruned]
     lines += ["### Pruned cells", "", *_md_table(("cell", "reason"), rows, "pruned cells")]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _md_valid_row(r: CellResult) -> tuple[str, ...]:
+    """A valid cell in the summary: id, packages, CUDA/ROCm with the driver floor, base image."""
+    res = _resolved(r)
+    return r.cell.id + _mark(r, " (include)"), _packages(res, "{} {} ({})"), _stack(res), res.base_image
+
+
+def too_many_jobs(fmt: str, results: list[CellResult], max_jobs: int | None) -> str:
+    """The warning for ``--format github`` past GitHub's limit of jobs per ``strategy.matrix``
+    ("" for other formats, and within the limit or sharded)."""
+    valid = sum(r.valid for r in results)
+    if fmt != "github" or valid <= GITHUB_JOB_LIMIT or max_jobs:
+        return ""
+    return (f"WARNING: {valid} jobs exceed GitHub's limit of {GITHUB_JOB_LIMIT} per matrix; "
+            "split them with --max-jobs 256")
+
+
+def check_shard(max_jobs: int | None, shard: int | None) -> None:
+    """``--shard K`` picks one of the shards that ``--max-jobs N`` cuts: it needs it."""
+    if shard is not None and not max_jobs:
+        raise SpecError([Problem("--shard", str(shard), "needs --max-jobs N, which cuts the jobs into shards")],
+                        tip="add --max-jobs 256 (GitHub's limit per matrix), or leave --shard out")
+
+
+def _github_text(ms: MatrixSpec, results: list[CellResult], render_dir: str, max_jobs: int | None,
+                 shard: int | None) -> str:
+    """``--format github``: all rows, the shards of ``max_jobs`` rows, or shard ``shard`` of them (from 1)."""
+    out = github(ms, results, render_dir, max_jobs)
+    if shard is not None:
+        shards = out.get("shards", [out])
+        if shard > len(shards):
+            raise SpecError([Problem("--shard", str(shard), f"there are {len(shards)} shards")])
+        out = shards[shard - 1]
+    return json.dumps(out, separators=(",", ":")) + "\n"
+
+
+def printed(fmt: str, ms: MatrixSpec, results: list[CellResult], render_dir: str, *, max_jobs: int | None = None,
+            shard: int | None = None) -> str:
+    """What ``envsolve matrix --format fmt`` prints of solved cells (``--format json`` of cells
+    that stream: :func:`everything`)."""
+    if fmt == "github":
+        return _github_text(ms, results, render_dir, max_jobs, shard)
+    if fmt == "bake":
+        return json.dumps(bake(ms, results, render_dir), indent=1) + "\n"
+    if fmt == "markdown":
+        return markdown(ms, results)
+    if fmt == "json":
+        return "".join(everything(ms, results, render_dir))
+    return table(results)

@@ -7,7 +7,9 @@ Jobs: ``solve`` installs this very envsolve version, writes the Markdown summary
 cache; CPU cells first build the ``smoke`` stage, which runs the smoke test at build time; the
 image is pushed from the default branch only). When the matrix names GPUs, ``smoke-nvidia`` /
 ``smoke-amd`` run each GPU cell's smoke test on a self-hosted runner labelled ``gpu`` and the GPU's
-label (:func:`runner_label`), one job per cell and GPU.
+label (:func:`runner_label`), one job per cell and GPU, with the run flags of
+:func:`envsolve.domain.gpu_run_flags` (a Jetson cell, one whose row names its ``jetpack``, with the
+``nvidia`` runtime).
 
 Safety: actions pinned by commit (``actions.toml``), ``contents: read`` at the top and
 ``packages: write`` only where GHCR is pushed to, ``persist-credentials: false``, and nothing from
@@ -21,7 +23,9 @@ import re
 import sys
 from dataclasses import dataclass
 from importlib.resources import files
+from typing import Any
 
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, VENDORS, Vendor, gpu_run_flags, registry_of
 from ..errors import MatrixError, Problem, Problems
 from . import formats
 from .parse import MatrixSpec
@@ -31,17 +35,24 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["ACTIONS_FILE", "Action", "RENDER_DIR", "load_actions", "registry_of", "runner_label", "workflow"]
+__all__ = ["ACTIONS_FILE", "Action", "RENDER_DIR", "load_actions", "runner_label", "workflow"]
 
 ACTIONS_FILE = "actions.toml"
 RENDER_DIR = "envsolve-matrix"
 PYTHON = "3.12"  # the Python the solve job runs envsolve on
 _SHA = re.compile(r"[0-9a-f]{40}")
+_KEYS = ("name", "tag", "commit", "source")
 _NEEDED = ("actions/checkout", "actions/setup-python", "actions/upload-artifact", "actions/download-artifact",
            "docker/setup-qemu-action", "docker/setup-buildx-action", "docker/login-action",
            "docker/build-push-action")
 _PUBLISH = "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
-_RUN_FLAGS = {"nvidia": "--gpus all", "amd": "--device=/dev/kfd --device=/dev/dri --group-add video --group-add render"}
+# How a smoke job runs a cell's image, by vendor: (step name, its `if:`, on a Jetson?), the last
+# step unconditional for AMD; a Jetson cell's github row names its JetPack (formats.row)
+_SMOKE_RUNS: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "nvidia": (("smoke test on the Jetson (its nvidia runtime)", "${{ matrix.jetpack }}", True),
+               ("smoke test on the GPU", "${{ !matrix.jetpack }}", False)),
+    "amd": (("smoke test on the GPU", "", False),),
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,23 +76,9 @@ def load_actions(text: str | None = None, path: str = f"envsolve/matrix/{ACTIONS
     except tomllib.TOMLDecodeError as e:
         raise MatrixError([Problem(path, "", f"is not valid TOML: {e}")]) from None
     problems = Problems(path)
-    out: dict[str, Action] = {}
     rows = data.get("action", [])
-    for i, row in enumerate(rows if isinstance(rows, list) else []):
-        where = f"action[{i}]"
-        if not isinstance(row, dict):
-            problems.bad(where, "must be a table")
-            continue
-        for key in sorted(set(row) - {"name", "tag", "commit", "source"}):
-            problems.bad(f"{where}.{key}", "unknown key (allowed: name, tag, commit, source)")
-        missing = [k for k in ("name", "tag", "commit", "source") if not isinstance(row.get(k), str) or not row[k]]
-        if missing:
-            problems.bad(where, f"missing or not a string: {', '.join(missing)}")
-            continue
-        if not _SHA.fullmatch(row["commit"]):
-            problems.bad(f"{where}.commit", f"{row['commit']!r} is not a full 40-hex commit SHA")
-            continue
-        out[row["name"]] = Action(name=row["name"], tag=row["tag"], commit=row["commit"], source=row["source"])
+    found = (_action(problems, f"action[{i}]", row) for i, row in enumerate(rows if isinstance(rows, list) else []))
+    out = {a.name: a for a in found if a is not None}
     for name in _NEEDED:
         if name not in out:
             problems.bad("action", f"no row for {name}, which the workflow uses")
@@ -89,19 +86,27 @@ def load_actions(text: str | None = None, path: str = f"envsolve/matrix/{ACTIONS
     return out
 
 
+def _action(problems: Problems, where: str, row: Any) -> Action | None:
+    """One ``[[action]]`` row, or None with what is wrong with it added to ``problems``."""
+    if not isinstance(row, dict):
+        problems.bad(where, "must be a table")
+        return None
+    for key in sorted(set(row) - set(_KEYS)):
+        problems.bad(f"{where}.{key}", "unknown key (allowed: name, tag, commit, source)")
+    missing = [k for k in _KEYS if not isinstance(row.get(k), str) or not row[k]]
+    if missing:
+        problems.bad(where, f"missing or not a string: {', '.join(missing)}")
+        return None
+    if not _SHA.fullmatch(row["commit"]):
+        problems.bad(f"{where}.commit", f"{row['commit']!r} is not a full 40-hex commit SHA")
+        return None
+    return Action(name=row["name"], tag=row["tag"], commit=row["commit"], source=row["source"])
+
+
 def runner_label(gpu_name: str) -> str:
     """The runner label of a GPU: its name in lower case, runs of other characters as ``-``
     (``RTX 5090`` -> ``rtx-5090``, ``sm_90`` -> ``sm-90``)."""
     return re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
-
-
-def registry_of(repository: str) -> str:
-    """The registry host of an image repository, or ``""`` for Docker Hub (Docker's rule: the
-    first path component is a host when it has a dot or a port, or is ``localhost``)."""
-    first, sep, _ = repository.partition("/")
-    if sep and ("." in first or ":" in first or first == "localhost"):
-        return first
-    return ""
 
 
 def _q(text: str) -> str:
@@ -116,6 +121,11 @@ class _Lines:
     def __call__(self, indent: int, text: str) -> None:
         self.lines.append(" " * indent + text if text else "")
 
+    def block(self, indent: int, *texts: str) -> None:
+        """Several lines at one indent."""
+        for text in texts:
+            self(indent, text)
+
     def uses(self, indent: int, action: Action, name: str, with_: dict[str, str], if_: str = "") -> None:
         self(indent, f"- name: {_q(name)}")
         if if_:
@@ -123,8 +133,31 @@ class _Lines:
         self(indent + 2, f"uses: {action.uses}")
         if with_:
             self(indent + 2, "with:")
-            for k, v in with_.items():
-                self(indent + 4, f"{k}: {v}")
+            self.block(indent + 4, *(f"{k}: {v}" for k, v in with_.items()))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Setup:
+    """A workflow's inputs and what the matrix decides about its jobs."""
+
+    ms: MatrixSpec
+    actions: dict[str, Action]
+    vendors: tuple[Vendor, ...]  # the GPU vendors of [matrix] gpus: a smoke job each
+    registry: str  # the image repository's registry host, "" for Docker Hub
+    pushes: bool  # a bare name has no namespace to push to
+    axis: bool  # a platform axis: each cell on a runner of its own platform
+
+    @property
+    def ghcr(self) -> bool:
+        return self.pushes and self.registry == "ghcr.io"
+
+    @property
+    def platforms(self) -> str:
+        return "${{ matrix.platform }}" if self.axis else ",".join(self.ms.platforms)
+
+    def runners(self, vendor: str) -> list[str]:
+        """The runner labels of the matrix GPUs of ``vendor``, each once."""
+        return list(dict.fromkeys(runner_label(g.name) for g in self.ms.gpus if g.vendor == vendor))
 
 
 def workflow(ms: MatrixSpec, *, matrix_file: str, version: str, command: str,
@@ -133,64 +166,59 @@ def workflow(ms: MatrixSpec, *, matrix_file: str, version: str, command: str,
     root, ``version`` the envsolve version the solve job installs, ``command`` the command line
     that made it (for the header), ``matrices_dir`` a ``--matrices`` folder to use instead of the
     shipped data."""
-    a = actions if actions is not None else load_actions()
-    vendors = [v for v in ("nvidia", "amd") if any(g.vendor == v for g in ms.gpus)]
-    registry = registry_of(ms.repository)
-    pushes = "/" in ms.repository  # a bare name has no namespace to push to
-    ghcr = pushes and registry == "ghcr.io"
-    axis = any(a == "platform" for a, _ in ms.axes)  # each cell on a runner of its own platform
-    platforms = "${{ matrix.platform }}" if axis else ",".join(ms.platforms)
+    setup = _Setup(ms=ms, actions=actions if actions is not None else load_actions(),
+                 vendors=tuple(v for v in VENDORS if v != "cpu" and any(g.vendor == v for g in ms.gpus)),
+                 registry=registry_of(ms.repository), pushes="/" in ms.repository,
+                 axis=any(a == "platform" for a, _ in ms.axes))
     w = _Lines()
-    w(0, f"# Generated by envsolve {version}: {re.sub(r'[^ -~]', '?', command)}")
-    w(0, "# Regenerate it rather than edit it; the actions are pinned by commit (envsolve/matrix/actions.toml).")
-    if pushes and not ghcr:
-        w(0, "# Pushing logs in with the repository secrets REGISTRY_USERNAME and REGISTRY_PASSWORD.")
-    if vendors:
-        labels = ", ".join(runner_label(g.name) for g in ms.gpus)
-        w(0, f"# GPU smoke tests run on self-hosted runners labelled self-hosted, linux, gpu and one of: {labels}.")
-    w(0, "name: images")
-    w(0, "")
-    w(0, "on:")
-    w(2, "push:")
-    w(2, "pull_request:")
-    w(2, "workflow_dispatch:")
-    w(0, "")
-    w(0, "permissions:")
-    w(2, "contents: read")
-    w(0, "")
-    w(0, "concurrency:")
-    w(2, "group: ${{ github.workflow }}-${{ github.ref }}")
-    w(2, "cancel-in-progress: ${{ github.event_name == 'pull_request' }}")
-    w(0, "")
-    w(0, "env:")
-    w(2, f"ENVSOLVE_VERSION: {_q(version)}")
-    w(2, f"MATRIX_FILE: {_q(matrix_file)}")
-    w(2, f"RENDER_DIR: {_q(RENDER_DIR)}")
-    if matrices_dir:
-        w(2, f"ENVSOLVE_MATRICES: {_q(matrices_dir)}")
-    for v in vendors:
-        gpus = [runner_label(g.name) for g in ms.gpus if g.vendor == v]
-        w(2, f"{v.upper()}_RUNNERS: {_q(json.dumps(list(dict.fromkeys(gpus))))}")
-    w(0, "")
+    _header(w, setup, version, command)
+    _env(w, setup, version, matrix_file, matrices_dir)
     w(0, "jobs:")
-    _solve_job(w, a, vendors)
-    _build_job(w, a, ms, platforms, pushes, ghcr, registry, axis)
-    for v in vendors:
-        _gpu_job(w, a, v)
+    _solve_job(w, setup)
+    _build_job(w, setup)
+    for v in setup.vendors:
+        _gpu_job(w, setup, v)
     return "\n".join(w.lines).rstrip("\n") + "\n"
 
 
-def _solve_job(w: _Lines, a: dict[str, Action], vendors: list[str]) -> None:
+def _header(w: _Lines, setup: _Setup, version: str, command: str) -> None:
+    """The comments that say where the workflow came from and what it needs, its triggers,
+    permissions and concurrency."""
+    w(0, f"# Generated by envsolve {version}: {re.sub(r'[^ -~]', '?', command)}")
+    w(0, "# Regenerate it rather than edit it; the actions are pinned by commit (envsolve/matrix/actions.toml).")
+    if setup.pushes and not setup.ghcr:
+        w(0, "# Pushing logs in with the repository secrets REGISTRY_USERNAME and REGISTRY_PASSWORD.")
+    if setup.vendors:
+        labels = ", ".join(runner_label(g.name) for g in setup.ms.gpus)
+        w(0, f"# GPU smoke tests run on self-hosted runners labelled self-hosted, linux, gpu and one of: {labels}.")
+    w.block(0, "name: images", "", "on:")
+    w.block(2, "push:", "pull_request:", "workflow_dispatch:")
+    w.block(0, "", "permissions:")
+    w(2, "contents: read")
+    w.block(0, "", "concurrency:")
+    w.block(2, "group: ${{ github.workflow }}-${{ github.ref }}",
+            "cancel-in-progress: ${{ github.event_name == 'pull_request' }}")
+    w(0, "")
+
+
+def _env(w: _Lines, setup: _Setup, version: str, matrix_file: str, matrices_dir: str) -> None:
+    """The workflow's env: what every job's scripts read instead of expressions."""
+    w(0, "env:")
+    w.block(2, f"ENVSOLVE_VERSION: {_q(version)}", f"MATRIX_FILE: {_q(matrix_file)}", f"RENDER_DIR: {_q(RENDER_DIR)}")
+    if matrices_dir:
+        w(2, f"ENVSOLVE_MATRICES: {_q(matrices_dir)}")
+    w.block(2, *(f"{v.upper()}_RUNNERS: {_q(json.dumps(setup.runners(v)))}" for v in setup.vendors))
+    w(0, "")
+
+
+def _solve_job(w: _Lines, setup: _Setup) -> None:
+    a = setup.actions
     w(2, "solve:")
-    w(4, "name: " + _q("solve the image matrix"))
-    w(4, "runs-on: ubuntu-latest")
-    w(4, "timeout-minutes: 30")
-    w(4, "outputs:")
-    w(6, "matrix: ${{ steps.cells.outputs.matrix }}")
-    w(6, "cells: ${{ steps.cells.outputs.cells }}")
-    for v in vendors:
-        w(6, f"{v}-matrix: ${{{{ steps.cells.outputs.{v}-matrix }}}}")
-        w(6, f"{v}-jobs: ${{{{ steps.cells.outputs.{v}-jobs }}}}")
+    w.block(4, "name: " + _q("solve the image matrix"), "runs-on: ubuntu-latest", "timeout-minutes: 30", "outputs:")
+    w.block(6, "matrix: ${{ steps.cells.outputs.matrix }}", "cells: ${{ steps.cells.outputs.cells }}")
+    for v in setup.vendors:
+        w.block(6, f"{v}-matrix: ${{{{ steps.cells.outputs.{v}-matrix }}}}",
+                f"{v}-jobs: ${{{{ steps.cells.outputs.{v}-jobs }}}}")
     w(4, "steps:")
     w.uses(6, a["actions/checkout"], "check out", {"persist-credentials": "false"})
     w.uses(6, a["actions/setup-python"], "set up Python", {"python-version": _q(PYTHON)})
@@ -199,18 +227,11 @@ def _solve_job(w: _Lines, a: dict[str, Action], vendors: list[str]) -> None:
     w(6, "- name: " + _q("summary"))
     w(8, 'run: envsolve matrix "$MATRIX_FILE" --format markdown >> "$GITHUB_STEP_SUMMARY"')
     w(6, "- name: " + _q("check the [[include]] cells, render every valid cell, list them"))
-    w(8, "id: cells")
-    w(8, "run: |")
-    w(10, 'envsolve matrix "$MATRIX_FILE" --check --render "$RENDER_DIR" --format github > matrix.json')
-    w(10, "{")
-    w(10, '  echo "matrix=$(jq -c . matrix.json)"')
-    w(10, "  echo \"cells=$(jq '.include | length' matrix.json)\"")
-    for v in vendors:
-        # each GPU cell once per GPU of its vendor, on the runner of that GPU
-        select = (f'[.include[] | select(.vendor == "{v}") | . as $c | $runners[] | $c + {{gpu: .}}]')
-        w(10, f"  {v}=$(jq -c --argjson runners \"${v.upper()}_RUNNERS\" '{select}' matrix.json)")
-        w(10, f'  echo "{v}-matrix={{\\"include\\":${v}}}"')
-        w(10, f"  echo \"{v}-jobs=$(jq length <<< \"${v}\")\"")
+    w.block(8, "id: cells", "run: |")
+    w.block(10, 'envsolve matrix "$MATRIX_FILE" --check --render "$RENDER_DIR" --format github > matrix.json', "{",
+            '  echo "matrix=$(jq -c . matrix.json)"', "  echo \"cells=$(jq '.include | length' matrix.json)\"")
+    for v in setup.vendors:
+        w.block(10, *_gpu_cells_script(v))
     w(10, '} >> "$GITHUB_OUTPUT"')
     w.uses(6, a["actions/upload-artifact"], "keep the rendered cells",
            {"name": RENDER_DIR, "path": RENDER_DIR, "if-no-files-found": "error", "retention-days": "7"},
@@ -218,75 +239,89 @@ def _solve_job(w: _Lines, a: dict[str, Action], vendors: list[str]) -> None:
     w(0, "")
 
 
-def _build_job(w: _Lines, a: dict[str, Action], ms: MatrixSpec, platforms: str, pushes: bool, ghcr: bool,
-               registry: str, axis: bool = False) -> None:
+def _gpu_cells_script(vendor: str) -> tuple[str, ...]:
+    """The solve step's lines that list each GPU cell of ``vendor`` once per GPU of that vendor,
+    for the runner of that GPU."""
+    select = f'[.include[] | select(.vendor == "{vendor}") | . as $c | $runners[] | $c + {{gpu: .}}]'
+    return (f"  {vendor}=$(jq -c --argjson runners \"${vendor.upper()}_RUNNERS\" '{select}' matrix.json)",
+            f'  echo "{vendor}-matrix={{\\"include\\":${vendor}}}"',
+            f"  echo \"{vendor}-jobs=$(jq length <<< \"${vendor}\")\"")
+
+
+def _build_job(w: _Lines, setup: _Setup) -> None:
+    a = setup.actions
     context = f"{RENDER_DIR}/${{{{ matrix.id }}}}"
     cache_from = "type=gha,scope=${{ matrix.id }}"
     w(2, "build:")
-    w(4, "name: build ${{ matrix.id }}")
-    w(4, "needs: solve")
-    w(4, "if: needs.solve.outputs.cells != '0'")
-    w(4, "runs-on: ${{ matrix.runner }}" if axis else "runs-on: ubuntu-latest")
-    w(4, "timeout-minutes: 120")
-    if ghcr:
+    w.block(4, "name: build ${{ matrix.id }}", "needs: solve", "if: needs.solve.outputs.cells != '0'",
+            "runs-on: ${{ matrix.runner }}" if setup.axis else "runs-on: ubuntu-latest", "timeout-minutes: 120")
+    if setup.ghcr:
         w(4, "permissions:")
-        w(6, "contents: read")
-        w(6, "packages: write  # pushes to GHCR from the default branch")
+        w.block(6, "contents: read", "packages: write  # pushes to GHCR from the default branch")
     w(4, "strategy:")
-    w(6, "fail-fast: false")
-    w(6, "matrix: ${{ fromJSON(needs.solve.outputs.matrix) }}")
+    w.block(6, "fail-fast: false", "matrix: ${{ fromJSON(needs.solve.outputs.matrix) }}")
     w(4, "steps:")
     w.uses(6, a["actions/download-artifact"], "fetch the rendered cells", {"name": RENDER_DIR, "path": RENDER_DIR})
-    if not axis and any(p != "linux/amd64" for p in ms.platforms):
-        w.uses(6, a["docker/setup-qemu-action"], "set up QEMU (other platforms)", {"platforms": _q(platforms)})
+    if not setup.axis and any(p != DEFAULT_PLATFORM for p in setup.ms.platforms):
+        w.uses(6, a["docker/setup-qemu-action"], "set up QEMU (other platforms)", {"platforms": _q(setup.platforms)})
     w.uses(6, a["docker/setup-buildx-action"], "set up Buildx", {})
     w.uses(6, a["docker/build-push-action"], "smoke test (CPU cells: the smoke stage runs smoke_test.py)",
-           {"context": context, "target": formats.SMOKE_STAGE, "platforms": _q(platforms), "push": "false",
+           {"context": context, "target": formats.SMOKE_STAGE, "platforms": _q(setup.platforms), "push": "false",
             "outputs": "type=cacheonly", "cache-from": cache_from},
            if_="matrix.vendor == 'cpu'")
-    if pushes:
-        login = {"registry": registry} if registry else {}
-        if ghcr:
-            login |= {"username": "${{ github.actor }}", "password": "${{ secrets.GITHUB_TOKEN }}"}
-        else:
-            login |= {"username": "${{ secrets.REGISTRY_USERNAME }}", "password": "${{ secrets.REGISTRY_PASSWORD }}"}
-        w.uses(6, a["docker/login-action"], "log in to the registry (default branch only)", login, if_=_PUBLISH)
-    image = {"context": context}
-    if formats.IMAGE_STAGE:
-        image["target"] = formats.IMAGE_STAGE
-    image |= {"platforms": _q(platforms), "tags": "${{ matrix.image }}",
-              "push": f"${{{{ {_PUBLISH} }}}}" if pushes else "false",
+    if setup.pushes:
+        w.uses(6, a["docker/login-action"], "log in to the registry (default branch only)", _login(setup), if_=_PUBLISH)
+    image = {"context": context, **_stage()}
+    image |= {"platforms": _q(setup.platforms), "tags": "${{ matrix.image }}",
+              "push": f"${{{{ {_PUBLISH} }}}}" if setup.pushes else "false",
               "cache-from": cache_from, "cache-to": "type=gha,mode=max,scope=${{ matrix.id }}"}
     w.uses(6, a["docker/build-push-action"],
-           "build the image" + (" (pushed from the default branch)" if pushes else ""), image)
+           "build the image" + (" (pushed from the default branch)" if setup.pushes else ""), image)
     w(0, "")
 
 
-def _gpu_job(w: _Lines, a: dict[str, Action], vendor: str) -> None:
+def _stage() -> dict[str, str]:
+    """The ``target`` input that builds the image stage of the rendered Dockerfile, if it names one."""
+    return {"target": formats.IMAGE_STAGE} if formats.IMAGE_STAGE else {}
+
+
+def _login(setup: _Setup) -> dict[str, str]:
+    """The login action's inputs: GHCR with the job's token, any other registry with the
+    repository secrets (Docker Hub: no registry input)."""
+    login = {"registry": setup.registry} if setup.registry else {}
+    if setup.ghcr:
+        return login | {"username": "${{ github.actor }}", "password": "${{ secrets.GITHUB_TOKEN }}"}
+    return login | {"username": "${{ secrets.REGISTRY_USERNAME }}", "password": "${{ secrets.REGISTRY_PASSWORD }}"}
+
+
+def _gpu_job(w: _Lines, setup: _Setup, vendor: Vendor) -> None:
+    a = setup.actions
     w(2, f"smoke-{vendor}:")
-    w(4, "name: smoke ${{ matrix.id }} on ${{ matrix.gpu }}")
-    w(4, "needs: [solve, build]")
+    w.block(4, "name: smoke ${{ matrix.id }} on ${{ matrix.gpu }}", "needs: [solve, build]")
     # a pull request from a fork never reaches a self-hosted runner: its Dockerfiles are its own
     w(4, "if: >-")
-    w(6, f"${{{{ !cancelled() && needs.solve.result == 'success' && needs.solve.outputs.{vendor}-jobs != '0' &&")
-    w(6, "(github.event_name != 'pull_request' ||")
-    w(6, "github.event.pull_request.head.repo.full_name == github.repository) }}")
-    w(4, "runs-on: [self-hosted, linux, gpu, \"${{ matrix.gpu }}\"]")
-    w(4, "timeout-minutes: 60")
-    w(4, "strategy:")
-    w(6, "fail-fast: false")
-    w(6, f"matrix: ${{{{ fromJSON(needs.solve.outputs.{vendor}-matrix) }}}}")
+    w.block(6, f"${{{{ !cancelled() && needs.solve.result == 'success' && needs.solve.outputs.{vendor}-jobs != '0' &&",
+            "(github.event_name != 'pull_request' ||",
+            "github.event.pull_request.head.repo.full_name == github.repository) }}")
+    w.block(4, "runs-on: [self-hosted, linux, gpu, \"${{ matrix.gpu }}\"]", "timeout-minutes: 60", "strategy:")
+    w.block(6, "fail-fast: false", f"matrix: ${{{{ fromJSON(needs.solve.outputs.{vendor}-matrix) }}}}")
     w(4, "steps:")
     w.uses(6, a["actions/download-artifact"], "fetch the rendered cells", {"name": RENDER_DIR, "path": RENDER_DIR})
     w.uses(6, a["docker/setup-buildx-action"], "set up Buildx", {})
-    image = {"context": f"{RENDER_DIR}/${{{{ matrix.id }}}}"}
-    if formats.IMAGE_STAGE:
-        image["target"] = formats.IMAGE_STAGE
+    image = {"context": f"{RENDER_DIR}/${{{{ matrix.id }}}}", **_stage()}
     image |= {"tags": "${{ matrix.image }}", "load": "true", "push": "false",
               "cache-from": "type=gha,scope=${{ matrix.id }}"}
     w.uses(6, a["docker/build-push-action"], "build the image here (from the build job's cache)", image)
-    w(6, "- name: " + _q("smoke test on the GPU"))
+    for name, if_, jetson in _SMOKE_RUNS[vendor]:
+        _smoke_run(w, name, if_, " ".join(gpu_run_flags(ACCELERATOR[vendor], jetson=jetson)))
+    w(0, "")
+
+
+def _smoke_run(w: _Lines, name: str, if_: str, flags: str) -> None:
+    """A step that runs the image's smoke test with ``flags``; the image comes through env."""
+    w(6, "- name: " + _q(name))
+    if if_:
+        w(8, f"if: {if_}")
     w(8, "env:")
     w(10, "IMAGE: ${{ matrix.image }}")
-    w(8, f'run: docker run --rm {_RUN_FLAGS[vendor]} "$IMAGE" python smoke_test.py')
-    w(0, "")
+    w(8, f'run: docker run --rm {flags} "$IMAGE" python smoke_test.py')
