@@ -9,12 +9,13 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..domain import FRAMEWORKS, cuda_of_variant
+from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, PLATFORMS, cuda_of_variant
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..solve import Cache, Resolution
 from ..solve.search import try_solve_target
 from ..spec import FrameworkReq, ProjectSpec, Target
+from ..tables import word
 from ..versions import parse_dotted, parse_driver
 from .parse import Cell, MatrixSpec
 
@@ -33,9 +34,10 @@ class CellResult:
 
 
 
-def _target(ms: MatrixSpec, accelerator: str, platform: str) -> Target:
+def _target(ms: MatrixSpec, accelerator: str, cell_platform: str) -> Target:
     """The hardware of a cell: the accelerator's vendor, its pin, the matrix GPUs of that vendor,
     and the platform (the cell's, else the one of [image] platforms when it names one)."""
+    platform = word(cell_platform, PLATFORMS) or DEFAULT_PLATFORM  # a platform axis value, checked when parsing
     if accelerator == "cpu":
         return Target(name="default", vendor="cpu", platform=platform)
     if accelerator.startswith("cu"):

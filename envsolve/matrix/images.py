@@ -10,6 +10,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 
 from ..data import Build, Release
+from ..domain import Vendor
 from ..errors import Problem, SpecError
 from ..provider import Provider
 from ..solve import Cache, Candidate, No
@@ -72,7 +73,7 @@ def _verdict(provider: Provider, img: Any, path: str, i: int) -> ImageVerdict:
             continue
         chosen.append((rel, b))
     accels = {b.accelerator for _, b in chosen if b is not None}
-    vendor = "amd" if "rocm" in accels else "nvidia" if "cuda" in accels else "cpu"
+    vendor: Vendor = "amd" if "rocm" in accels else "nvidia" if "cuda" in accels else "cpu"
     target = Target(name=name, vendor=vendor, gpus=gpus, driver=driver)
     cands: list[Candidate] = []
     for rel, b in chosen:
