@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 SCHEMA = 1
-GPU_VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")  # the vendors of GPUs and architectures
+_GPU_VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")  # the vendors of GPUs and architectures
 
 
 # ---------------------------------------------------------------------------- records
@@ -491,12 +491,12 @@ _KINDS: dict[str, dict[str, _Rows]] = {
     "gpus": {
         "arch": _Rows(
             ArchInfo,
-            {"name": _arch_name, "vendor": _one_of(*GPU_VENDORS), "family": _str},
+            {"name": _arch_name, "vendor": _one_of(*_GPU_VENDORS), "family": _str},
             {"compute_capability": _str},
         ),
         "gpu": _Rows(
             Gpu,
-            {"name": _str, "vendor": _one_of(*GPU_VENDORS), "arch": _str},
+            {"name": _str, "vendor": _one_of(*_GPU_VENDORS), "arch": _str},
             {"aliases": _strs, "memory_gib": _num, "peak_tflops": _num_map, "platform": _one_of(*PLATFORMS)},
         ),
     },

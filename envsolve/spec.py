@@ -149,7 +149,6 @@ class SectionParser(TableReader):
 
     def __init__(self, path: str, provider: Provider) -> None:
         super().__init__(path)
-        self.path = path
         self.provider = provider
 
     def gpus(self, names: list[Any], key: str) -> tuple[GpuReq, ...]:
