@@ -468,22 +468,14 @@ _COMMON: dict[str, Check] = {"source": _str, "confidence": _one_of("low"), "note
 _OTHER_PLATFORMS = tuple(p for p in PLATFORMS if p != DEFAULT_PLATFORM)
 
 
-@dataclass(frozen=True, slots=True)
 class _Rows:
     """One array of tables of a kind of file (``[[build]]`` of a framework file): the record it
-    makes and the checks of its fields, in the order its problems are reported."""
+    makes, the checks of its fields in the order its problems are reported, and the keys it must have."""
 
-    cls: type
-    required: dict[str, Check]
-    optional: dict[str, Check]
-
-    @property
-    def checks(self) -> dict[str, Check]:
-        return {**self.required, **self.optional, **_COMMON}
-
-    @property
-    def must(self) -> tuple[str, ...]:
-        return (*self.required, "source")
+    def __init__(self, cls: type, required: dict[str, Check], optional: dict[str, Check]) -> None:
+        self.cls = cls
+        self.checks = {**required, **optional, **_COMMON}
+        self.must = (*required, "source")
 
 
 # kind -> row table -> its rows
