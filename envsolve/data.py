@@ -5,7 +5,7 @@ file is collected and reported at once (file, row, key) as one :class:`MatrixErr
 
 Parsing 500 KB of TOML costs more than everything else `envsolve lock` does, so the validated
 records are kept in a compiled cache (a pickle in the user's cache folder) keyed by the digest
-of the matrix files and of this module's own code: a change to either rebuilds it, a corrupt or
+of the matrix files and of the code that reads them: a change to either rebuilds it, a corrupt or
 unwritable cache is ignored, and nothing ever requires it. Reads package data and that cache only.
 """
 
@@ -19,19 +19,24 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
-from .domain import DEFAULT_INDEXES, FRAMEWORKS
+from .domain import (
+    ACCELERATORS,
+    DEFAULT_INDEXES,
+    DEFAULT_PLATFORM,
+    FRAMEWORKS,
+    PLATFORMS,
+    Accelerator,
+    Platform,
+    Vendor,
+)
 from .errors import MatrixError, Problem, Problems
 from .paths import cache_dir, data_dir
+from .tables import Check, TableReader
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "SCHEMA",
@@ -61,9 +66,7 @@ __all__ = [
 ]
 
 SCHEMA = 1
-VENDORS = ("nvidia", "amd")
-PLATFORMS = ("linux/amd64", "linux/arm64")  # Docker's names; every row elsewhere is linux/amd64
-ACCELERATORS = ("cuda", "rocm", "cpu")
+_GPU_VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")  # the vendors of GPUs and architectures
 
 
 # ---------------------------------------------------------------------------- records
@@ -79,7 +82,7 @@ class _Row:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ArchInfo(_Row):
     name: str
-    vendor: str
+    vendor: Vendor
     family: str
     compute_capability: str = ""
 
@@ -87,12 +90,12 @@ class ArchInfo(_Row):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Gpu(_Row):
     name: str
-    vendor: str
+    vendor: Vendor
     arch: str
     aliases: tuple[str, ...] = ()
     memory_gib: float | None = None
     peak_tflops: tuple[tuple[str, float], ...] = ()
-    platform: str = ""  # the platform the GPU comes in (a superchip's Arm CPU, a Jetson module); "": any
+    platform: Platform | Literal[""] = ""  # the platform it comes in (a superchip's Arm CPU, a Jetson); "": any
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -149,7 +152,7 @@ class Build(_Row):
     version: Version
     raw: str
     variant: str
-    accelerator: str
+    accelerator: Accelerator
     index: str
     default: bool = False
     cuda: Dotted | None = None
@@ -188,12 +191,21 @@ class CondaBuild(_Row):
         """The MatchSpec of the build for ``cuda`` (None: the CPU build), or "" when none exists."""
         if self.python and python not in self.python:
             return ""
-        if not self.build and not self.cpu_build and not self.cuda:
-            return f"{self.name}={self.version}"  # noarch: one build serves CPU and GPU alike
-        if cuda is None:
-            if not self.cpu:
-                return ""
-            return f"{self.name}={self.version}" + (f"={self.cpu_build}" if self.cpu_build else "")
+        if self.noarch:
+            return f"{self.name}={self.version}"
+        return self._cpu_spec() if cuda is None else self._cuda_spec(cuda)
+
+    @property
+    def noarch(self) -> bool:
+        """Whether one build serves CPU and GPU alike (it names no build string and no CUDA)."""
+        return not (self.build or self.cpu_build or self.cuda)
+
+    def _cpu_spec(self) -> str:
+        if not self.cpu:
+            return ""
+        return f"{self.name}={self.version}" + (f"={self.cpu_build}" if self.cpu_build else "")
+
+    def _cuda_spec(self, cuda: str) -> str:
         if cuda not in self.cuda or not self.build:
             return ""
         return f"{self.name}={self.version}={self.build.format(cuda_nodot=cuda.replace('.', ''))}"
@@ -209,7 +221,7 @@ class Tool(_Row):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Image(_Row):
     repository: str
-    accelerator: str
+    accelerator: Accelerator
     version: Dotted
     tag: str
     os: tuple[str, ...]
@@ -233,16 +245,16 @@ class OsRelease(_Row):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PlatformWheel(_Row):
-    """Builds published for a platform other than linux/amd64."""
+    """Builds published for a platform other than the default one."""
 
     package: str
-    platform: str
+    platform: Platform
     index: str
     versions: str
     variants: tuple[str, ...]
     python: tuple[str, ...] = ()
     dist: str = ""
-    archs: tuple[str, ...] = ()  # SASS compiled in there, when it differs from the linux/amd64 build's
+    archs: tuple[str, ...] = ()  # SASS compiled in there, when it differs from the default platform's build
     ptx: tuple[str, ...] = ()
     sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
@@ -250,10 +262,10 @@ class PlatformWheel(_Row):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PlatformImage(_Row):
-    """Tags of an image repository published for a platform other than linux/amd64."""
+    """Tags of an image repository published for a platform other than the default one."""
 
     repository: str
-    platform: str
+    platform: Platform
     versions: str
 
 
@@ -328,10 +340,6 @@ _fast_pickling(ArchInfo, Gpu, CudaMajor, Toolkit, DriverBranch, Cudnn, Rocm, Rel
 
 # ---------------------------------------------------------------------------- schema
 
-# A field checker turns a raw TOML value into the record's value or raises ValueError.
-Check = Callable[[Any], Any]
-
-
 def _str(v: Any) -> str:
     if not isinstance(v, str) or not v.strip():
         raise ValueError("must be a non-empty string")
@@ -370,6 +378,8 @@ def _branch(v: Any) -> int:
 
 
 def _one_of(*allowed: str) -> Check:
+    """A closed word: one of ``allowed`` (domain's ``PLATFORMS``, ``ACCELERATORS``, ...)."""
+
     def check(v: Any) -> str:
         if v not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}")
@@ -397,6 +407,12 @@ def _driver(v: Any) -> Dotted:
 
 def _arch(name: str) -> Arch:
     return _shared(parse_arch(name))  # type: ignore[no-any-return]
+
+
+def _arch_name(v: Any) -> str:
+    """The name of an ``[[arch]]`` row: an architecture (``sm_90``, ``gfx942``)."""
+    parse_arch(_str(v))
+    return str(v)
 
 
 def _version(v: Any) -> Version:
@@ -449,51 +465,62 @@ def _num_map(v: Any) -> tuple[tuple[str, float], ...]:
 
 
 _COMMON: dict[str, Check] = {"source": _str, "confidence": _one_of("low"), "note": _str}
+_OTHER_PLATFORMS = tuple(p for p in PLATFORMS if p != DEFAULT_PLATFORM)
 
-# kind -> row table -> (record class, required fields, optional fields)
-_Spec = tuple[type, dict[str, Check], dict[str, Check]]
-_KINDS: dict[str, dict[str, _Spec]] = {
+
+class _Rows:
+    """One array of tables of a kind of file (``[[build]]`` of a framework file): the record it
+    makes, the checks of its fields in the order its problems are reported, and the keys it must have."""
+
+    def __init__(self, cls: type, required: dict[str, Check], optional: dict[str, Check]) -> None:
+        self.cls = cls
+        self.checks = {**required, **optional, **_COMMON}
+        self.must = (*required, "source")
+
+
+# kind -> row table -> its rows
+_KINDS: dict[str, dict[str, _Rows]] = {
     "gpus": {
-        "arch": (
+        "arch": _Rows(
             ArchInfo,
-            {"name": _str, "vendor": _one_of(*VENDORS), "family": _str},
+            {"name": _arch_name, "vendor": _one_of(*_GPU_VENDORS), "family": _str},
             {"compute_capability": _str},
         ),
-        "gpu": (
+        "gpu": _Rows(
             Gpu,
-            {"name": _str, "vendor": _one_of(*VENDORS), "arch": _str},
+            {"name": _str, "vendor": _one_of(*_GPU_VENDORS), "arch": _str},
             {"aliases": _strs, "memory_gib": _num, "peak_tflops": _num_map, "platform": _one_of(*PLATFORMS)},
         ),
     },
     "cuda": {
-        "major": (CudaMajor, {"major": _int}, {"minor_compat_driver_min": _driver}),
-        "toolkit": (
+        "major": _Rows(CudaMajor, {"major": _int}, {"minor_compat_driver_min": _driver}),
+        "toolkit": _Rows(
             Toolkit,
             {"version": _dotted, "driver_min": _driver, "archs": _archs},
             {},
         ),
     },
     "drivers": {
-        "branch": (
+        "branch": _Rows(
             DriverBranch,
             {"branch": _branch, "cuda_max": _dotted},
             {"unsupported_families": _strs},
         ),
     },
     "cudnn": {
-        "release": (Cudnn, {"version": _dotted, "cuda_major": _int, "archs": _archs}, {}),
+        "release": _Rows(Cudnn, {"version": _dotted, "cuda_major": _int, "archs": _archs}, {}),
     },
     "rocm": {
-        "release": (Rocm, {"version": _dotted, "latest": _str, "gfx": _archs}, {}),
+        "release": _Rows(Rocm, {"version": _dotted, "latest": _str, "gfx": _archs}, {}),
     },
     "framework": {
-        "release": (
+        "release": _Rows(
             Release,
             {"version": _version, "python": _pythons},
             {"companions": _str_map, "companion_python": _pythons_map, "requires": _str_map,
              "backends": _str_map},
         ),
-        "build": (
+        "build": _Rows(
             Build,
             {
                 "version": _version,
@@ -522,34 +549,34 @@ _KINDS: dict[str, dict[str, _Spec]] = {
         ),
     },
     "conda": {
-        "package": (
+        "package": _Rows(
             CondaBuild,
             {"name": _str, "framework": _one_of(*FRAMEWORKS), "version": _str},
             {"cuda": _strs, "cpu": _bool, "build": _str, "cpu_build": _str, "python": _pythons},
         ),
     },
     "platforms": {
-        "wheel": (
+        "wheel": _Rows(
             PlatformWheel,
-            {"package": _one_of(*FRAMEWORKS), "platform": _one_of(*PLATFORMS[1:]),
+            {"package": _one_of(*FRAMEWORKS), "platform": _one_of(*_OTHER_PLATFORMS),
              "index": _one_of("pypi", "pytorch", "jetson"), "versions": _specifier, "variants": _strs},
             {"python": _pythons, "dist": _str, "archs": _archs, "ptx": _archs},
         ),
-        "image": (PlatformImage, {"repository": _str, "platform": _one_of(*PLATFORMS[1:]), "versions": _specifier},
-                  {}),
-        "jetpack": (
+        "image": _Rows(PlatformImage,
+                       {"repository": _str, "platform": _one_of(*_OTHER_PLATFORMS), "versions": _specifier}, {}),
+        "jetpack": _Rows(
             JetPack,
             {"version": _dotted, "l4t": _str, "cuda": _dotted, "cudnn": _str, "tensorrt": _str, "os": _str,
              "gpus": _strs},
             {"image": _str, "sbsa": _bool},
         ),
-        "kmd": (Kmd, {"version": _dotted, "user": _strs}, {}),
+        "kmd": _Rows(Kmd, {"version": _dotted, "user": _strs}, {}),
     },
     "tools": {
-        "tool": (Tool, {"name": _str, "version": _str}, {"purpose": _str}),
+        "tool": _Rows(Tool, {"name": _str, "version": _str}, {"purpose": _str}),
     },
     "images": {
-        "image": (
+        "image": _Rows(
             Image,
             {
                 "repository": _str,
@@ -561,99 +588,97 @@ _KINDS: dict[str, dict[str, _Spec]] = {
             },
             {"cudnn": _str, "python": _str, "removed": _bool},
         ),
-        "os": (OsRelease, {"name": _str, "python": _str}, {}),
+        "os": _Rows(OsRelease, {"name": _str, "python": _str}, {}),
     },
 }
 
 
 # ---------------------------------------------------------------------------- loading
 
+_HEADER = ("schema", "data_version", "kind")
 
-def _parse_rows(
-    name: str, data: Mapping[str, Any], out: Problems
-) -> dict[str, list[Any]]:
-    """Validate one parsed file; return its records by row table."""
-    rows: dict[str, list[Any]] = {}
-    for key in ("schema", "data_version", "kind"):
+
+def _kind_rows(reader: TableReader, data: Mapping[str, Any]) -> dict[str, _Rows] | None:
+    """The row tables of the file's kind, its header checked; None when no row can be read (another
+    schema, an unknown kind, a framework file of no framework)."""
+    for key in _HEADER:
         if key not in data:
-            out.add(name, key, "missing (every matrix file starts with schema, data_version, kind)")
+            reader.bad(key, "missing (every matrix file starts with schema, data_version, kind)")
     if data.get("schema", SCHEMA) != SCHEMA:
-        out.add(name, "schema", f"is {data.get('schema')!r}; this envsolve reads schema {SCHEMA}")
-        return rows
+        reader.bad("schema", f"is {data.get('schema')!r}; this envsolve reads schema {SCHEMA}")
+        return None
     kind = data.get("kind")
-    if kind not in _KINDS:
-        out.add(name, "kind", f"{kind!r} is not one of {', '.join(sorted(_KINDS))}")
-        return rows
-    tables = _KINDS[kind]
-    allowed_top = {"schema", "data_version", "kind", "source", "package", *tables}
-    for key in data:
-        if key not in allowed_top:
-            out.add(name, key, f"unknown key for kind {kind!r} (allowed: {', '.join(sorted(allowed_top))})")
+    tables = _KINDS.get(kind) if isinstance(kind, str) else None
+    if tables is None:
+        reader.bad("kind", f"{kind!r} is not one of {', '.join(sorted(_KINDS))}")
+        return None
+    reader.unknown_keys(data, "", {*_HEADER, "source", "package", *tables},
+                        lambda _, allowed: f"unknown key for kind {kind!r} (allowed: {', '.join(sorted(allowed))})")
+    return tables if kind != "framework" or _names_a_framework(reader, data) else None
+
+
+def _names_a_framework(reader: TableReader, data: Mapping[str, Any]) -> bool:
+    """Whether a framework file's ``package`` is a framework."""
     package = data.get("package", "")
-    if kind == "framework" and package not in FRAMEWORKS:
-        out.add(name, "package", f"{package!r} is not one of {', '.join(FRAMEWORKS)}")
-        return rows
-    for table, (cls, required, optional) in tables.items():
-        raw_rows = data.get(table, [])
-        if not isinstance(raw_rows, list):
-            out.add(name, table, f"must be an array of tables ([[{table}]])")
-            continue
-        for i, raw in enumerate(raw_rows):
-            where = f"{table}[{i}]"
-            if isinstance(raw, dict) and "version" in raw and isinstance(raw["version"], str):
-                where += f" (version {raw['version']})"
-            elif isinstance(raw, dict) and "name" in raw:
-                where += f" ({raw['name']})"
-            rec = _parse_row(name, where, raw, cls, required, optional, out, package, table)
-            if rec is not None:
-                rows.setdefault(table, []).append(rec)
+    if package not in FRAMEWORKS:
+        reader.bad("package", f"{package!r} is not one of {', '.join(FRAMEWORKS)}")
+        return False
+    return True
+
+
+def _row_where(table: str, i: int, raw: Any) -> str:
+    """A row's key path, with the version or name that finds it in the file: ``build[3] (version 2.7.1)``."""
+    where = f"{table}[{i}]"
+    if isinstance(raw, dict) and isinstance(raw.get("version"), str):
+        return f"{where} (version {raw['version']})"
+    if isinstance(raw, dict) and "name" in raw:
+        return f"{where} ({raw['name']})"
+    return where
+
+
+def _parse_rows(reader: TableReader, data: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Validate one parsed file; return its records by row table."""
+    tables = _kind_rows(reader, data)
+    if tables is None:
+        return {}
+    package = data.get("package", "")
+    rows: dict[str, list[Any]] = {}
+    for table, spec in tables.items():
+        records = (_parse_row(reader, _row_where(table, i, raw), raw, spec, package)
+                   for i, raw in enumerate(reader.rows(data, table)))
+        rows[table] = [r for r in records if r is not None]
     return rows
 
 
-def _parse_row(
-    name: str,
-    where: str,
-    raw: Any,
-    cls: type,
-    required: dict[str, Check],
-    optional: dict[str, Check],
-    out: Problems,
-    package: str,
-    table: str,
-) -> Any:
-    if not isinstance(raw, dict):
-        out.add(name, where, "must be a table")
+def _parse_row(reader: TableReader, where: str, raw: Any, rows: _Rows, package: str) -> Any:
+    fields = reader.record(raw, where, rows.checks, rows.must)
+    if fields is None:
         return None
-    fields: dict[str, Any] = {}
-    ok = True
-    checks = {**required, **optional, **_COMMON}
-    for key in raw:
-        if key not in checks:
-            out.add(name, f"{where}.{key}", f"unknown key (allowed: {', '.join(sorted(checks))})")
-            ok = False
-    for key in (*required, "source"):
-        if key not in raw:
-            out.add(name, f"{where}.{key}", "missing")
-            ok = False
-    for key, check in checks.items():
-        if key not in raw:
-            continue
-        try:
-            fields[key] = check(raw[key])
-        except ValueError as e:
-            out.add(name, f"{where}.{key}", str(e))
-            ok = False
-    if not ok:
-        return None
-    if cls in (Release, Build):
-        fields["package"] = package
-        fields["raw"] = raw["version"]
-    if cls in (Build, PlatformWheel):
-        fields["sass"] = tuple(_arch(a) for a in fields.get("archs", ()))
-        fields["ptx_code"] = tuple(_arch(a) for a in fields.get("ptx", ()))
-    if cls is Cudnn:
-        fields["code"] = tuple(_arch(a) for a in fields["archs"])
-    return cls(**fields)
+    for derived in _DERIVED.get(rows.cls, ()):
+        fields.update(derived(fields, raw, package))
+    return rows.cls(**fields)
+
+
+def _of_package(fields: dict[str, Any], raw: dict[str, Any], package: str) -> dict[str, Any]:
+    """A release or build: its framework and its version as written."""
+    return {"package": package, "raw": raw["version"]}
+
+
+def _compiled(fields: dict[str, Any], raw: dict[str, Any], package: str) -> dict[str, Any]:
+    """A build's SASS and PTX architectures, parsed."""
+    return {"sass": tuple(_arch(a) for a in fields.get("archs", ())),
+            "ptx_code": tuple(_arch(a) for a in fields.get("ptx", ()))}
+
+
+def _cudnn_code(fields: dict[str, Any], raw: dict[str, Any], package: str) -> dict[str, Any]:
+    """A cuDNN release's architectures, parsed."""
+    return {"code": tuple(_arch(a) for a in fields["archs"])}
+
+
+# record class -> the fields the loader sets from the checked ones
+_DERIVED: dict[type, tuple[Callable[[dict[str, Any], dict[str, Any], str], dict[str, Any]], ...]] = {
+    Release: (_of_package,), Build: (_of_package, _compiled), PlatformWheel: (_compiled,), Cudnn: (_cudnn_code,),
+}
 
 
 def _files(root: Path) -> list[tuple[str, bytes]]:
@@ -677,18 +702,24 @@ def _parse(root: Path, files: list[tuple[str, bytes]], digest: str) -> Matrices:
     versions: list[str] = []
     rows: dict[str, list[Any]] = {}
     for name, blob in files:
-        try:
-            data = tomllib.loads(blob.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            out.add(name, "", f"is not valid TOML: {e}")
+        reader = TableReader(name, out)
+        data = reader.document(blob, "a matrix file")
+        if data is None:
             continue
         if isinstance(data.get("data_version"), str):
             versions.append(data["data_version"])
-        for table, recs in _parse_rows(name, data, out).items():
-            key = f"{data.get('kind')}.{table}"
-            rows.setdefault(key, []).extend(recs)
-    m = Matrices(
-        data_version=max(versions, default="unknown"),
+        for table, records in _parse_rows(reader, data).items():
+            rows.setdefault(f"{data.get('kind')}.{table}", []).extend(records)
+    m = _matrices(rows, max(versions, default="unknown"), digest)
+    _cross_check(m, out)
+    out.raise_if_any(MatrixError, tip=f"fix the rows named above in {root} (schema: matrices/README.md)")
+    return m
+
+
+def _matrices(rows: dict[str, list[Any]], data_version: str, digest: str) -> Matrices:
+    """The records of every file by ``kind.table``, each kind in its order."""
+    return Matrices(
+        data_version=data_version,
         digest=digest,
         archs=tuple(rows.get("gpus.arch", [])),
         gpus=tuple(rows.get("gpus.gpu", [])),
@@ -708,9 +739,6 @@ def _parse(root: Path, files: list[tuple[str, bytes]], digest: str) -> Matrices:
         jetpacks=tuple(sorted(rows.get("platforms.jetpack", []), key=lambda j: j.version)),
         kmds=tuple(sorted(rows.get("platforms.kmd", []), key=lambda k: k.version)),
     )
-    _cross_check(m, out)
-    out.raise_if_any(MatrixError, tip=f"fix the rows named above in {root} (schema: matrices/README.md)")
-    return m
 
 
 def load_dir(root: Path) -> Matrices:
@@ -718,6 +746,9 @@ def load_dir(root: Path) -> Matrices:
     listing every problem."""
     files = _files(root)
     return _parse(root, files, _digest(files))
+
+
+# ---------------------------------------------------------------------------- checks across rows
 
 
 def _dupes(items: Iterable[tuple[str, str]], file: str, out: Problems) -> None:
@@ -731,69 +762,120 @@ def _dupes(items: Iterable[tuple[str, str]], file: str, out: Problems) -> None:
 def _cross_check(m: Matrices, out: Problems) -> None:
     """Checks that span rows: references resolve, keys are unique, one default per release."""
     arch_names = {a.name for a in m.archs}
-    families = {a.family for a in m.archs}
-    for a in m.archs:
+    _check_archs(m.archs, out)
+    gpu_names = _check_gpus(m.gpus, arch_names, out)
+    _check_jetpacks(m.jetpacks, gpu_names, out)
+    _check_branches(m.branches, {a.family for a in m.archs}, out)
+    _check_toolkits(m, out)
+    _dupes(((f"{r.package} {r.raw}", f"release (version {r.raw})") for r in m.releases), "framework files", out)
+    builds = _BuildChecks(m, arch_names, out)
+    for bd in m.builds:
+        builds.check(bd)
+
+
+def _check_archs(archs: tuple[ArchInfo, ...], out: Problems) -> None:
+    """Each [[arch]] row's vendor and compute capability fit its name; each name once."""
+    for a in archs:
         parsed = parse_arch(a.name)
         if parsed.vendor != a.vendor:
             out.add("gpus.toml", f"arch ({a.name})", f"vendor {a.vendor} does not fit the name")
         if a.vendor == "nvidia" and a.compute_capability != parsed.compute_capability:
             out.add("gpus.toml", f"arch ({a.name}).compute_capability",
                     f"{a.compute_capability!r} does not match the name ({parsed.compute_capability})")
-    _dupes(((a.name, f"arch ({a.name})") for a in m.archs), "gpus.toml", out)
+    _dupes(((a.name, f"arch ({a.name})") for a in archs), "gpus.toml", out)
+
+
+def _check_gpus(gpus: tuple[Gpu, ...], arch_names: set[str], out: Problems) -> dict[str, str]:
+    """Each GPU's arch has a row; no name or alias is two GPUs'. Returns folded name -> GPU name."""
     names: dict[str, str] = {}
-    for g in m.gpus:
+    for g in gpus:
         if g.arch not in arch_names:
             out.add("gpus.toml", f"gpu ({g.name}).arch", f"{g.arch!r} has no [[arch]] row")
-        for n in (g.name, *g.aliases):
-            k = fold(n)
-            if k in names and names[k] != g.name:
-                out.add("gpus.toml", f"gpu ({g.name})",
-                        f"name or alias {n!r} is also used by {names[k]}")
-            names[k] = g.name
-    for j in m.jetpacks:
+        _claim_names(g, names, out)
+    return names
+
+
+def _claim_names(g: Gpu, names: dict[str, str], out: Problems) -> None:
+    for n in (g.name, *g.aliases):
+        k = fold(n)
+        if names.get(k, g.name) != g.name:
+            out.add("gpus.toml", f"gpu ({g.name})", f"name or alias {n!r} is also used by {names[k]}")
+        names[k] = g.name
+
+
+def _check_jetpacks(jetpacks: tuple[JetPack, ...], gpu_names: dict[str, str], out: Problems) -> None:
+    """Each JetPack's modules are GPUs of gpus.toml; one before SBSA names its l4t image."""
+    for j in jetpacks:
         for n in j.gpus:
-            if names and fold(n) not in names:
+            if gpu_names and fold(n) not in gpu_names:
                 out.add("platforms.toml", f"jetpack (version {j.version}).gpus", f"{n!r} is no GPU of gpus.toml")
-        if not j.sbsa and not j.image:
+        if not (j.sbsa or j.image):
             out.add("platforms.toml", f"jetpack (version {j.version}).image", "missing (a JetPack before SBSA "
                     "names the l4t image its builds run on)")
-    for b in m.branches:
+
+
+def _check_branches(branches: tuple[DriverBranch, ...], families: set[str], out: Problems) -> None:
+    """Each family a driver branch drops is a family of gpus.toml; each branch once."""
+    for b in branches:
         for f in b.unsupported_families:
             if families and f not in families:
-                out.add("drivers.toml", f"branch ({b.branch}).unsupported_families",
-                        f"{f!r} is no family of gpus.toml")
-    _dupes(((str(b.branch), f"branch ({b.branch})") for b in m.branches), "drivers.toml", out)
+                out.add("drivers.toml", f"branch ({b.branch}).unsupported_families", f"{f!r} is no family of gpus.toml")
+    _dupes(((str(b.branch), f"branch ({b.branch})") for b in branches), "drivers.toml", out)
+
+
+def _check_toolkits(m: Matrices, out: Problems) -> None:
+    """Each toolkit once, each of a CUDA major with a [[major]] row."""
     _dupes(((t.version.raw, f"toolkit ({t.version})") for t in m.toolkits), "cuda.toml", out)
     majors = {c.major for c in m.cuda_majors}
     for t in m.toolkits:
         if majors and t.version.major not in majors:
             out.add("cuda.toml", f"toolkit ({t.version})", f"CUDA major {t.version.major} has no [[major]] row")
-    releases = {(r.package, r.version): r for r in m.releases}
-    _dupes(((f"{r.package} {r.raw}", f"release (version {r.raw})") for r in m.releases),
-           "framework files", out)
-    defaults: dict[tuple[str, Version], str] = {}
-    seen_builds: set[tuple[str, Version, str]] = set()
-    for bd in m.builds:
-        file = f"{bd.package}.toml"
-        where = f"build (version {bd.raw}, {bd.variant})"
-        if (bd.package, bd.version) not in releases:
-            out.add(file, where, "has no [[release]] row of that version")
-        key = (bd.package, bd.version, bd.variant)
-        if key in seen_builds:
-            out.add(file, where, "appears twice")
-        seen_builds.add(key)
+
+
+# accelerator -> the field a build of it must name, and why
+_STACK_FIELD = {"cuda": ("cuda", "missing (a cuda build names its CUDA version)"),
+                "rocm": ("rocm", "missing (a rocm build names its ROCm version)")}
+
+
+class _BuildChecks:
+    """The checks of [[build]] rows across the data: each of a release, each (version, variant)
+    once, one default per release, its CUDA or ROCm named, its architectures known."""
+
+    def __init__(self, m: Matrices, arch_names: set[str], out: Problems) -> None:
+        self.releases = {(r.package, r.version) for r in m.releases}
+        self.arch_names = arch_names
+        self.out = out
+        self.seen: set[tuple[str, Version, str]] = set()
+        self.defaults: dict[tuple[str, Version], str] = {}
+
+    def check(self, bd: Build) -> None:
+        file, where = f"{bd.package}.toml", f"build (version {bd.raw}, {bd.variant})"
+        self._release(bd, file, where)
+        self._stack(bd, file, where)
+        self._archs(bd, file, where)
+
+    def _release(self, bd: Build, file: str, where: str) -> None:
+        release = (bd.package, bd.version)
+        if release not in self.releases:
+            self.out.add(file, where, "has no [[release]] row of that version")
+        if (*release, bd.variant) in self.seen:
+            self.out.add(file, where, "appears twice")
+        self.seen.add((*release, bd.variant))
+        if bd.default and release in self.defaults:
+            self.out.add(file, where, f"is a second default build (first: {self.defaults[release]})")
         if bd.default:
-            if (bd.package, bd.version) in defaults:
-                out.add(file, where, f"is a second default build (first: {defaults[(bd.package, bd.version)]})")
-            defaults[(bd.package, bd.version)] = bd.variant
-        if bd.accelerator == "cuda" and bd.cuda is None:
-            out.add(file, f"{where}.cuda", "missing (a cuda build names its CUDA version)")
-        if bd.accelerator == "rocm" and bd.rocm is None:
-            out.add(file, f"{where}.rocm", "missing (a rocm build names its ROCm version)")
+            self.defaults[release] = bd.variant
+
+    def _stack(self, bd: Build, file: str, where: str) -> None:
+        field, missing = _STACK_FIELD.get(bd.accelerator, ("", ""))
+        if field and getattr(bd, field) is None:
+            self.out.add(file, f"{where}.{field}", missing)
+
+    def _archs(self, bd: Build, file: str, where: str) -> None:
         for name in (*bd.archs, *bd.ptx, *bd.gfx):
             base = parse_arch(name)
-            if arch_names and base.name.removesuffix(base.suffix) not in arch_names:
-                out.add(file, where, f"arch {name!r} has no [[arch]] row in gpus.toml")
+            if self.arch_names and base.name.removesuffix(base.suffix) not in self.arch_names:
+                self.out.add(file, where, f"arch {name!r} has no [[arch]] row in gpus.toml")
 
 
 def fold(name: str) -> str:
@@ -803,7 +885,8 @@ def fold(name: str) -> str:
 
 # ---------------------------------------------------------------------------- compiled cache
 
-_CODE = (Path(__file__).parent / "data.py", Path(__file__).parent / "versions.py")
+# the code that reads and checks the rows: a change to any of it rebuilds the cache
+_CODE = tuple(Path(__file__).parent / name for name in ("data.py", "tables.py", "versions.py", "domain.py"))
 
 
 def _cache_path(digest: str, folder: Path) -> Path:

@@ -10,12 +10,11 @@ rule for whether a build carries kernels a GPU can run.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 from .versions import parse_arch
 
 if TYPE_CHECKING:
-    from .data import Build
     from .versions import Arch
 
 __all__ = [
@@ -35,6 +34,7 @@ __all__ = [
     "EXTRA_INDEXES",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
+    "Kernels",
     "PYTHONS_FROM",
     "cuda_of_variant",
     "driver_text",
@@ -158,7 +158,21 @@ def requirement(name: str, version: str, *, variant: str = "", index: str = "pyp
     return f"{name}{f'[{extra}]' if extra else ''}=={version}{local}"
 
 
-def kernels(build: Build, gpu: Arch) -> str:
+class Kernels(Protocol):
+    """What :func:`kernels` reads of a build (``data.Build`` is one): the architectures it carries
+    SASS for, those it carries PTX for, and its AMD code objects."""
+
+    @property
+    def archs(self) -> tuple[str, ...]: ...
+
+    @property
+    def ptx(self) -> tuple[str, ...]: ...
+
+    @property
+    def gfx(self) -> tuple[str, ...]: ...
+
+
+def kernels(build: Kernels, gpu: Arch) -> str:
     """What ``build`` carries for ``gpu``: ``"sass"`` (machine code that runs on it), ``"ptx"``
     (only PTX the driver can JIT-compile for it), or "" (nothing).
 
@@ -175,7 +189,7 @@ def kernels(build: Build, gpu: Arch) -> str:
     return ""
 
 
-def serves(build: Build, gpu: Arch, *, native: bool) -> bool:
+def serves(build: Kernels, gpu: Arch, *, native: bool) -> bool:
     """Whether ``build`` runs on ``gpu``: SASS always; PTX only when the driver runs the build's
     CUDA natively (the JIT needs it), never under minor-version compatibility."""
     k = kernels(build, gpu)

@@ -63,6 +63,10 @@ class Problems:
     def __bool__(self) -> bool:
         return bool(self.items)
 
+    def __len__(self) -> int:
+        """How many problems so far (a reader compares it before and after one row)."""
+        return len(self.items)
+
     def add(self, file: str, where: str, message: str) -> None:
         """A problem in ``file`` at ``where`` (a key path such as ``hardware.gpus[0]``)."""
         self.items.append(Problem(file, where, message))

@@ -1,43 +1,51 @@
 """``project.toml`` into a frozen :class:`ProjectSpec`.
 
-Each section has its own small parser; all of them add to one problem collector, and every
-problem (file, key, value, what to do) is raised at once as one :class:`SpecError`. GPU names
-are resolved through the provider, with a "did you mean" for near misses.
+Each section has its own small parser; all of them read through one
+:class:`~envsolve.tables.TableReader`, and every problem (file, key, value, what to do) is raised
+at once as one :class:`SpecError`. GPU names are resolved through the provider, with a "did you
+mean" for near misses.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 
 from .config import check_url
-from .domain import COMPANIONS, DOCKER_PLATFORM, FRAMEWORKS, KERAS_BACKENDS
-from .errors import Problem, Problems, SpecError
+from .domain import (
+    COMPANIONS,
+    DEFAULT_PLATFORM,
+    DOCKER_PLATFORM,
+    FRAMEWORKS,
+    KERAS_BACKENDS,
+    PLATFORMS,
+    VENDORS,
+    Platform,
+    Vendor,
+)
+from .errors import SpecError
+from .tables import TableReader, closest, load_toml, word
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 
 if TYPE_CHECKING:
-    from .host.facts import HostFacts
+    from .data import Gpu, JetPack
+    from .host.facts import GpuInfo, HostFacts
     from .provider import Provider
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "for_host", "load_toml",
-           "parse_gpus", "parse_spec", "unknown_key"]
+__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "for_host", "parse_gpus",
+           "parse_spec"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras", "onnxruntime-gpu": "onnxruntime",
            "ort": "onnxruntime", "paddle": "paddlepaddle", "paddlepaddle-gpu": "paddlepaddle",
            "cupy-cuda12x": "cupy", "cupy-cuda13x": "cupy", "cupy-cuda11x": "cupy"}
-VENDORS = ("nvidia", "amd", "cpu")
 FLAVORS = ("base", "runtime", "devel")
 _APT = re.compile(r"^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?$")
 _CONDA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(::[A-Za-z0-9_.\-]+)?([ =<>!~*,.|0-9A-Za-z_+]*)$")
@@ -63,8 +71,8 @@ class GpuReq:
     name: str  # the model's canonical name, or the architecture's name
     arch: Arch
     family: str
-    vendor: str
-    platform: str = ""  # the platform the model implies (a Grace superchip, a Jetson): "" for none
+    vendor: Vendor
+    platform: Platform | Literal[""] = ""  # the platform the model implies (a Grace superchip, a Jetson): "" for none
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,12 +80,12 @@ class Target:
     """The hardware one environment must run on."""
 
     name: str
-    vendor: str
+    vendor: Vendor
     gpus: tuple[GpuReq, ...] = ()
     driver: Dotted | None = None
     cuda: Dotted | None = None
     rocm: Dotted | None = None
-    platform: str = "linux/amd64"
+    platform: Platform = DEFAULT_PLATFORM
     jetpack: Dotted | None = None  # a Jetson target: the JetPack release (its driver and CUDA)
     rocm_driver: Dotted | None = None  # the ROCm release of the host's amdgpu kernel driver
     platform_why: str = field(default="", compare=False)  # why this platform (envsolve explain)
@@ -107,14 +115,14 @@ class ProjectSpec:
     flavor: str = ""
     indexes: tuple[tuple[str, str], ...] = ()
     same_versions: bool = False  # one version of each framework on every target
-    raw_text: str = field(default="", repr=False)
 
     def framework(self, name: str) -> FrameworkReq | None:
         return next((f for f in self.frameworks if f.name == name), None)
 
 
 _HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm", "platform", "jetpack", "rocm_driver"}
-PLATFORMS = ("linux/amd64", "linux/arm64")
+# a [hardware] key -> the vendor it applies to; a target of another vendor does not inherit it
+_KEY_VENDOR = {"driver": "nvidia", "cuda": "nvidia", "rocm": "amd", "rocm_driver": "amd", "jetpack": "nvidia"}
 _SECTIONS = {
     "project": {"name", "python", "description", "same-versions"},
     "frameworks": None,  # free keys, checked against FRAMEWORKS and COMPANIONS
@@ -124,27 +132,58 @@ _SECTIONS = {
     "targets": None,
     "indexes": None,
 }
+_CUDA = partial(parse_dotted, what="CUDA version")
+_ROCM = partial(parse_dotted, what="ROCm version")
+_ROCM_DRIVER = partial(parse_dotted, what="ROCm kernel driver")
+_JETPACK = partial(parse_dotted, what="JetPack version")
 
 
-def unknown_key(key: str, allowed: Any) -> str:
-    """"unknown key (allowed: ...)", with a "did you mean" for a near miss."""
-    names = sorted(allowed)
-    near = difflib.get_close_matches(key, names, 1)
-    return f"unknown key (allowed: {', '.join(names)})" + (f"; did you mean '{near[0]}'?" if near else "")
+def _agree(names: list[str], one: str, many: str) -> str:
+    """``one`` for a single name, ``many`` for several (``is``/``are``)."""
+    return one if len(names) == 1 else many
 
 
-class SectionParser:
-    """Base of the section parsers of a user's file: one problem collector for the file, and the
-    provider to resolve names against."""
+class SectionParser(TableReader):
+    """Base of the section parsers of a person's file: one reader of its tables, and the provider
+    its GPU names resolve against."""
 
     def __init__(self, path: str, provider: Provider) -> None:
-        self.path = path
+        super().__init__(path)
         self.provider = provider
-        self.problems = Problems(path)
-        self.bad = self.problems.bad
+
+    def gpus(self, names: list[Any], key: str) -> tuple[GpuReq, ...]:
+        """Each GPU name or architecture of the list at ``key``; the ones it cannot place are problems."""
+        return tuple(g for i, name in enumerate(names) if (g := self.gpu(name, f"{key}[{i}]")) is not None)
+
+    def gpu(self, label: Any, key: str) -> GpuReq | None:
+        """A GPU model of the data, or else an architecture the data knows."""
+        if not isinstance(label, str) or not label.strip():
+            self.bad(key, f"{label!r} is not a GPU name")
+            return None
+        model = self.provider.gpu(label)
+        return self._bare_arch(label, key) if model is None else self._model(label, model)
+
+    def _model(self, label: str, model: Gpu) -> GpuReq:
+        info = self.provider.arch_info(model.arch)
+        return GpuReq(label=label, name=model.name, arch=parse_arch(model.arch),
+                      family=info.family if info else "", vendor=model.vendor, platform=model.platform)
+
+    def _bare_arch(self, label: str, key: str) -> GpuReq | None:
+        try:
+            a = parse_arch(label)
+        except ValueError:
+            near = self.provider.gpu_suggestions(label)
+            tip = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+            self.bad(key, f"unknown GPU {label!r}{tip} (or write an architecture: sm_80, 8.0, gfx942)")
+            return None
+        info = self.provider.arch_info(a.name)
+        if info is None:
+            self.bad(key, f"architecture {label!r} ({a.name}) is not in the data (matrices/gpus.toml)")
+            return None
+        return GpuReq(label=label, name=a.name, arch=a, family=info.family, vendor=info.vendor)
 
 
-class _Parser(SectionParser):
+class _ProjectParser(SectionParser):
     """The section parsers of project.toml; each adds what is wrong to one collector."""
 
     def _str(self, table: dict[str, Any], key: str, where: str) -> str:
@@ -157,25 +196,20 @@ class _Parser(SectionParser):
     def _specifier(self, raw: str, key: str) -> SpecifierSet:
         text = "" if raw.strip() in ("", "*") else raw.strip()
         try:
-            spec = SpecifierSet(text)
+            return SpecifierSet(text)
         except InvalidSpecifier:
             self.bad(key, f"{raw!r} is not a version specifier; write e.g. '>=2.4', '==2.7.*' or '*'")
             return SpecifierSet()
-        return spec
 
     def sections(self, data: dict[str, Any]) -> None:
         """Unknown sections, sections that are not tables, unknown keys of fixed sections."""
         for section, value in data.items():
-            if section not in _SECTIONS:
-                near = difflib.get_close_matches(section, list(_SECTIONS), 1)
-                tip = f"; did you mean [{near[0]}]?" if near else ""
-                self.bad(section, f"unknown section (allowed: {', '.join(_SECTIONS)}){tip}")
-            elif not isinstance(value, dict):
+            if self.unknown_section(section, _SECTIONS):
+                continue
+            if not isinstance(value, dict):
                 self.bad(section, f"must be a table [{section}], not {value!r}")
             elif (allowed := _SECTIONS[section]) is not None:
-                for key in value:
-                    if key not in allowed:
-                        self.bad(f"{section}.{key}", unknown_key(key, allowed))
+                self.unknown_keys(value, section, allowed)
 
     def project(self, table: dict[str, Any]) -> tuple[str, str, SpecifierSet]:
         """(name, Python range as written, Python range)."""
@@ -194,18 +228,17 @@ class _Parser(SectionParser):
 
     def targets(self, hardware: dict[str, Any], extra: Any) -> list[Target]:
         """The default target from [hardware], then each [targets.NAME] in name order."""
-        out = []
-        if (t := self.target("default", hardware, {}, "hardware")) is not None:
-            out.append(t)
-        if not isinstance(extra, dict):
-            return out
-        for name in sorted(extra):
-            if not _NAME.fullmatch(name) or name == "default":
-                self.bad(f"targets.{name}", f"{name!r}: target names are letters, digits, '.', '_' or '-' "
-                         "and not 'default'")
-            elif (t := self.target(name, extra[name], hardware, f"targets.{name}")) is not None:
-                out.append(t)
-        return out
+        named = extra if isinstance(extra, dict) else {}
+        targets = [self.target("default", hardware, {}, "hardware")]
+        targets += [self._named_target(name, named[name], hardware) for name in sorted(named)]
+        return [t for t in targets if t is not None]
+
+    def _named_target(self, name: str, table: Any, hardware: dict[str, Any]) -> Target | None:
+        if not _NAME.fullmatch(name) or name == "default":
+            self.bad(f"targets.{name}", f"{name!r}: target names are letters, digits, '.', '_' or '-' "
+                     "and not 'default'")
+            return None
+        return self.target(name, table, hardware, f"targets.{name}")
 
     def container(self, table: dict[str, Any]) -> tuple[str, str]:
         """(os, flavor)."""
@@ -219,197 +252,219 @@ class _Parser(SectionParser):
 
     def indexes(self, table: Any) -> tuple[tuple[str, str], ...]:
         """[indexes] name = URL, each URL checked before it can reach a generated file."""
-        out: list[tuple[str, str]] = []
         if not isinstance(table, dict):
             return ()
-        for key, value in sorted(table.items()):
-            if not _NAME.fullmatch(key):
-                self.bad(f"indexes.{key}", f"{key!r}: index names are letters, digits, '.', '_' or '-'")
-            elif (why := check_url(value)) is not None:
-                self.bad(f"indexes.{key}", why)
-            else:
-                out.append((key.lower(), value.rstrip("/")))
-        return tuple(out)
+        return tuple(index for key, value in sorted(table.items()) if (index := self._index(key, value)) is not None)
+
+    def _index(self, key: str, value: Any) -> tuple[str, str] | None:
+        if not _NAME.fullmatch(key):
+            self.bad(f"indexes.{key}", f"{key!r}: index names are letters, digits, '.', '_' or '-'")
+            return None
+        if (why := check_url(value)) is not None:
+            self.bad(f"indexes.{key}", why)
+            return None
+        return key.lower(), value.rstrip("/")
+
+    # ------------------------------------------------------------------ [frameworks]
 
     def frameworks(self, table: Any) -> list[FrameworkReq]:
         if not isinstance(table, dict):
             self.bad("frameworks", "must be a table such as [frameworks] torch = '>=2.4'")
             return []
-        out: list[FrameworkReq] = []
-        for name, value in table.items():
-            key = f"frameworks.{name}"
-            canon = name.lower()
-            if canon not in FRAMEWORKS and canon not in COMPANIONS:
-                known = list(FRAMEWORKS) + list(COMPANIONS)
-                hint = ALIASES.get(canon) or next(iter(difflib.get_close_matches(canon, known, 1)), None)
-                tip = f"; did you mean '{hint}'?" if hint else ""
-                self.bad(key, f"unknown framework {name!r} (known: {', '.join(known)}){tip}")
-                continue
-            backend = ""
-            if isinstance(value, str):
-                raw = value
-            elif isinstance(value, dict):
-                extra = set(value) - {"version", "backend"}
-                if extra:
-                    self.bad(f"{key}.{sorted(extra)[0]}", "unknown key (allowed: version, backend)")
-                raw = value.get("version", "*")
-                if not isinstance(raw, str):
-                    self.bad(f"{key}.version", f"must be a string, not {raw!r}")
-                    raw = "*"
-                backend = value.get("backend", "")
-                if backend and canon != "keras":
-                    self.bad(f"{key}.backend", "only keras takes a backend")
-                if backend and backend not in KERAS_BACKENDS:
-                    self.bad(f"{key}.backend",
-                             f"{backend!r} is not a Keras backend (use {', '.join(KERAS_BACKENDS)})")
-                    backend = ""
-            else:
-                self.bad(key, f"must be a version specifier string or a table, not {value!r}")
-                continue
-            out.append(FrameworkReq(name=canon, specifier=self._specifier(raw, key),
-                                    raw=raw.strip() or "*", backend=backend))
-        return out
+        return [req for name, value in table.items() if (req := self._framework(name, value)) is not None]
 
-    def gpu(self, label: Any, key: str) -> GpuReq | None:
-        if not isinstance(label, str) or not label.strip():
-            self.bad(key, f"{label!r} is not a GPU name")
+    def _framework(self, name: str, value: Any) -> FrameworkReq | None:
+        key = f"frameworks.{name}"
+        canon = self._framework_name(name, key)
+        written = None if canon is None else self._framework_value(canon, value, key)
+        if canon is None or written is None:
             return None
-        model = self.provider.gpu(label)
-        if model is not None:
-            info = self.provider.arch_info(model.arch)
-            return GpuReq(label=label, name=model.name, arch=parse_arch(model.arch),
-                          family=info.family if info else "", vendor=model.vendor, platform=model.platform)
-        try:
-            a = parse_arch(label)
-        except ValueError:
-            near = self.provider.gpu_suggestions(label)
-            tip = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-            self.bad(key, f"unknown GPU {label!r}{tip} (or write an architecture: sm_80, 8.0, gfx942)")
-            return None
-        info = self.provider.arch_info(a.name)
-        if info is None:
-            self.bad(key, f"architecture {label!r} ({a.name}) is not in the data (matrices/gpus.toml)")
-            return None
-        return GpuReq(label=label, name=a.name, arch=a, family=info.family, vendor=info.vendor)
+        raw, backend = written
+        return FrameworkReq(name=canon, specifier=self._specifier(raw, key), raw=raw.strip() or "*", backend=backend)
+
+    def _framework_name(self, name: str, key: str) -> str | None:
+        """The framework or companion ``name`` is (its canonical project name), or None."""
+        canon = canonicalize_name(name)
+        if canon in FRAMEWORKS or canon in COMPANIONS:
+            return canon
+        known = [*FRAMEWORKS, *COMPANIONS]
+        hint = ALIASES.get(canon) or closest(canon, known)
+        tip = f"; did you mean '{hint}'?" if hint else ""
+        self.bad(key, f"unknown framework {name!r} (known: {', '.join(known)}){tip}")
+        return None
+
+    def _framework_value(self, canon: str, value: Any, key: str) -> tuple[str, str] | None:
+        """(range as written, Keras backend) of ``torch = '>=2.4'`` or ``keras = {version, backend}``."""
+        if isinstance(value, str):
+            return value, ""
+        if isinstance(value, dict):
+            return self._framework_table(canon, value, key)
+        self.bad(key, f"must be a version specifier string or a table, not {value!r}")
+        return None
+
+    def _framework_table(self, canon: str, value: dict[str, Any], key: str) -> tuple[str, str]:
+        extra = sorted(set(value) - {"version", "backend"})
+        if extra:
+            self.bad(f"{key}.{extra[0]}", "unknown key (allowed: version, backend)")
+        raw = value.get("version", "*")
+        if not isinstance(raw, str):
+            self.bad(f"{key}.version", f"must be a string, not {raw!r}")
+            raw = "*"
+        return raw, self._backend(canon, value.get("backend", ""), key)
+
+    def _backend(self, canon: str, backend: Any, key: str) -> str:
+        if backend and canon != "keras":
+            self.bad(f"{key}.backend", "only keras takes a backend")
+        if backend and backend not in KERAS_BACKENDS:
+            self.bad(f"{key}.backend", f"{backend!r} is not a Keras backend (use {', '.join(KERAS_BACKENDS)})")
+            return ""
+        return backend if isinstance(backend, str) else ""
+
+    # ------------------------------------------------------------------ [hardware], [targets.NAME]
 
     def target(self, name: str, table: Any, base: dict[str, Any], where: str) -> Target | None:
+        """The target ``name`` of ``table`` at ``where``, the keys of ``base`` ([hardware]) inherited."""
         if not isinstance(table, dict):
             self.bad(where, "must be a table")
             return None
-        for key in table:
-            if key not in _HARDWARE:
-                self.bad(f"{where}.{key}", unknown_key(key, _HARDWARE))
-        merged = {**base, **table}
-        if "gpus" in table and "vendor" not in table:
-            merged.pop("vendor", None)  # the target's own GPUs decide its vendor
-        if table.get("vendor") == "cpu" and "gpus" not in table:
-            merged.pop("gpus", None)  # a CPU target drops the GPUs of [hardware]
-        inherited = set(base) - set(table)
-        gpus_raw = merged.get("gpus", [])
-        if isinstance(gpus_raw, str):
-            gpus_raw = [gpus_raw]
-        if not isinstance(gpus_raw, list):
+        self.unknown_keys(table, where, _HARDWARE)
+        merged, inherited = _merged(table, base)
+        gpus = self._target_gpus(merged, where)
+        vendor = self._vendor(merged, gpus, where)
+        if vendor is None:
+            return None
+        for key, applies in _KEY_VENDOR.items():
+            if key in inherited and vendor != applies:
+                merged.pop(key)  # a [hardware] key of another vendor does not carry over
+        driver, cuda, rocm, rocm_driver = self._stack(merged, where, vendor)
+        platform, why = self._platform(merged, gpus, where, inherited)
+        jetpack = self._jetpack(merged, gpus, where, driver, cuda)
+        return Target(name=name, vendor=word(vendor, VENDORS) or "cpu", gpus=tuple(gpus), driver=driver, cuda=cuda,
+                      rocm=rocm, platform=platform, jetpack=jetpack, rocm_driver=rocm_driver, platform_why=why)
+
+    def _target_gpus(self, table: dict[str, Any], where: str) -> list[GpuReq]:
+        raw = table.get("gpus", [])
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, list):
             self.bad(f"{where}.gpus", "must be a list of GPU names, e.g. ['A100', 'H100']")
-            gpus_raw = []
-        gpus = [g for i, x in enumerate(gpus_raw) if (g := self.gpu(x, f"{where}.gpus[{i}]"))]
-        vendor = self._str(merged, "vendor", where).lower()
-        if vendor and vendor not in VENDORS:
-            self.bad(f"{where}.vendor", f"{vendor!r} must be one of {', '.join(VENDORS)}")
+            raw = []
+        return list(self.gpus(raw, f"{where}.gpus"))
+
+    def _vendor(self, table: dict[str, Any], gpus: list[GpuReq], where: str) -> str | None:
+        """The vendor as written (checked against the GPUs), else the GPUs', else cpu; None when the
+        GPUs are of two vendors."""
+        vendor = self._written_vendor(table, where)
         vendors = {g.vendor for g in gpus}
         if len(vendors) > 1:
             self.bad(f"{where}.gpus", "mixes NVIDIA and AMD GPUs; put each vendor in its own [targets.NAME]")
             return None
         if not vendor:
-            vendor = vendors.pop() if vendors else "cpu"
-        elif vendors and vendor not in vendors:
+            return vendors.pop() if vendors else "cpu"
+        self._vendor_fits(vendor, vendors, where)
+        return vendor
+
+    def _written_vendor(self, table: dict[str, Any], where: str) -> str:
+        vendor = self._str(table, "vendor", where).lower()
+        if vendor and vendor not in VENDORS:
+            self.bad(f"{where}.vendor", f"{vendor!r} must be one of {', '.join(VENDORS)}")
+        return vendor
+
+    def _vendor_fits(self, vendor: str, vendors: set[Vendor], where: str) -> None:
+        """The vendor written fits the GPUs listed."""
+        if vendors and vendor not in vendors:
             self.bad(f"{where}.vendor", f"is {vendor!r} but the GPUs listed are {', '.join(sorted(vendors))}")
-        if vendor == "cpu" and gpus:
+        if vendor == "cpu" and vendors:
             self.bad(f"{where}.vendor", "is 'cpu' but GPUs are listed; drop one of them")
-        for key, applies in (("driver", "nvidia"), ("cuda", "nvidia"), ("rocm", "amd"), ("rocm_driver", "amd"),
-                             ("jetpack", "nvidia")):
-            if key in inherited and vendor != applies:
-                merged.pop(key)  # a [hardware] key of another vendor does not carry over
-        driver = self._version(merged, "driver", where, parse_driver)
-        cuda = self._version(merged, "cuda", where, lambda s: parse_dotted(s, "CUDA version"))
-        rocm = self._version(merged, "rocm", where, lambda s: parse_dotted(s, "ROCm version"))
+
+    def _stack(self, table: dict[str, Any], where: str,
+               vendor: str) -> tuple[Dotted | None, Dotted | None, Dotted | None, Dotted | None]:
+        """(driver, CUDA, ROCm, ROCm kernel driver), each checked against the vendor."""
+        driver = self._version(table, "driver", where, parse_driver)
+        cuda = self._version(table, "cuda", where, _CUDA)
+        rocm = self._version(table, "rocm", where, _ROCM)
         if vendor != "nvidia" and (driver or cuda):
             self.bad(where, "'driver' and 'cuda' apply to NVIDIA GPUs only (set vendor or gpus)")
         if vendor != "amd" and rocm:
             self.bad(f"{where}.rocm", "applies to AMD GPUs only (set vendor = 'amd' or AMD gpus)")
-        rocm_driver = self._version(merged, "rocm_driver", where, lambda s: parse_dotted(s, "ROCm kernel driver"))
+        return driver, cuda, rocm, self._rocm_driver(table, where, vendor)
+
+    def _rocm_driver(self, table: dict[str, Any], where: str, vendor: str) -> Dotted | None:
+        rocm_driver = self._version(table, "rocm_driver", where, _ROCM_DRIVER)
         if vendor != "amd" and rocm_driver:
             self.bad(f"{where}.rocm_driver", "applies to AMD GPUs only (the ROCm release of the amdgpu kernel driver)")
         if rocm_driver is not None and self.provider.kmd(rocm_driver) is None:
             known = ", ".join(k.version.raw for k in self.provider.m.kmds)
             self.bad(f"{where}.rocm_driver", f"{rocm_driver.raw!r}: the data has no kernel-driver row for it "
                      f"(known: {known}); write the ROCm release of the amdgpu driver, e.g. '6.4'")
-        platform, why = self._platform(merged, gpus, where, inherited)
-        jetpack = self._jetpack(merged, gpus, where, driver, cuda)
-        return Target(name=name, vendor=vendor, gpus=tuple(gpus), driver=driver, cuda=cuda, rocm=rocm,
-                      platform=platform, jetpack=jetpack, rocm_driver=rocm_driver, platform_why=why)
+        return rocm_driver
 
     def _platform(self, table: dict[str, Any], gpus: list[GpuReq], where: str,
-                  inherited: set[str]) -> tuple[str, str]:
-        """(platform, why): as written, else the one the GPUs imply, else linux/amd64. GPUs that
+                  inherited: set[str]) -> tuple[Platform, str]:
+        """(platform, why): as written, else the one the GPUs imply, else the default. GPUs that
         imply different platforms, or a platform the GPUs contradict, are errors naming them."""
-        implied: dict[str, list[str]] = {}
-        for g in gpus:
-            if g.platform:
-                implied.setdefault(g.platform, []).append(g.name)
+        implied = _implied_platforms(gpus)
         if len(implied) > 1:
-            parts = "; ".join(f"{', '.join(n)} {'is' if len(n) == 1 else 'are'} {p}"
-                              for p, n in sorted(implied.items()))
+            parts = "; ".join(f"{', '.join(n)} {_agree(n, 'is', 'are')} {p}" for p, n in sorted(implied.items()))
             self.bad(f"{where}.gpus", f"GPUs of different platforms in one target ({parts}); "
                      "put each platform's GPUs in its own [targets.NAME]")
-            return "linux/amd64", ""
-        raw = table.get("platform")
-        if raw is not None and "platform" in inherited and implied:
-            raw = None  # the target's own GPUs decide its platform, not [hardware]'s
-        if raw is not None:
-            if raw not in PLATFORMS:
-                self.bad(f"{where}.platform", f"{raw!r} must be one of {', '.join(PLATFORMS)} (Docker's names)")
-                return "linux/amd64", ""
-            for p, names in implied.items():
-                if p != raw:
-                    self.bad(f"{where}.platform", f"is {raw!r} but {', '.join(names)} "
-                             f"{'runs' if len(names) == 1 else 'run'} on {p}; drop the key or move those GPUs")
-            return str(raw), f"{raw} as written in [{'hardware' if 'platform' in inherited else where}]"
+            return DEFAULT_PLATFORM, ""
+        inherits = "platform" in inherited
+        if "platform" in table and not (inherits and implied):  # a target's own GPUs outrank [hardware]'s platform
+            return self._written_platform(table["platform"], implied, where, "hardware" if inherits else where)
         if implied:
             ((p, names),) = implied.items()
-            return p, f"{', '.join(names)} {'comes' if len(names) == 1 else 'come'} with an Arm CPU ({p})"
-        return "linux/amd64", "linux/amd64, the default (no GPU listed implies another platform)"
+            return p, f"{', '.join(names)} {_agree(names, 'comes', 'come')} with an Arm CPU ({p})"
+        return DEFAULT_PLATFORM, f"{DEFAULT_PLATFORM}, the default (no GPU listed implies another platform)"
+
+    def _written_platform(self, raw: Any, implied: dict[Platform, list[str]], where: str,
+                          source: str) -> tuple[Platform, str]:
+        platform = word(raw, PLATFORMS)
+        if platform is None:
+            self.bad(f"{where}.platform", f"{raw!r} must be one of {', '.join(PLATFORMS)} (Docker's names)")
+            return DEFAULT_PLATFORM, ""
+        for p, names in implied.items():
+            if p != platform:
+                self.bad(f"{where}.platform", f"is {platform!r} but {', '.join(names)} "
+                         f"{_agree(names, 'runs', 'run')} on {p}; drop the key or move those GPUs")
+        return platform, f"{platform} as written in [{source}]"
 
     def _jetpack(self, table: dict[str, Any], gpus: list[GpuReq], where: str, driver: Dotted | None,
                  cuda: Dotted | None) -> Dotted | None:
         """The JetPack release of a Jetson target: as written (checked against its modules), else
         the newest that supports them all. None for a target without Jetson modules."""
         jetsons = [g.name for g in gpus if self.provider.is_jetson(g.name)]
-        raw = table.get("jetpack")
-        if not jetsons:
-            if raw is not None:
-                self.bad(f"{where}.jetpack", "applies to Jetson modules only (e.g. gpus = ['Jetson AGX Orin'])")
-            return None
-        if len(jetsons) != len(gpus):
-            others = [g.name for g in gpus if g.name not in jetsons]
-            self.bad(f"{where}.gpus", f"mixes Jetson modules ({', '.join(jetsons)}) with other GPUs "
-                     f"({', '.join(others)}); put them in separate [targets.NAME]")
+        if not self._all_jetsons(table, gpus, jetsons, where):
             return None
         if driver is not None or cuda is not None:
             self.bad(where, "a Jetson's driver and CUDA come with its JetPack release: write jetpack = '6.2' "
                      "instead of driver or cuda")
         fits = self.provider.jetpacks_for(jetsons)
-        if raw is None:
-            if not fits:
-                self.bad(f"{where}.gpus", f"no JetPack release in the data supports {', '.join(jetsons)} together")
-                return None
-            return fits[-1].version
-        version = self._version(table, "jetpack", where, lambda s: parse_dotted(s, "JetPack version"))
-        if version is None:
+        if "jetpack" in table:
+            return self._written_jetpack(table, jetsons, fits, where)
+        if not fits:
+            self.bad(f"{where}.gpus", f"no JetPack release in the data supports {', '.join(jetsons)} together")
             return None
-        row = self.provider.jetpack(version)
+        return fits[-1].version
+
+    def _all_jetsons(self, table: dict[str, Any], gpus: list[GpuReq], jetsons: list[str], where: str) -> bool:
+        """Whether the target is a Jetson's: some GPUs, all of them Jetson modules (a jetpack key on
+        another target, or modules mixed with other GPUs, are problems)."""
+        if not jetsons:
+            if "jetpack" in table:
+                self.bad(f"{where}.jetpack", "applies to Jetson modules only (e.g. gpus = ['Jetson AGX Orin'])")
+            return False
+        if len(jetsons) != len(gpus):
+            others = [g.name for g in gpus if g.name not in jetsons]
+            self.bad(f"{where}.gpus", f"mixes Jetson modules ({', '.join(jetsons)}) with other GPUs "
+                     f"({', '.join(others)}); put them in separate [targets.NAME]")
+            return False
+        return True
+
+    def _written_jetpack(self, table: dict[str, Any], jetsons: list[str], fits: list[JetPack],
+                         where: str) -> Dotted | None:
+        row = self._jetpack_row(self._version(table, "jetpack", where, _JETPACK), where)
         if row is None:
-            known = ", ".join(j.version.raw for j in self.provider.m.jetpacks)
-            self.bad(f"{where}.jetpack", f"JetPack {version.raw} is not in the data (known: {known})")
             return None
         missing = [n for n in jetsons if n not in row.gpus]
         if missing:
@@ -419,39 +474,73 @@ class _Parser(SectionParser):
             return None
         return row.version
 
-    def _version(self, table: dict[str, Any], key: str, where: str, parse: Any) -> Dotted | None:
-        raw = table.get(key)
+    def _jetpack_row(self, version: Dotted | None, where: str) -> JetPack | None:
+        """The data's row of a JetPack release written; None (and the problem) when it has none."""
+        if version is None:
+            return None
+        row = self.provider.jetpack(version)
+        if row is None:
+            known = ", ".join(j.version.raw for j in self.provider.m.jetpacks)
+            self.bad(f"{where}.jetpack", f"JetPack {version.raw} is not in the data (known: {known})")
+        return row
+
+    def _version(self, table: dict[str, Any], key: str, where: str, parse: Callable[[str], Dotted]) -> Dotted | None:
+        """The version at ``key`` (a string; a number for all but the driver), parsed."""
+        raw = _number_as_text(table.get(key), key)
         if raw is None:
             return None
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool) and key != "driver":
-            raw = str(raw)  # cuda = 12.4 is unambiguous; a driver as a number loses digits
         if not isinstance(raw, str):
             example = "'535.104.05'" if key == "driver" else "'12.4'"
             self.bad(f"{where}.{key}", f"must be a string such as {example}, not {raw!r}")
             return None
-        try:
-            return parse(raw)  # type: ignore[no-any-return]
-        except ValueError as e:
-            self.bad(f"{where}.{key}", str(e))
-            return None
+        return self.check(raw, f"{where}.{key}", parse)
 
-    def str_list(self, table: dict[str, Any], key: str, check: Any, what: str) -> list[str]:
+    # ------------------------------------------------------------------ [packages]
+
+    def str_list(self, table: dict[str, Any], key: str, check: Callable[[str], str | None], what: str) -> list[str]:
         raw = table.get(key, [])
         if not isinstance(raw, list):
             self.bad(f"packages.{key}", f"must be a list of strings, not {raw!r}")
             return []
-        out = []
-        for i, item in enumerate(raw):
-            where = f"packages.{key}[{i}]"
-            if not isinstance(item, str) or not item.strip():
-                self.bad(where, f"{item!r} must be a non-empty string")
-            elif "\n" in item or "\r" in item:
-                self.bad(where, f"{item!r} contains a line break; write one {what} per list entry")
-            elif (msg := check(item)) is not None:
-                self.bad(where, msg)
-            else:
-                out.append(item.strip())
-        return sorted(set(out))
+        items = (self._list_item(item, f"packages.{key}[{i}]", check, what) for i, item in enumerate(raw))
+        return sorted({item for item in items if item is not None})
+
+    def _list_item(self, item: Any, where: str, check: Callable[[str], str | None], what: str) -> str | None:
+        if not isinstance(item, str) or not item.strip():
+            self.bad(where, f"{item!r} must be a non-empty string")
+        elif "\n" in item or "\r" in item:
+            self.bad(where, f"{item!r} contains a line break; write one {what} per list entry")
+        elif (msg := check(item)) is not None:
+            self.bad(where, msg)
+        else:
+            return item.strip()
+        return None
+
+
+def _merged(table: dict[str, Any], base: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """A target's keys over [hardware]'s, and the keys it inherits: its own GPUs decide its vendor,
+    and a CPU target drops the GPUs of [hardware]."""
+    merged = {**base, **table}
+    if "gpus" in table and "vendor" not in table:
+        merged.pop("vendor", None)
+    if table.get("vendor") == "cpu" and "gpus" not in table:
+        merged.pop("gpus", None)
+    return merged, set(base) - set(table)
+
+
+def _implied_platforms(gpus: list[GpuReq]) -> dict[Platform, list[str]]:
+    """Platform -> the GPUs that come only on it (a superchip's Arm CPU, a Jetson module)."""
+    implied: dict[Platform, list[str]] = {}
+    for g in gpus:
+        if g.platform:
+            implied.setdefault(g.platform, []).append(g.name)
+    return implied
+
+
+def _number_as_text(raw: Any, key: str) -> Any:
+    """``cuda = 12.4`` is unambiguous; a driver as a number loses digits, so it stays a number (and a problem)."""
+    is_number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+    return str(raw) if is_number and key != "driver" else raw
 
 
 def _check_pip(item: str) -> str | None:
@@ -472,20 +561,6 @@ def _check_apt(item: str) -> str | None:
         f"{item!r} is not a Debian package name; write e.g. 'libgl1' or 'libgl1=1.7.0-1'")
 
 
-def load_toml(text: str, path: str, what: str = "a project file",
-              example: str = "a project.toml is a few flat tables; see examples/project.toml") -> dict[str, Any]:
-    """A user's TOML file as a table; bad syntax or absurd nesting is a :class:`SpecError`."""
-    try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError([Problem(path, "", f"is not valid TOML: {e}")],
-                        tip="fix the TOML syntax at the line named above") from None
-    except RecursionError:
-        raise SpecError([Problem(path, "", f"nests tables or arrays too deeply to be {what}")],
-                        tip=example) from None
-    return data
-
-
 def _table(data: dict[str, Any], section: str) -> dict[str, Any]:
     value = data.get(section, {})
     return value if isinstance(value, dict) else {}
@@ -494,13 +569,13 @@ def _table(data: dict[str, Any], section: str) -> dict[str, Any]:
 def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
     """Parse project.toml text; raise :class:`SpecError` listing every problem."""
     data = load_toml(text, path)
-    p = _Parser(path, provider)
-    p.sections(data)
-    name, python_raw, python = p.project(_table(data, "project"))
-    frameworks = p.frameworks(data.get("frameworks", {}))
-    targets = p.targets(_table(data, "hardware"), data.get("targets", {}))
+    parser = _ProjectParser(path, provider)
+    parser.sections(data)
+    name, python_raw, python = parser.project(_table(data, "project"))
+    frameworks = parser.frameworks(data.get("frameworks", {}))
+    targets = parser.targets(_table(data, "hardware"), data.get("targets", {}))
     pkgs = _table(data, "packages")
-    os_, flavor = p.container(_table(data, "container"))
+    os_, flavor = parser.container(_table(data, "container"))
     spec = ProjectSpec(
         path=path,
         name=name,
@@ -508,25 +583,30 @@ def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
         python_raw=python_raw,
         frameworks=tuple(sorted(frameworks, key=lambda f: f.name)),
         targets=tuple(targets),
-        pip=tuple(p.str_list(pkgs, "pip", _check_pip, "requirement")),
-        conda=tuple(p.str_list(pkgs, "conda", _check_conda, "package")),
-        apt=tuple(p.str_list(pkgs, "apt", _check_apt, "package")),
+        pip=tuple(parser.str_list(pkgs, "pip", _check_pip, "requirement")),
+        conda=tuple(parser.str_list(pkgs, "conda", _check_conda, "package")),
+        apt=tuple(parser.str_list(pkgs, "apt", _check_apt, "package")),
         os=os_,
         flavor=flavor,
-        indexes=p.indexes(data.get("indexes", {})),
-        same_versions=p.same_versions(_table(data, "project")),
-        raw_text=text,
+        indexes=parser.indexes(data.get("indexes", {})),
+        same_versions=parser.same_versions(_table(data, "project")),
     )
-    p.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above, then run envsolve again")
+    parser.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above, then run envsolve again")
     return spec
 
 
 def parse_gpus(provider: Provider, names: list[Any], path: str, key: str) -> tuple[GpuReq, ...]:
     """GPU names or architectures as [hardware] gpus reads them; raise :class:`SpecError`."""
-    p = _Parser(path, provider)
-    gpus = tuple(g for i, name in enumerate(names) if (g := p.gpu(name, f"{key}[{i}]")) is not None)
-    p.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above")
+    parser = SectionParser(path, provider)
+    gpus = parser.gpus(names, key)
+    parser.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above")
     return gpus
+
+
+# ---------------------------------------------------------------------- envsolve lock --host
+
+_JETSON_PLATFORM: Platform = "linux/arm64"  # a Jetson module is an Arm computer
+_HOST_VENDOR: dict[str, Vendor] = {"nvidia": "nvidia", "amd": "amd"}  # the vendors whose GPUs a host can serve
 
 
 def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[ProjectSpec, list[str]]:
@@ -534,48 +614,86 @@ def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[P
     ROCm pin of ``[hardware]`` is kept when it fits the host's vendor. A GPU the data does not
     know is taken by the architecture the tools reported (with a warning, returned beside the
     spec); one with neither is an error naming where it came from, with a "did you mean"."""
-    p = _Parser(facts.source or "this host", provider)
-    gpus: list[GpuReq] = []
-    warnings = []
-    for g in facts.gpus:
-        label = g.name if provider.gpu(g.name) is not None or not g.arch else g.arch
-        if label != g.name:
-            warnings.append(f"GPU {g.index} {g.name!r} is not in envsolve's data; solving for its architecture "
-                            f"{label} as the driver reported it")
-        if (req := p.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
-            gpus.append(req)
-    p.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
-                            "(or gfx942), or update envsolve's data")
+    gpus, warnings = _host_gpus(facts, provider)
     base = spec.targets[0]
     jetson = facts.platform == "jetson"
     if jetson and not gpus:  # a Jetson lists no GPU (no nvidia-smi): the spec's Jetson modules stand
         gpus = [g for g in base.gpus if provider.is_jetson(g.name)]
-    vendor = "nvidia" if jetson and gpus else facts.vendor if facts.vendor in ("nvidia", "amd") and gpus else "cpu"
-    driver = None
-    if vendor == "nvidia" and facts.driver and not jetson:
-        try:
-            driver = parse_driver(facts.driver)
-        except ValueError:
-            driver = None
-    jetpack = None
-    if jetson and gpus:
-        row = provider.jetpack_of_l4t(facts.l4t)
-        jetpack = row.version if row is not None else base.jetpack
-        if row is None:
-            warnings.append(f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data; "
-                            + (f"keeping jetpack = {base.jetpack.raw}" if base.jetpack else "solving for the newest "
-                               "JetPack the modules support"))
-            if jetpack is None and (fits := provider.jetpacks_for([g.name for g in gpus])):
-                jetpack = fits[-1].version
-    platform = DOCKER_PLATFORM.get(facts.machine, "") or ("linux/arm64" if jetson else "")
-    why = (f"this host's CPU ({facts.machine})" if facts.machine
-           else "a Jetson (/etc/nv_tegra_release)" if jetson else "")
+    vendor = _host_vendor(facts, gpus, jetson)
+    jetpack, warning = _host_jetpack(facts, gpus, base, provider) if jetson and gpus else (None, "")
+    platform, why = _host_platform(facts, gpus, jetson, base)
+    cuda, rocm, rocm_driver = _kept_pins(base, vendor, jetson)
+    host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=_host_driver(facts, vendor, jetson),
+                  cuda=cuda, rocm=rocm, rocm_driver=rocm_driver, platform=platform, jetpack=jetpack, platform_why=why)
+    return replace(spec, targets=(host, *spec.targets[1:])), warnings + ([warning] if warning else [])
+
+
+def _host_gpus(facts: HostFacts, provider: Provider) -> tuple[list[GpuReq], list[str]]:
+    """The host's GPUs (each once) and a warning for each taken by its architecture; a GPU known by
+    neither is a :class:`SpecError` naming where it came from."""
+    parser = SectionParser(facts.source or "this host", provider)
+    gpus: list[GpuReq] = []
+    warnings = []
+    for g in facts.gpus:
+        label = _host_label(g, provider)
+        if label != g.name:
+            warnings.append(f"GPU {g.index} {g.name!r} is not in envsolve's data; solving for its architecture "
+                            f"{label} as the driver reported it")
+        if (req := parser.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
+            gpus.append(req)
+    parser.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
+                                 "(or gfx942), or update envsolve's data")
+    return gpus, warnings
+
+
+def _host_label(g: GpuInfo, provider: Provider) -> str:
+    """The name a host GPU is solved by: its model's, else the architecture the tools reported."""
+    return g.name if provider.gpu(g.name) is not None or not g.arch else g.arch
+
+
+def _host_driver(facts: HostFacts, vendor: Vendor, jetson: bool) -> Dotted | None:
+    """The NVIDIA driver the host reported (a Jetson's comes with its JetPack)."""
+    if vendor != "nvidia" or not facts.driver or jetson:
+        return None
+    try:
+        return parse_driver(facts.driver)
+    except ValueError:
+        return None
+
+
+def _host_jetpack(facts: HostFacts, gpus: list[GpuReq], base: Target, provider: Provider) -> tuple[Dotted | None, str]:
+    """(JetPack, warning) of a Jetson host: its L4T release's, else the spec's, else the newest its
+    modules support (with a warning)."""
+    row = provider.jetpack_of_l4t(facts.l4t)
+    if row is not None:
+        return row.version, ""
+    warning = (f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data; "
+               + (f"keeping jetpack = {base.jetpack.raw}" if base.jetpack else "solving for the newest "
+                  "JetPack the modules support"))
+    fits = provider.jetpacks_for([g.name for g in gpus]) if base.jetpack is None else []
+    return (fits[-1].version if fits else base.jetpack), warning
+
+
+def _host_platform(facts: HostFacts, gpus: list[GpuReq], jetson: bool, base: Target) -> tuple[Platform, str]:
+    """(platform, why): the host CPU's (a Jetson's when unknown), else the one its GPUs imply, else the spec's."""
+    platform = DOCKER_PLATFORM.get(facts.machine) or (_JETSON_PLATFORM if jetson else None)
+    if platform is not None:
+        return platform, f"this host's CPU ({facts.machine})" if facts.machine else "a Jetson (/etc/nv_tegra_release)"
     implied = {g.platform for g in gpus if g.platform}
-    if not platform:
-        platform, why = (implied.pop(), "the host's GPUs") if len(implied) == 1 else (base.platform, base.platform_why)
-    host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=driver,
-                  cuda=base.cuda if vendor == "nvidia" and not jetson else None,
-                  rocm=base.rocm if vendor == "amd" else None,
-                  rocm_driver=base.rocm_driver if vendor == "amd" else None,
-                  platform=platform, jetpack=jetpack, platform_why=why)
-    return replace(spec, targets=(host, *spec.targets[1:])), warnings
+    if len(implied) == 1:
+        return implied.pop(), "the host's GPUs"
+    return base.platform, base.platform_why
+
+
+def _host_vendor(facts: HostFacts, gpus: list[GpuReq], jetson: bool) -> Vendor:
+    """The vendor of the host's GPUs (a Jetson's is NVIDIA); cpu without GPUs."""
+    if not gpus:
+        return "cpu"
+    return "nvidia" if jetson else _HOST_VENDOR.get(facts.vendor, "cpu")
+
+
+def _kept_pins(base: Target, vendor: Vendor, jetson: bool) -> tuple[Dotted | None, Dotted | None, Dotted | None]:
+    """(CUDA, ROCm, ROCm kernel driver) of ``base`` ([hardware]) that fit the host's vendor."""
+    nvidia = vendor == "nvidia" and not jetson
+    amd = vendor == "amd"
+    return base.cuda if nvidia else None, base.rocm if amd else None, base.rocm_driver if amd else None

@@ -65,3 +65,34 @@ def test_wrong_schema_version_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.toml").write_text('schema = 2\ndata_version = "2026-01-01"\nkind = "gpus"\n')
     with pytest.raises(MatrixError, match="x.toml: schema: is 2; this envsolve reads schema 1"):
         load_dir(tmp_path)
+
+
+def _fixture_copy(tmp_path: Path) -> Path:
+    for f in (Path(__file__).parent / "fixtures" / "matrices").glob("*.toml"):
+        shutil.copy(f, tmp_path)
+    return tmp_path
+
+
+def test_a_kind_that_is_no_word_is_named_not_a_traceback(tmp_path: Path) -> None:
+    (_fixture_copy(tmp_path) / "x.toml").write_text('schema = 1\ndata_version = "2026-01-01"\nkind = ["gpus"]\n')
+    with pytest.raises(MatrixError) as e:
+        load_dir(tmp_path)
+    assert e.value.message == ("x.toml: kind: ['gpus'] is not one of conda, cuda, cudnn, drivers, framework, gpus, "
+                               "images, platforms, rocm, tools")
+
+
+def test_an_arch_row_whose_name_is_no_architecture_is_named_not_a_traceback(tmp_path: Path) -> None:
+    gpus = _fixture_copy(tmp_path) / "gpus.toml"
+    gpus.write_text(gpus.read_text().replace('name = "sm_37"', 'name = "kepler"', 1))
+    with pytest.raises(MatrixError) as e:
+        load_dir(tmp_path)
+    assert ("  gpus.toml: arch[0] (kepler).name: 'kepler' is not a GPU architecture: write sm_80, a compute capability "
+            "such as 8.0, or an AMD target such as gfx942") in e.value.message.splitlines()
+
+
+def test_closed_words_of_the_data_are_refused_with_the_words(tmp_path: Path) -> None:
+    torch = _fixture_copy(tmp_path) / "torch.toml"
+    torch.write_text(torch.read_text().replace('accelerator = "cuda"', 'accelerator = "tpu"', 1))
+    with pytest.raises(MatrixError, match=r"torch.toml: build\[1\] \(version 2.3.1\).accelerator: must be one of "
+                                          r"cuda, rocm, cpu"):
+        load_dir(tmp_path)

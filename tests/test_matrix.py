@@ -10,6 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from envsolve.cli import main
+from envsolve.errors import SpecError
 from envsolve.matrix import formats
 from envsolve.matrix.cells import CellResult, solve_cells
 from envsolve.matrix.parse import parse_matrix
@@ -189,6 +190,32 @@ def test_bad_matrix_files_exit_2_naming_the_key(text: str, expected: str, tmp_pa
     p.write_text(text)
     r = CliRunner().invoke(main, ["matrix", str(p)])
     assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output
+
+
+def test_every_problem_of_a_matrix_file_is_named_at_once_in_file_order(real_graph: Provider) -> None:
+    text = ('matrx = 1\n[matrix]\ntorch = ["2.7.1"]\npython = "3.12"\nflavor = ["fat"]\nplatform = ["linux/amd64", "arm"]\n'
+            'driver = "535"\nkeras_backend = "mxnet"\ngpus = "A100"\n[[include]]\ntorch = "2.7.1"\nos = "ubuntu22.04"\n'
+            'flavor = 3\n[[exclude]]\n[image]\nrepository = "Bad Repo"\nplatforms = ["linux/amd64", "x86"]\ntag = "latest"\n')
+    with pytest.raises(SpecError) as e:
+        parse_matrix(text, "images.toml", real_graph)
+    assert e.value.message.splitlines() == [
+        "13 problems:",
+        "  images.toml: matrx: unknown section (allowed: matrix, include, exclude, image); did you mean [matrix]?",
+        "  images.toml: matrix.python: must be a non-empty list of strings, not '3.12'",
+        "  images.toml: matrix.flavor: 'fat' is not one of base, runtime, devel",
+        "  images.toml: matrix.platform: 'arm' is not a platform: linux/amd64 or linux/arm64 (Docker's names)",
+        "  images.toml: include[0].os: is not an axis of [matrix] (axes: torch, flavor, platform)",
+        "  images.toml: include[0].flavor: must be a string, not 3",
+        "  images.toml: exclude[0]: must be a table of axis = value",
+        "  images.toml: matrix.gpus: must be a list of GPU names",
+        "  images.toml: matrix.driver: driver version '535' is not an NVIDIA driver version such as 535.104.05",
+        "  images.toml: matrix.keras_backend: 'mxnet' is not a Keras backend (tensorflow, jax, torch)",
+        "  images.toml: image.tag: unknown key (allowed: platforms, repository)",
+        "  images.toml: image.repository: 'Bad Repo' is not an image repository such as 'registry.example/team/ml' "
+        "(lower case, no tag, no whitespace)",
+        "  images.toml: image.platforms: ['linux/amd64', 'x86'] must be a list of linux/amd64 and linux/arm64",
+    ]
+    assert e.value.tip == "edit images.toml at the keys named above"
 
 
 def test_check_images_reports_each_image_that_would_fail(tmp_path: Path) -> None:

@@ -83,6 +83,15 @@ def test_bad_input_names_file_key_and_value(text: str, expected: str, fixture_gr
     assert expected in problems(text, fixture_graph)
 
 
+def test_a_framework_is_named_by_its_canonical_project_name(fixture_graph: Provider) -> None:
+    s = parse_spec("[frameworks]\nTorch = '*'\nTorchVision = '*'\n", "project.toml", fixture_graph)
+    assert [f.name for f in s.frameworks] == ["torch", "torchvision"]
+    # cupy_cuda12x is the project cupy-cuda12x (PEP 503), an alias of cupy
+    assert problems("[frameworks]\ncupy_cuda12x = '*'\n", fixture_graph) == (
+        "project.toml: frameworks.cupy_cuda12x: unknown framework 'cupy_cuda12x' (known: torch, tensorflow, jax, keras, "
+        "onnxruntime, paddlepaddle, cupy, torchvision, torchaudio, jaxlib); did you mean 'cupy'?")
+
+
 def test_every_problem_is_listed_together(fixture_graph: Provider) -> None:
     msg = problems("[frameworks]\npytorch = '*'\n[hardware]\ngpus = ['A1000']\n", fixture_graph)
     assert msg.startswith("2 problems:")
@@ -175,3 +184,29 @@ def test_a_jetson_target_takes_the_newest_jetpack_of_its_modules(real_graph: Pro
                    "project.toml", real_graph)
     got = {t.name: (t.platform, t.jetpack.raw if t.jetpack else "") for t in s.targets}
     assert got == {"default": ("linux/arm64", "5.1.2"), "thor": ("linux/arm64", "7.1")}
+
+
+def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(real_graph: Provider) -> None:
+    text = ('[hardware]\ngpus = ["A100", "B1000"]\nvendor = "intel"\ndriver = "535"\nrocm = "6.2"\nrocm_driver = "4.5"\n'
+            'platform = "arm64"\njetpack = "6.2"\ncolour = "red"\n'
+            '[targets.jet]\ngpus = ["Jetson AGX Orin"]\njetpack = "5.0"\n[targets.cpu]\nvendor = "cpu"\ncuda = 12.8\n')
+    assert _platform_errors(text, real_graph).splitlines() == [
+        "14 problems:",
+        "  project.toml: hardware.colour: unknown key (allowed: cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, "
+        "vendor)",
+        "  project.toml: hardware.gpus[1]: unknown GPU 'B1000'; did you mean 'T1000'? (or write an architecture: sm_80, "
+        "8.0, gfx942)",
+        "  project.toml: hardware.vendor: 'intel' must be one of nvidia, amd, cpu",
+        "  project.toml: hardware.vendor: is 'intel' but the GPUs listed are nvidia",
+        "  project.toml: hardware.driver: driver version '535' is not an NVIDIA driver version such as 535.104.05",
+        "  project.toml: hardware.rocm: applies to AMD GPUs only (set vendor = 'amd' or AMD gpus)",
+        "  project.toml: hardware.rocm_driver: applies to AMD GPUs only (the ROCm release of the amdgpu kernel driver)",
+        "  project.toml: hardware.rocm_driver: '4.5': the data has no kernel-driver row for it (known: 5.3, 5.4, 5.5, "
+        "5.6, 5.7, 6.0, 6.1, 6.2, 6.3, 6.4, 7.0, 7.1, 7.2); write the ROCm release of the amdgpu driver, e.g. '6.4'",
+        "  project.toml: hardware.platform: 'arm64' must be one of linux/amd64, linux/arm64 (Docker's names)",
+        "  project.toml: hardware.jetpack: applies to Jetson modules only (e.g. gpus = ['Jetson AGX Orin'])",
+        "  project.toml: targets.cpu: 'driver' and 'cuda' apply to NVIDIA GPUs only (set vendor or gpus)",
+        "  project.toml: targets.cpu.platform: 'arm64' must be one of linux/amd64, linux/arm64 (Docker's names)",
+        "  project.toml: targets.jet.driver: driver version '535' is not an NVIDIA driver version such as 535.104.05",
+        "  project.toml: targets.jet.jetpack: JetPack 5.0 is not in the data (known: 5.1.2, 6.0, 6.1, 6.2, 7.0, 7.1)",
+    ]

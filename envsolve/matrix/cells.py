@@ -10,12 +10,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain import FRAMEWORKS, cuda_of_variant
+from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, PLATFORMS, Platform, cuda_of_variant
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..solve import Cache, Resolution
 from ..solve.search import try_solve_target
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
+from ..tables import word
 from ..versions import Dotted, parse_dotted, parse_driver
 from .parse import Cell, MatrixSpec
 
@@ -55,9 +56,10 @@ def _rocm_pin(accelerator: str) -> Dotted | None:
     return parse_dotted(accelerator[4:], "ROCm version") if accelerator != "rocm" else None
 
 
-def _target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: str) -> Target:
+def _target(provider: Provider, ms: MatrixSpec, accelerator: str, cell_platform: str) -> Target:
     """The hardware of a cell: the accelerator's vendor, its pin, the matrix GPUs of that vendor,
-    and the platform."""
+    and the platform (a platform axis value, checked when parsing)."""
+    platform = word(cell_platform, PLATFORMS) or DEFAULT_PLATFORM
     if accelerator == "cpu":
         return Target(name="default", vendor="cpu", platform=platform)
     if accelerator.startswith("cu"):
@@ -66,7 +68,7 @@ def _target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: str)
                   rocm=_rocm_pin(accelerator), platform=platform)
 
 
-def _nvidia_target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: str) -> Target:
+def _nvidia_target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: Platform) -> Target:
     """A CUDA cell's hardware: the matrix's NVIDIA GPUs (with their JetPack when they are Jetson
     modules), its driver, the CUDA the accelerator pins."""
     gpus = tuple(g for g in ms.gpus if g.vendor == "nvidia")

@@ -1,38 +1,37 @@
 """A matrix file (``images.toml`` of `envsolve matrix`) into a frozen :class:`MatrixSpec`: axes,
 optional fixed GPUs and driver, ``[[include]]`` cells that must be valid, ``[[exclude]]``
-patterns, and ``[image]`` settings. Each section has its own small parser; every problem is
-collected and raised at once as one :class:`~envsolve.errors.SpecError`.
+patterns, and ``[image]`` settings. Each section has its own small parser, all reading through
+one :class:`~envsolve.tables.TableReader`; every problem is collected and raised at once as one
+:class:`~envsolve.errors.SpecError`.
 """
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
-import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..domain import FRAMEWORKS, KERAS_BACKENDS
+from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, KERAS_BACKENDS, PLATFORMS, Platform
 from ..errors import Problem, SpecError
 from ..provider import Provider
-from ..spec import FLAVORS, GpuReq, SectionParser, load_toml, parse_gpus, unknown_key
+from ..spec import FLAVORS, GpuReq, SectionParser
+from ..tables import closest, load_toml, word
 from ..versions import parse_driver, parse_python_minor
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
 
 __all__ = ["AXES", "Cell", "MatrixSpec", "parse_matrix"]
 
 AXES = ("python", *FRAMEWORKS, "accelerator", "os", "flavor", "platform")
+_SECTIONS = ("matrix", "include", "exclude", "image")
+_HARDWARE = ("gpus", "driver", "keras_backend")  # keys of [matrix] that are no axis
 _ACCEL = re.compile(r"cpu|cuda|cu\d{2,3}|rocm|rocm\d+(\.\d+){0,2}")
 # an image repository: registry host[:port]/path segments, lower case (Docker's reference grammar)
 _REPOSITORY = re.compile(r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*")
-_PLATFORM = re.compile(r"linux/(amd64|arm64)")
 _OS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_REPOSITORY_DEFAULT = "envsolve-matrix"
+
+Pattern = tuple[tuple[str, str], ...]  # (axis, value) pairs in axis order
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,32 +42,29 @@ class Cell:
     included: bool = False  # named by an [[include]]: must be valid
 
     def get(self, axis: str) -> str:
-        for name, value in self.values:
-            if name == axis:
-                return value
-        return ""
+        return next((value for name, value in self.values if name == axis), "")
 
     @property
     def id(self) -> str:
         """Stable and usable as a bake target name and a folder: ``py3_12-torch2_7_1-cu128``."""
-        parts = []
-        for axis, value in self.values:
-            prefix = "py" if axis == "python" else axis if axis in FRAMEWORKS else ""
-            parts.append(re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}{value}"))
-        return "-".join(parts)
+        return "-".join(re.sub(r"[^A-Za-z0-9_-]", "_", f"{_id_prefix(axis)}{value}") for axis, value in self.values)
+
+
+def _id_prefix(axis: str) -> str:
+    return "py" if axis == "python" else axis if axis in FRAMEWORKS else ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MatrixSpec:
     path: str
     axes: tuple[tuple[str, tuple[str, ...]], ...]
-    includes: tuple[tuple[tuple[str, str], ...], ...] = ()
-    excludes: tuple[tuple[tuple[str, str], ...], ...] = ()
+    includes: tuple[Pattern, ...] = ()
+    excludes: tuple[Pattern, ...] = ()
     gpus: tuple[GpuReq, ...] = ()
     driver: str = ""
     keras_backend: str = ""
-    repository: str = "envsolve-matrix"
-    platforms: tuple[str, ...] = ("linux/amd64",)
+    repository: str = _REPOSITORY_DEFAULT
+    platforms: tuple[Platform, ...] = (DEFAULT_PLATFORM,)
 
     def cells(self) -> list[Cell]:
         """The product of the axes, minus excludes, plus includes (marked must-be-valid)."""
@@ -77,182 +73,186 @@ class MatrixSpec:
     def iter_cells(self) -> Iterator[Cell]:
         """:meth:`cells` one at a time, in the same order; without ``[[include]]`` rows nothing
         is held, so a matrix of a million cells streams."""
-        names = [a for a, _ in self.axes]
-        product = (Cell(tuple(zip(names, combo, strict=True)))
-                   for combo in itertools.product(*(vs for _, vs in self.axes)))
-        kept = (c for c in product if not any(_matches(c, ex) for ex in self.excludes))
+        kept = (c for c in self._product() if not any(_matches(c, ex) for ex in self.excludes))
         if not self.includes:
             yield from kept
             return
         out: dict[tuple[tuple[str, str], ...], Cell] = {c.values: c for c in kept}
         for inc in self.includes:
-            hits = [c for combo in itertools.product(*(vs for _, vs in self.axes))
-                    if _matches(c := Cell(tuple(zip(names, combo, strict=True))), inc)]
-            if not hits:  # a cell outside the product: it names every axis (checked when parsing)
-                order = dict(inc)
-                hits = [Cell(tuple((a, order[a]) for a in names))]
-            for c in hits:
-                out[c.values] = replace(c, included=True)
+            out.update((c.values, replace(c, included=True)) for c in self._included(inc))
         yield from out.values()
+
+    def _product(self) -> Iterator[Cell]:
+        names = [a for a, _ in self.axes]
+        combos = itertools.product(*(vs for _, vs in self.axes))
+        return (Cell(tuple(zip(names, combo, strict=True))) for combo in combos)
+
+    def _included(self, inc: Pattern) -> list[Cell]:
+        """The cells of the product an [[include]] names, or the one cell outside it that it names
+        whole (that it names every axis is checked when parsing)."""
+        hits = [c for c in self._product() if _matches(c, inc)]
+        order = dict(inc)
+        return hits or [Cell(tuple((a, order[a]) for a, _ in self.axes))]
 
 
 def _matches(cell: Cell, pattern: Iterable[tuple[str, str]]) -> bool:
     return all(cell.get(k) == v for k, v in pattern)
 
 
+def _python_value(value: str) -> str | None:
+    try:
+        parse_python_minor(value)
+    except ValueError as e:
+        return str(e)
+    return None
 
-class _Parser(SectionParser):
+
+# axis (but the frameworks, whose values are releases of the data) -> why a value is not one of it
+_VALUE_PROBLEM: dict[str, Callable[[str], str | None]] = {
+    "python": _python_value,
+    "accelerator": lambda v: None if _ACCEL.fullmatch(v) else (
+        f"{v!r} is not an accelerator: cpu, cuda, cuXYZ (cu128), rocm or rocmX.Y (rocm6.2)"),
+    "flavor": lambda v: None if v in FLAVORS else f"{v!r} is not one of {', '.join(FLAVORS)}",
+    "os": lambda v: None if _OS.fullmatch(v) else f"{v!r} is not an OS name such as ubuntu22.04",
+    "platform": lambda v: None if v in PLATFORMS else (
+        f"{v!r} is not a platform: {' or '.join(PLATFORMS)} (Docker's names)"),
+}
+
+
+class _MatrixParser(SectionParser):
     """The section parsers of a matrix file; each adds what is wrong to one collector."""
 
     def sections(self, data: dict[str, Any]) -> None:
         for key in data:
-            if key not in ("matrix", "include", "exclude", "image"):
-                near = difflib.get_close_matches(key, ["matrix", "include", "exclude", "image"], 1)
-                tip = f"; did you mean [{near[0]}]?" if near else ""
-                self.bad(key, f"unknown section (allowed: matrix, include, exclude, image){tip}")
+            self.unknown_section(key, _SECTIONS)
 
     def axes(self, m: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
-        axes: list[tuple[str, tuple[str, ...]]] = []
-        for key, value in m.items():
-            if key in ("gpus", "driver", "keras_backend"):
-                continue
-            if key not in AXES:
-                near = difflib.get_close_matches(key, AXES, 1)
-                tip = f"; did you mean '{near[0]}'?" if near else ""
-                self.bad(f"matrix.{key}", f"unknown axis (axes: {', '.join(AXES)}; also gpus, driver, "
-                         f"keras_backend){tip}")
-                continue
-            if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
-                self.bad(f"matrix.{key}", f"must be a non-empty list of strings, not {value!r}")
-                continue
-            for v in value:
-                if (msg := self.value(key, v)) is not None:
-                    self.bad(f"matrix.{key}", msg)
-            axes.append((key, tuple(dict.fromkeys(value))))
+        axes = [axis for key, value in m.items() if key not in _HARDWARE and (axis := self._axis(key, value))]
         axes.sort(key=lambda av: AXES.index(av[0]))
         if not any(a in FRAMEWORKS for a, _ in axes):
             self.bad("matrix", "names no framework axis (torch, tensorflow, jax or keras)")
         return axes
 
-    def patterns(self, data: dict[str, Any], section: str, names: list[str]) -> list[tuple[tuple[str, str], ...]]:
-        """The [[include]] or [[exclude]] rows, each as (axis, value) pairs in axis order."""
-        rows = data.get(section, [])
-        if not isinstance(rows, list):
-            self.bad(section, f"must be an array of tables ([[{section}]])")
-            return []
-        out = []
-        for i, row in enumerate(rows):
-            where = f"{section}[{i}]"
-            if not isinstance(row, dict) or not row:
-                self.bad(where, "must be a table of axis = value")
-                continue
-            pattern = []
-            for k, v in row.items():
-                if k not in names:
-                    self.bad(f"{where}.{k}", f"is not an axis of [matrix] (axes: {', '.join(names)})")
-                elif not isinstance(v, str):
-                    self.bad(f"{where}.{k}", f"must be a string, not {v!r}")
-                elif (msg := self.value(k, v)) is not None:
-                    self.bad(f"{where}.{k}", msg)
-                else:
-                    pattern.append((k, v))
-            out.append(tuple(sorted(pattern, key=lambda kv: names.index(kv[0]))))
-        return out
+    def _axis(self, key: str, value: Any) -> tuple[str, tuple[str, ...]] | None:
+        if key not in AXES:
+            near = closest(key, AXES)
+            tip = f"; did you mean '{near}'?" if near else ""
+            self.bad(f"matrix.{key}", f"unknown axis (axes: {', '.join(AXES)}; also gpus, driver, keras_backend){tip}")
+            return None
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            self.bad(f"matrix.{key}", f"must be a non-empty list of strings, not {value!r}")
+            return None
+        for v in value:
+            self._value_ok(f"matrix.{key}", key, v)
+        return key, tuple(dict.fromkeys(value))
 
-    def includes_inside(self, includes: list[tuple[tuple[str, str], ...]],
-                        axes: list[tuple[str, tuple[str, ...]]]) -> None:
+    def _value_ok(self, where: str, axis: str, value: str) -> bool:
+        """Whether ``value`` is a value of ``axis``; the problem added at ``where`` when it is not."""
+        msg = self._release_problem(axis, value) if axis in FRAMEWORKS else _VALUE_PROBLEM[axis](value)
+        if msg is not None:
+            self.bad(where, msg)
+        return msg is None
+
+    def _release_problem(self, framework: str, value: str) -> str | None:
+        releases = self.provider.releases(framework)
+        if any(r.raw == value for r in releases):
+            return None
+        near = [r.raw for r in releases if r.raw.startswith(value.rsplit(".", 1)[0])][:3]
+        tip = f"; did you mean {', '.join(near)}?" if near else ""
+        return f"{framework} {value!r} is not a release in the data{tip}"
+
+    def patterns(self, data: dict[str, Any], section: str, names: list[str]) -> list[Pattern]:
+        """The [[include]] or [[exclude]] rows, each as (axis, value) pairs in axis order."""
+        rows = (self._pattern(row, f"{section}[{i}]", names) for i, row in enumerate(self.rows(data, section)))
+        return [p for p in rows if p is not None]
+
+    def _pattern(self, row: Any, where: str, names: list[str]) -> Pattern | None:
+        if not isinstance(row, dict) or not row:
+            self.bad(where, "must be a table of axis = value")
+            return None
+        pattern = [(k, v) for k, v in row.items() if self._pattern_value(f"{where}.{k}", k, v, names)]
+        return tuple(sorted(pattern, key=lambda kv: names.index(kv[0])))
+
+    def _pattern_value(self, where: str, axis: str, value: Any, names: list[str]) -> bool:
+        if axis not in names:
+            self.bad(where, f"is not an axis of [matrix] (axes: {', '.join(names)})")
+            return False
+        if not isinstance(value, str):
+            self.bad(where, f"must be a string, not {value!r}")
+            return False
+        return self._value_ok(where, axis, value)
+
+    def includes_inside(self, includes: list[Pattern], axes: list[tuple[str, tuple[str, ...]]]) -> None:
+        """Each [[include]] outside the product names every axis."""
         names = {a for a, _ in axes}
+        values = dict(axes)
         for i, inc in enumerate(includes):
-            inside = all(v in dict(axes)[k] for k, v in inc)
-            if not inside and {k for k, _ in inc} != names:
-                missing = sorted(names - {k for k, _ in inc})
+            named = {k for k, _ in inc}
+            if named != names and not all(v in values[k] for k, v in inc):
                 self.bad(f"include[{i}]", f"is outside the product, so it must name every axis "
-                         f"(missing: {', '.join(missing)})")
+                         f"(missing: {', '.join(sorted(names - named))})")
 
     def hardware(self, m: dict[str, Any]) -> tuple[tuple[GpuReq, ...], str, str]:
         """(gpus, driver, keras_backend) of [matrix]."""
         raw_gpus = m.get("gpus", [])
         gpus: tuple[GpuReq, ...] = ()
-        if not isinstance(raw_gpus, list):
-            self.bad("matrix.gpus", "must be a list of GPU names")
+        if isinstance(raw_gpus, list):
+            gpus = self.gpus(raw_gpus, "matrix.gpus")
         else:
-            try:
-                gpus = parse_gpus(self.provider, raw_gpus, self.path, "matrix.gpus")
-            except SpecError as e:
-                self.problems.extend(e.problems)
-        driver = m.get("driver", "")
+            self.bad("matrix.gpus", "must be a list of GPU names")
+        return gpus, self._driver(m.get("driver", "")), self._keras_backend(m.get("keras_backend", ""))
+
+    def _driver(self, driver: Any) -> str:
         if driver:
-            try:
-                parse_driver(str(driver))
-            except ValueError as e:
-                self.bad("matrix.driver", str(e))
-        backend = m.get("keras_backend", "")
+            self.check(str(driver), "matrix.driver", parse_driver)
+        return str(driver)
+
+    def _keras_backend(self, backend: Any) -> str:
         if backend and backend not in KERAS_BACKENDS:
             self.bad("matrix.keras_backend", f"{backend!r} is not a Keras backend ({', '.join(KERAS_BACKENDS)})")
-        return gpus, str(driver), str(backend)
+        return str(backend)
 
-    def image(self, image: Any) -> tuple[str, tuple[str, ...]]:
+    def image(self, image: Any) -> tuple[str, tuple[Platform, ...]]:
         """(repository, platforms) of [image]; both reach generated files, so both are checked."""
         if not isinstance(image, dict):
             self.bad("image", f"must be a table [image], not {image!r}")
-            return "envsolve-matrix", ("linux/amd64",)
-        for key in image:
-            if key not in ("repository", "platforms"):
-                self.bad(f"image.{key}", unknown_key(key, ("platforms", "repository")))
-        repository = image.get("repository", "envsolve-matrix")
-        if not isinstance(repository, str) or not _REPOSITORY.fullmatch(repository):
-            self.bad("image.repository", f"{repository!r} is not an image repository such as "
-                     "'registry.example/team/ml' (lower case, no tag, no whitespace)")
-            repository = "envsolve-matrix"
-        platforms = image.get("platforms", ["linux/amd64"])
-        if not isinstance(platforms, list) or not platforms or not all(
-                isinstance(p, str) and _PLATFORM.fullmatch(p) for p in platforms):
-            self.bad("image.platforms", f"{platforms!r} must be a list of linux/amd64 and linux/arm64")
-            platforms = ["linux/amd64"]
-        return repository, tuple(platforms)
+            return _REPOSITORY_DEFAULT, (DEFAULT_PLATFORM,)
+        self.unknown_keys(image, "image", ("platforms", "repository"))
+        return self._repository(image.get("repository", _REPOSITORY_DEFAULT)), self._platforms(image)
 
-    def value(self, axis: str, value: str) -> str | None:
-        """Why ``value`` is not a value of ``axis``; None when it is."""
-        if axis == "python":
-            try:
-                parse_python_minor(value)
-            except ValueError as e:
-                return str(e)
-        elif axis in FRAMEWORKS:
-            releases = self.provider.releases(axis)
-            if not any(r.raw == value for r in releases):
-                near = [r.raw for r in releases if r.raw.startswith(value.rsplit(".", 1)[0])][:3]
-                tip = f"; did you mean {', '.join(near)}?" if near else ""
-                return f"{axis} {value!r} is not a release in the data{tip}"
-        elif axis == "accelerator":
-            if not _ACCEL.fullmatch(value):
-                return f"{value!r} is not an accelerator: cpu, cuda, cuXYZ (cu128), rocm or rocmX.Y (rocm6.2)"
-        elif axis == "flavor" and value not in FLAVORS:
-            return f"{value!r} is not one of {', '.join(FLAVORS)}"
-        elif axis == "os" and not _OS.fullmatch(value):
-            return f"{value!r} is not an OS name such as ubuntu22.04"
-        elif axis == "platform" and not _PLATFORM.fullmatch(value):
-            return f"{value!r} is not a platform: linux/amd64 or linux/arm64 (Docker's names)"
-        return None
+    def _repository(self, repository: Any) -> str:
+        if isinstance(repository, str) and _REPOSITORY.fullmatch(repository):
+            return repository
+        self.bad("image.repository", f"{repository!r} is not an image repository such as "
+                 "'registry.example/team/ml' (lower case, no tag, no whitespace)")
+        return _REPOSITORY_DEFAULT
+
+    def _platforms(self, image: dict[str, Any]) -> tuple[Platform, ...]:
+        raw = image.get("platforms", [DEFAULT_PLATFORM])
+        platforms = [word(p, PLATFORMS) for p in raw] if isinstance(raw, list) else []
+        if platforms and all(platforms):
+            return tuple(p for p in platforms if p is not None)
+        self.bad("image.platforms", f"{raw!r} must be a list of {' and '.join(PLATFORMS)}")
+        return (DEFAULT_PLATFORM,)
 
 
 def parse_matrix(text: str, path: str, provider: Provider) -> MatrixSpec:
     """Parse a matrix file; raise :class:`SpecError` listing every problem."""
     data = load_toml(text, path, "a matrix file",
                      "a matrix file is a few flat tables; see README.md, 'envsolve matrix'")
-    p = _Parser(path, provider)
-    p.sections(data)
+    parser = _MatrixParser(path, provider)
+    parser.sections(data)
     m = data.get("matrix")
     if not isinstance(m, dict):
         raise SpecError([Problem(path, "matrix", "missing: a [matrix] table with at least one axis")],
                         tip="see README.md, 'envsolve matrix'")
-    axes = p.axes(m)
+    axes = parser.axes(m)
     names = [a for a, _ in axes]
-    includes = p.patterns(data, "include", names)
-    excludes = p.patterns(data, "exclude", names)
-    p.includes_inside(includes, axes)
-    gpus, driver, backend = p.hardware(m)
-    repository, platforms = p.image(data.get("image", {}))
-    p.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above")
+    includes = parser.patterns(data, "include", names)
+    excludes = parser.patterns(data, "exclude", names)
+    parser.includes_inside(includes, axes)
+    gpus, driver, backend = parser.hardware(m)
+    repository, platforms = parser.image(data.get("image", {}))
+    parser.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above")
     return MatrixSpec(path=path, axes=tuple(axes), includes=tuple(includes), excludes=tuple(excludes),
                       gpus=gpus, driver=driver, keras_backend=backend, repository=repository, platforms=platforms)
