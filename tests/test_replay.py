@@ -102,3 +102,30 @@ def test_the_compiled_data_cache_gives_the_same_records(tmp_path: Path) -> None:
         assert load(cache=ro / "sub") == fresh  # unwritable: still answers
     finally:
         ro.chmod(0o700)
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--frameworks-only"], ["p.toml"], ["./a/p.toml", "-o", "x.lock", "--format=json"],
+    ["--output=./o/x.lock", "--format", "toml", "q.toml"], ["-o", "y.lock", "--frameworks-only", "--format", "json"],
+])
+def test_the_replay_reads_argv_as_click_reads_the_option_table(args: list[str]) -> None:
+    # one option table: what the replay reads is what the lock command's click options give
+    from click.core import ParameterSource
+
+    from envsolve.cli import lock
+    from envsolve.lock.job import Request
+
+    with lock.make_context("lock", list(args)) as ctx:
+        spec_path = ctx.params.pop("spec_path")
+        flag = ctx.get_parameter_source("frameworks_only") == ParameterSource.COMMANDLINE
+        request = Request.of(spec_path, ctx.params, frameworks_flag=flag)
+    assert replay.parse(["lock", *args]) == request.replay_key
+
+
+def test_options_the_replay_does_not_read_send_the_command_to_a_solve() -> None:
+    from envsolve.lock.options import LOCK_OPTIONS
+
+    for o in LOCK_OPTIONS:
+        if not o.replayed:
+            assert replay.parse(["lock", o.names[0], *(["x"] if o.kind != "flag" else [])]) is None
+    assert replay.parse(["lock", "-o=x.lock"]) is None  # click reads "=x.lock": not a path the replay guesses

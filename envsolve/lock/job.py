@@ -36,8 +36,7 @@ from .replay import data_version_of
 from .resolve import Pin
 from .steer import Steer
 
-__all__ = ["Options", "Outcome", "Previous", "Request", "check_digests", "make", "previous", "run",
-           "stale_data_warning", "steered"]
+__all__ = ["Options", "Outcome", "Request", "make", "run", "steered"]
 
 Say = Callable[[str, bool], None]  # (line, to stderr)
 Render = Callable[[lockfile.Lock, Path], Sequence[Path]]  # (the lock, its path) -> the files written
@@ -77,7 +76,24 @@ class Outcome:
     warnings: tuple[str, ...]
 
 
-def previous(path: Path, spec: ProjectSpec, upgrading: set[str]) -> Previous:
+def _upgrading(name: str, upgrading: set[str]) -> bool:
+    return str(canonicalize_name(name)) in upgrading
+
+
+def _kept_frameworks(old: lockfile.Lock, spec: ProjectSpec, upgrading: set[str]) -> dict[str, dict[str, str]]:
+    """Environment -> framework -> version of the lock on disk, for the frameworks the spec names."""
+    names = {f.name for f in spec.frameworks}
+    return {e.name: {p.name: p.version for p in e.frameworks if p.name in names and not _upgrading(p.name, upgrading)}
+            for e in old.environments}
+
+
+def _kept_packages(old: lockfile.Lock, upgrading: set[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Environment -> (name, version) of every package of the lock on disk."""
+    return {e.name: tuple((p.name, p.version) for p in e.packages if not _upgrading(p.name, upgrading))
+            for e in old.environments}
+
+
+def _previous(path: Path, spec: ProjectSpec, upgrading: set[str]) -> Previous:
     """What to keep of the lock at ``path`` (nothing of the names in ``upgrading``)."""
     if not path.exists():
         return Previous()
@@ -85,16 +101,10 @@ def previous(path: Path, spec: ProjectSpec, upgrading: set[str]) -> Previous:
         old = lockfile.read(path)
     except LockError as e:
         return Previous(warning=f"{path}: not reused ({e.message}); every package takes its newest version")
-    names = {f.name for f in spec.frameworks}
-    frameworks = {e.name: {p.name: p.version for p in e.frameworks
-                           if p.name in names and str(canonicalize_name(p.name)) not in upgrading}
-                  for e in old.environments}
-    packages = {e.name: tuple((p.name, p.version) for p in e.packages
-                              if str(canonicalize_name(p.name)) not in upgrading) for e in old.environments}
-    return Previous(frameworks=frameworks, packages=packages)
+    return Previous(frameworks=_kept_frameworks(old, spec, upgrading), packages=_kept_packages(old, upgrading))
 
 
-def check_digests(out: Path, blob: bytes, provider: Provider) -> str | None:
+def _check_digests(out: Path, blob: bytes, provider: Provider) -> str | None:
     """``lock --check`` of the full lock at ``out`` by the spec's and data's digests: "" when it is
     up to date, else why it is stale; None when it is a frameworks-only lock (solve it again)."""
     if not out.exists():
@@ -166,7 +176,7 @@ def _refuse_upgrade_of_frameworks_only(opts: Options) -> None:
 
 def _kept(out: Path, spec: ProjectSpec, opts: Options, upgrading: set[str]) -> Previous:
     """What a re-lock keeps of the lock on disk (nothing with frameworks only or --upgrade)."""
-    return Previous() if opts.frameworks_only or opts.upgrade else previous(out, spec, upgrading)
+    return Previous() if opts.frameworks_only or opts.upgrade else _previous(out, spec, upgrading)
 
 
 def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, urls: Mapping[str, str],
@@ -278,7 +288,7 @@ class _Output:
         self.line(text, err=self.json)
 
 
-def stale_data_warning(out: Path, installed: str) -> str:
+def _stale_data_warning(out: Path, installed: str) -> str:
     """A warning when the lock on disk was made with other data than the installed matrices."""
     try:
         old = data_version_of(out.read_text(encoding="utf-8"))
@@ -296,7 +306,7 @@ def stale_data_warning(out: Path, installed: str) -> str:
 def _up_to_date_by_digests(request: Request, blob: bytes, provider: Provider, output: _Output) -> bool:
     """``--check`` of a full lock, by its digests: True when it is up to date; raises
     :class:`CheckFailed` when stale; False for a frameworks-only lock (solve it again)."""
-    verdict = check_digests(request.out, blob, provider)
+    verdict = _check_digests(request.out, blob, provider)
     if verdict:
         raise CheckFailed(verdict, tip=request.stale_tip)
     if verdict == "":
@@ -359,7 +369,7 @@ def run(provider: Provider, spec: ProjectSpec, blob: bytes, request: Request, *,
     opts = replace(request.options, frameworks_only=True) if request.check else request.options
     done = make(provider, spec, spec_name=request.spec_path.name, blob=blob, urls=urls, out=request.out, opts=opts)
     text = lockfile.dumps(done.lock)
-    stale = stale_data_warning(request.out, provider.data_version)
+    stale = _stale_data_warning(request.out, provider.data_version)
     _warn(stale, index_warnings, done, output)
     if request.check:
         return _check_text(request, text, output)

@@ -193,14 +193,17 @@ def replay(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> boo
     out = _lock_path(request)
     readable, on_disk = _on_disk(out)
     entry = _entry(request, env, on_disk) if readable else None
-    if entry is None or not _same_data(on_disk, entry[1]):
-        return False
+    return entry is not None and _same_data(on_disk, entry[1]) and _replayed(out, entry[0], entry[2])
+
+
+def _replayed(out: Path, text: str, messages: list[Any]) -> bool:
+    """Write ``text`` to ``out`` and print the messages; False when it cannot be written."""
     from ..files import write_atomic
 
     try:
-        write_atomic(out, entry[0])
+        write_atomic(out, text)
     except OSError:
         return False
-    for to_stderr, line in entry[2]:
+    for to_stderr, line in messages:
         print(line, file=sys.stderr if to_stderr else sys.stdout)
     return True

@@ -77,16 +77,21 @@ def _uv() -> str:
     return str(find_uv_bin())
 
 
-def _pyproject(python: str, pins: Sequence[Pin], pip: Sequence[str]) -> dict[str, Any]:
+def _explicit_indexes(pins: Sequence[Pin]) -> dict[str, Any]:
+    """``[tool.uv]``: each routed name from its explicit index alone ({} when none is routed)."""
     routed = sorted({p.index_url for p in pins if p.index_url})
     names = {url: f"explicit-{i}" for i, url in enumerate(routed)}
+    if not routed:
+        return {}
+    return {"sources": {p.name: {"index": names[p.index_url]} for p in pins if p.index_url},
+            "index": [{"name": names[url], "url": url, "explicit": True} for url in routed]}
+
+
+def _pyproject(python: str, pins: Sequence[Pin], pip: Sequence[str]) -> dict[str, Any]:
     project: dict[str, Any] = {"name": "envsolve-environment", "version": "0",
                                "requires-python": f">={python}",
                                "dependencies": [p.requirement for p in pins] + list(pip)}
-    uv: dict[str, Any] = {}
-    if routed:
-        uv["sources"] = {p.name: {"index": names[p.index_url]} for p in pins if p.index_url}
-        uv["index"] = [{"name": names[url], "url": url, "explicit": True} for url in routed]
+    uv = _explicit_indexes(pins)
     return {"project": project, "tool": {"uv": uv}} if uv else {"project": project}
 
 
@@ -101,16 +106,27 @@ _UNREACHABLE = ("failed to fetch", "could not connect", "dns error", "connection
                 "error sending request", "failed to lookup address", "operation timed out")
 
 
+def _cache_miss(stderr: str, offline: bool) -> bool:
+    """Whether uv failed for a file missing from its cache (--offline)."""
+    low = stderr.lower()
+    return offline and ("offline" in low or "network connectivity is disabled" in low)
+
+
+def _unreachable(stderr: str, default_index: str, routed: Sequence[str]) -> str | None:
+    """The index URLs uv could not reach; None when it failed otherwise."""
+    if not any(u in stderr.lower() for u in _UNREACHABLE):
+        return None
+    urls = [u for u in (*routed, default_index) if u and u in stderr] or [*routed, default_index]
+    return " / ".join(u for u in urls if u)
+
+
 def _failure(stderr: str, default_index: str, routed: Sequence[str], offline: bool) -> ResolveError:
     text = _trim(stderr)
-    low = stderr.lower()
-    if offline and ("offline" in low or "network connectivity is disabled" in low):
+    if _cache_miss(stderr, offline):
         return ResolveError(f"the full resolve needs files that are not in the cache (--offline):\n  {text}",
                             tip="lock once with the network to fill the cache, or use --frameworks-only")
-    if any(u in low for u in _UNREACHABLE):
-        urls = [u for u in (*routed, default_index) if u and u in stderr] or [*routed, default_index]
-        return ResolveError(f"the package index {' / '.join(u for u in urls if u)} cannot be reached:\n  {text}",
-                            tip=WAYS_OUT)
+    if (urls := _unreachable(stderr, default_index, routed)) is not None:
+        return ResolveError(f"the package index {urls} cannot be reached:\n  {text}", tip=WAYS_OUT)
     return ResolveError(f"the packages cannot be installed together:\n  {text}",
                         tip="loosen the [packages] pip requirement or the framework range that clashes "
                             "(see `envsolve explain`), then lock again")
@@ -174,18 +190,25 @@ def _write_inputs(root: Path, ask: _Ask, prefer: Sequence[tuple[str, str]]) -> N
              "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
 
 
-def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool) -> dict[str, Any]:
-    """uv's pylock.toml for ``ask``: from its cache alone first when ``cache_first`` (and the cache
-    is there), else (or when the cache cannot answer) from the indexes."""
-    cmd = _command(ask, env)
+def _uv_compile(cmd: Sequence[str], root: Path, env: Mapping[str, str], cache_first: bool
+                ) -> subprocess.CompletedProcess[str]:
+    """uv's run: from its cache alone first when ``cache_first`` (and there is a cache), else (or
+    when the cache cannot answer) from the indexes, with the preferences as they were."""
     out = root / "pylock.toml"
     preferences = out.read_bytes() if out.exists() else None
-    warm = (cache_dir(env) / "uv").is_dir()  # an empty cache cannot answer: skip the try
-    run = _uv_run([*cmd, "--offline"], root, env) if cache_first and warm and not ask.offline else None
-    if run is None or run.returncode != 0 or not out.exists():
+    if cache_first and (cache_dir(env) / "uv").is_dir():  # an empty cache cannot answer: skip the try
+        run = _uv_run([*cmd, "--offline"], root, env)
+        if run.returncode == 0 and out.exists():
+            return run
         if preferences is not None:
             out.write_bytes(preferences)
-        run = _uv_run(cmd, root, env)
+    return _uv_run(cmd, root, env)
+
+
+def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool) -> dict[str, Any]:
+    """uv's pylock.toml for ``ask``; raises :class:`ResolveError` when uv fails."""
+    run = _uv_compile(_command(ask, env), root, env, cache_first and not ask.offline)
+    out = root / "pylock.toml"
     if run.returncode != 0 or not out.exists():
         raise _failure(run.stderr, ask.default_index, ask.routed, ask.offline)
     data: dict[str, Any] = tomllib.loads(out.read_text(encoding="utf-8"))

@@ -25,7 +25,7 @@ from ..lock.model import Environment, Lock, Package, index_url
 from ..paths import templates_dir
 from ..solve import PackagePin
 
-__all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render_environment", "render_lock", "templates_dir"]
+__all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render_environment", "render_lock"]
 
 ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py")
 # written beside them when the environment has PyTorch-index builds (requirements-<index>.txt for
@@ -175,12 +175,21 @@ def _full_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any
 def _framework_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]:
     """What each file installs from a frameworks-only lock: the pins, and [packages] pip, which
     pip resolves when the image is built (the pins installed first and pinned again after)."""
-    conda_pip = [p for p in env.frameworks if not p.conda]
     return {"groups": groups, "default_requirements": [p.requirement for p in env.frameworks if p.index == "pypi"],
             "held": [r for g in groups for r in g["requirements"]], "extra_pip": list(env.pip),
-            "conda_groups": [{**g, "requirements": reqs} for g in groups
-                             if (reqs := [p.requirement for p in conda_pip if p.index_url == g["url"]])],
-            "conda_default": [p.requirement for p in conda_pip if p.index == "pypi"] + list(env.pip)}
+            **_conda_pip(env, groups)}
+
+
+def _conda_pip(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """What environment.yml's pip section installs of a frameworks-only lock: the frameworks
+    conda-forge lacks, and [packages] pip."""
+    pip_only = [p for p in env.frameworks if not p.conda]
+
+    def of(url: str) -> list[str]:
+        return [p.requirement for p in pip_only if p.index_url == url]
+
+    return {"conda_groups": [{**g, "requirements": reqs} for g in groups if (reqs := of(g["url"]))],
+            "conda_default": [p.requirement for p in pip_only if p.index == "pypi"] + list(env.pip)}
 
 
 def _refuse(lock: Lock, env: Environment, lock_name: str, groups: list[dict[str, Any]], dockerfile: bool) -> None:
