@@ -54,7 +54,7 @@ def _provider() -> Provider:
     return Provider(load(root))
 
 
-def _read_spec(path: Path, graph: Provider) -> tuple[ProjectSpec, bytes]:
+def _read_spec(path: Path, provider: Provider) -> tuple[ProjectSpec, bytes]:
     from .spec import parse_spec
 
     try:
@@ -67,7 +67,7 @@ def _read_spec(path: Path, graph: Provider) -> tuple[ProjectSpec, bytes]:
         raise SpecError([Problem(str(path), "", "is a directory, not a project.toml")]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError([Problem(str(path), "", f"cannot be read: {e}")]) from None
-    return parse_spec(text, str(path), graph), blob
+    return parse_spec(text, str(path), provider), blob
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -332,7 +332,7 @@ def _read_text(path: Path) -> str:
         raise SpecError([Problem(str(path), "", f"cannot be read: {e}")]) from None
 
 
-def _render_cells(g: Provider, ms: MatrixSpec, results: list[CellResult], root: Path) -> None:
+def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult], root: Path) -> None:
     """Each valid cell's artifacts under root/<cell id>/, through the renderer."""
     from .config import index_urls
     from .lock import model as lockfile
@@ -347,8 +347,8 @@ def _render_cells(g: Provider, ms: MatrixSpec, results: list[CellResult], root: 
         if r.resolution is None:
             continue
         data = lockfile.build(project=ms.repository, spec_name=Path(ms.path).name, spec_bytes=ms.path.encode(),
-                              data_version=g.data_version, data_digest=g.digest, resolutions=[r.resolution],
-                              urls=urls)
+                              data_version=provider.data_version, data_digest=provider.digest,
+                              resolutions=[r.resolution], urls=urls)
         cells += 1
         for name, text in render_environment(data, data.environments[0]).items():
             texts[root / r.cell.id / name] = text
@@ -387,11 +387,11 @@ def explain(spec_path: Path, verbose: bool) -> None:
     from .solve import solve_explained
     from .solve.report import ExplainReporter
 
-    graph = _provider()
-    spec, _ = _read_spec(spec_path, graph)
+    provider = _provider()
+    spec, _ = _read_spec(spec_path, provider)
     urls, _warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
     try:  # what the lock reads of [packages] pip, from the cache first
-        spec, steers, warnings = steered(spec, graph, urls, Options())
+        spec, steers, warnings = steered(spec, provider, urls, Options())
     except ResolveError as e:
         steers, warnings = (), [f"{e.message}; explaining without what [packages] pip asks"]
     for w in warnings:
@@ -400,7 +400,7 @@ def explain(spec_path: Path, verbose: bool) -> None:
         click.echo(f"[packages] pip: {note}")
     rep = ExplainReporter()
     try:
-        resolutions = solve_explained(graph, spec, rep)
+        resolutions = solve_explained(provider, spec, rep)
     except Unsatisfiable as e:
         click.echo(f"target {e.target}: no resolution")
         click.echo("\n".join(rep.rejections(e.target, verbose)))
@@ -519,25 +519,25 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
     _echo_newest_packages(m)
 
 
-def _host_facts(graph: Provider) -> HostFacts:
+def _host_facts(provider: Provider) -> HostFacts:
     from .host.detect import detect
     from .host.facts import complete
 
-    return complete(detect(), graph)
+    return complete(detect(), provider)
 
 
-def _for_host(spec: ProjectSpec, graph: Provider) -> ProjectSpec:
+def _for_host(spec: ProjectSpec, provider: Provider) -> ProjectSpec:
     """The spec with its default target describing this machine (see :func:`envsolve.spec.for_host`)."""
     from .host.facts import hardware_table
     from .spec import for_host
 
-    facts = _host_facts(graph)
+    facts = _host_facts(provider)
     for w in facts.warnings:
         click.echo(f"WARNING: host: {w}", err=True)
-    host, warnings = for_host(spec, facts, graph)
+    host, warnings = for_host(spec, facts, provider)
     for w in warnings:
         click.echo(f"WARNING: host: {w}", err=True)
-    click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in hardware_table(facts, graph).items()), err=True)
+    click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in hardware_table(facts, provider).items()), err=True)
     return host
 
 

@@ -10,6 +10,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from .errors import Problem, SpecError
+
 __all__ = ["write_all", "write_atomic"]
 
 
@@ -39,7 +41,6 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 def write_all(texts: Mapping[Path, str], tip: str) -> None:
     """Write generated files; an unwritable path is a user error (exit 2), not a traceback."""
-    from .errors import Problem, SpecError
     for path, text in texts.items():
         try:
             write_atomic(path, text)

@@ -129,3 +129,17 @@ def test_options_the_replay_does_not_read_send_the_command_to_a_solve() -> None:
         if not o.replayed:
             assert replay.parse(["lock", o.names[0], *(["x"] if o.kind != "flag" else [])]) is None
     assert replay.parse(["lock", "-o=x.lock"]) is None  # click reads "=x.lock": not a path the replay guesses
+
+
+def test_only_requests_the_replay_reads_are_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a lock made with an option the replay does not read (--same-versions here) is not stored: the
+    # plain request of the same spec must solve, not replay that lock
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    spec = tmp_path / "project.toml"
+    spec.write_bytes((CASES / "h100-torch-newest" / "project.toml").read_bytes())
+    r = CliRunner().invoke(main, ["lock", str(spec), "--same-versions"])
+    assert r.exit_code == 0, r.output
+    assert not list((tmp_path / "cache").glob("locks/*.marshal"))
+    r = CliRunner().invoke(main, ["lock", str(spec)])
+    assert r.exit_code == 0, r.output
+    assert len(list((tmp_path / "cache").glob("locks/*.marshal"))) == 1

@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
@@ -31,6 +31,7 @@ from ..provider import Provider
 from ..solve import Resolution, solve_explained
 from ..spec import ProjectSpec
 from . import model as lockfile
+from .options import LOCK_OPTIONS
 from .replay import Request as ReplayKey
 from .replay import data_version_of
 from .resolve import Pin
@@ -234,19 +235,22 @@ class Request:
 
     spec_path: Path
     output: Path | None = None
-    fmt: str = "toml"
+    fmt: Literal["toml", "json"] = "toml"
     check: bool = False
     render: bool = False
     host: bool = False
     options: Options = field(default_factory=Options)
     frameworks_flag: bool = False  # --frameworks-only on the command line (not from ENVSOLVE_FRAMEWORKS_ONLY)
+    # the replay can answer this request next time: no option it does not read was given
+    replayable: bool = False
 
     @classmethod
     def of(cls, spec_path: Path, chosen: Mapping[str, Any], *, frameworks_flag: bool = False) -> Request:
         """The request of the command line's values (by the options' ``dest``)."""
         opts = Options(**{f.name: chosen[f.name] for f in fields(Options)})
         return cls(spec_path=spec_path, output=chosen["output"], fmt=chosen["fmt"], check=chosen["check"],
-                   render=chosen["then_render"], host=chosen["host"], options=opts, frameworks_flag=frameworks_flag)
+                   render=chosen["then_render"], host=chosen["host"], options=opts, frameworks_flag=frameworks_flag,
+                   replayable=all(o.replayed or not chosen[o.dest] for o in LOCK_OPTIONS))
 
     @property
     def out(self) -> Path:
@@ -262,13 +266,6 @@ class Request:
         """The request as the replay reads it from argv."""
         return (str(self.spec_path), str(self.output) if self.output else "", self.fmt,
                 "frameworks" if self.frameworks_flag else "")
-
-    @property
-    def replayable(self) -> bool:
-        """Whether the replay reads this request (the plain lock, --frameworks-only, -o, --format):
-        every other option asks for a solve each time."""
-        o = self.options
-        return not (self.render or self.host or o.offline or o.exclude_newer or o.refresh or o.same_versions)
 
 
 @dataclass(slots=True)
