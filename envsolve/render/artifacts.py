@@ -145,8 +145,8 @@ def _groups(lock: Lock, env: Environment) -> list[dict[str, Any]]:
 def _conda_specs(env: Environment) -> list[str]:
     """The conda MatchSpecs of environment.yml: Python, the frameworks conda-forge has, [packages] conda."""
     on_conda = [s for p in env.frameworks for s in p.conda]
-    cuda = [f"cuda-version={env.cuda}"] if env.cuda and any("=cuda" in s for s in on_conda) else []
     # cuda-version: the run-export of conda-forge's CUDA builds
+    cuda = [f"cuda-version={env.cuda}"] if env.cuda and any("=cuda" in s for s in on_conda) else []
     return [f"python={env.python}", *cuda, *sorted(on_conda), *env.conda]
 
 
