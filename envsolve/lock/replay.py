@@ -21,7 +21,6 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..paths import cache_dir, data_dir, pip_config_files
 from .options import Option, option_named
@@ -77,7 +76,7 @@ def parse(argv: Sequence[str]) -> Request | None:
             chosen.get("fmt", "toml"), "frameworks" if "frameworks_only" in chosen else "")
 
 
-def _add(h: Any, label: str, data: bytes) -> None:
+def _add(h: hashlib._Hash, label: str, data: bytes) -> None:
     h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
 
 
@@ -166,8 +165,12 @@ def _on_disk(out: Path) -> tuple[bool, bytes | None]:
         return False, None
 
 
-def _entry(request: Request, env: Mapping[str, str], on_disk: bytes | None) -> tuple[str, str, list[Any]] | None:
-    """(lock text, data version, messages) of the cache entry for these inputs; None for none."""
+# (lock text, data version, what was printed: (to stderr, line) each)
+_Entry = tuple[str, str, list[tuple[bool, str]]]
+
+
+def _entry(request: Request, env: Mapping[str, str], on_disk: bytes | None) -> _Entry | None:
+    """The cache entry for these inputs; None for none."""
     try:
         entry = marshal.loads(_entry_path(request, env, on_disk).read_bytes())
         return entry["text"], entry["data_version"], entry["messages"]
@@ -196,7 +199,7 @@ def replay(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> boo
     return entry is not None and _same_data(on_disk, entry[1]) and _replayed(out, entry[0], entry[2])
 
 
-def _replayed(out: Path, text: str, messages: list[Any]) -> bool:
+def _replayed(out: Path, text: str, messages: list[tuple[bool, str]]) -> bool:
     """Write ``text`` to ``out`` and print the messages; False when it cannot be written."""
     from ..files import write_atomic
 
