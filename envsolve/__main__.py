@@ -1,4 +1,4 @@
-"""The ``envsolve`` command: a lock whose inputs are unchanged is replayed (:mod:`envsolve.replay`)
+"""The ``envsolve`` command: a lock whose inputs are unchanged is replayed (:mod:`envsolve.lock.replay`)
 before click and the solver are imported; everything else goes to :mod:`envsolve.cli`."""
 
 from __future__ import annotations

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .domain import driver_text
-from .errors import EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
+from .errors import CheckFailed, EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
 from .files import write_all
+from .lock.options import LOCK_OPTIONS, Option
 
 if TYPE_CHECKING:
     from .host.facts import HostFacts
+    from .lock.model import Lock
     from .matrix.cells import CellResult
     from .matrix.parse import MatrixSpec
     from .provider import Provider
@@ -53,7 +54,7 @@ def _provider() -> Provider:
     return Provider(load(root))
 
 
-def _read_spec(path: Path, graph: Provider) -> tuple[ProjectSpec, bytes]:
+def _read_spec(path: Path, provider: Provider) -> tuple[ProjectSpec, bytes]:
     from .spec import parse_spec
 
     try:
@@ -66,7 +67,7 @@ def _read_spec(path: Path, graph: Provider) -> tuple[ProjectSpec, bytes]:
         raise SpecError([Problem(str(path), "", "is a directory, not a project.toml")]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError([Problem(str(path), "", f"cannot be read: {e}")]) from None
-    return parse_spec(text, str(path), graph), blob
+    return parse_spec(text, str(path), provider), blob
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,127 +78,64 @@ def main(matrices: Path | None) -> None:
     """Resolve GPU software stacks against a sourced compatibility graph."""
 
 
+def _click_option(o: Option) -> Callable[[F], F]:
+    """The click option of one row of the lock command's option table."""
+    kinds: dict[str, dict[str, Any]] = {
+        "flag": {"is_flag": True},
+        "path": {"type": click.Path(path_type=Path)},
+        "choice": {"type": click.Choice(list(o.choices)), "default": o.default, "show_default": True},
+        "text": {"default": o.default},
+        "multiple": {"multiple": True},
+    }
+    extra: dict[str, Any] = {k: v for k, v in (("metavar", o.metavar), ("envvar", o.envvar)) if v}
+    return click.option(*o.names, o.dest, help=o.help, **kinds[o.kind], **extra)
+
+
+def _lock_options(fn: F) -> F:
+    """The options of `envsolve lock`, from :data:`envsolve.lock.options.LOCK_OPTIONS`."""
+    for o in reversed(LOCK_OPTIONS):
+        fn = _click_option(o)(fn)
+    return fn
+
+
+def _say(line: str, err: bool) -> None:
+    click.echo(line, err=err)
+
+
 @main.command()
 @click.argument("spec_path", default="project.toml", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Lock path (default: envsolve.lock beside the spec).")
-@click.option("--format", "fmt", type=click.Choice(["toml", "json"]), default="toml", show_default=True,
-              help="json also prints the lock's structure on stdout.")
-@click.option("--check", is_flag=True, help="Exit 1, changing nothing, when the lock on disk is stale.")
-@click.option("--render", "then_render", is_flag=True, help="Then render the lock's artifacts (see `render`).")
-@click.option("--host", is_flag=True, help="Solve the default target for this machine's GPUs and driver "
-              "(see `envsolve detect`).")
-@click.option("--frameworks-only", is_flag=True, envvar="ENVSOLVE_FRAMEWORKS_ONLY",
-              help="Lock only the frameworks (the compatibility solve), with no network; the default "
-                   "locks every package of every environment with hashes (uv, from the package indexes).")
-@click.option("--offline", is_flag=True, help="Resolve from the cache only (a second lock of the same spec).")
-@click.option("--exclude-newer", metavar="DATE", default="",
-              help="Ignore files uploaded after DATE (RFC 3339, e.g. 2025-06-01T00:00:00Z) in the full resolve.")
-@click.option("--upgrade-package", "-P", "upgrade_packages", multiple=True, metavar="NAME",
-              help="Move NAME to the newest version that fits and keep every other package of the lock on "
-                   "disk (repeatable).")
-@click.option("-U", "--upgrade", is_flag=True, help="Move every package to the newest version that fits.")
-@click.option("--same-versions", is_flag=True,
-              help="One version of each framework on every target (as [project] same-versions = true).")
+@_lock_options
 @_handles_errors
-def lock(spec_path: Path, output: Path | None, fmt: str, check: bool, then_render: bool, host: bool,
-         frameworks_only: bool, offline: bool, exclude_newer: str, upgrade_packages: tuple[str, ...],
-         upgrade: bool, same_versions: bool) -> None:
+def lock(spec_path: Path, **chosen: Any) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
-    from .config import index_urls
-    from .lock import job as locking
-    from .lock import model as lockfile
+    from .lock.job import Request, run
 
-    said: list[tuple[bool, str]] = []
-
-    def say(line: str, err: bool = False) -> None:
-        said.append((err, line))
-        click.echo(line, err=err)
-
-    graph = _provider()
-    spec, blob = _read_spec(spec_path, graph)
-    if host:
-        spec = _for_host(spec, graph)
-    urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
-    out = output or spec_path.parent / "envsolve.lock"
-    stale_tip = f"run `envsolve lock {spec_path}` and commit the result"
-    if check:  # never the network: a full lock is checked by its digests, a frameworks lock solved again
-        verdict = locking.check_digests(out, blob, graph)
-        if verdict:
-            raise _Stale(verdict, tip=stale_tip)
-        if verdict == "":
-            click.echo(f"{out} is up to date (spec and data digests match)")
-            return
-        frameworks_only = True
-    opts = locking.Options(frameworks_only=frameworks_only, offline=offline, exclude_newer=exclude_newer,
-                           upgrade_packages=upgrade_packages, upgrade=upgrade, same_versions=same_versions)
-    done = locking.make(graph, spec, spec_name=spec_path.name, blob=blob, urls=urls, out=out, opts=opts)
-    text = lockfile.dumps(done.lock)
-    if (stale := _stale_data_warning(out, graph.data_version)):
-        click.echo(stale, err=True)
-    for w in (*index_warnings, *done.warnings):
-        say(f"WARNING: {w}", err=True)
-    for r in done.resolutions:
-        for w in r.warnings:
-            say(f"WARNING: {r.target.name}: {w}", err=True)
-    if check:
-        try:
-            current = out.read_text(encoding="utf-8")
-        except OSError:
-            current = None
-        if current != text:
-            why = "does not exist" if current is None else "is not what the spec and data give now"
-            raise _Stale(f"{out} {why}", tip=stale_tip)
-        click.echo(f"{out} is up to date")
-        return
-    write_all({out: text}, tip="choose another path with -o, or fix the folder's permissions")
-    if fmt == "json":
-        say(json.dumps(done.lock.to_dict(), indent=2, sort_keys=False))
-
-    def summary(line: str) -> None:
-        say(line, err=fmt == "json")  # keep stdout pure JSON with --format json
-
-    summary(f"wrote {out}")
-    for note in (n for st in done.steers for n in st.notes()):
-        summary(f"  [packages] pip: {note}")
-    for r in done.resolutions:
-        pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
-        stack = f"CUDA {r.cuda}, {driver_text(r.driver_min, r.jetpack)} ({r.compat})" if r.cuda else (
-            f"ROCm {r.rocm}" if r.rocm else "CPU" if r.accelerator == "cpu" else r.base_image)
-        summary(f"  {r.target.name}: Python {r.python}, {stack}: {pkgs}")
-    if then_render:
-        for path in _render(out, None, None):
-            summary(f"wrote {path}")
-    elif not (host or stale or opts.offline or opts.exclude_newer or opts.refresh or same_versions):
-        from .lock.replay import store  # only the requests the replay reads: the plain lock, --frameworks-only
-
-        source = click.get_current_context().get_parameter_source("frameworks_only")
-        flag = source == click.core.ParameterSource.COMMANDLINE
-        store((str(spec_path), str(output) if output else "", fmt, "frameworks" if flag else ""),
-              text, graph.data_version, said)
+    provider = _provider()
+    spec, blob = _read_spec(spec_path, provider)
+    if chosen["host"]:
+        spec = _for_host(spec, provider)
+    source = click.get_current_context().get_parameter_source("frameworks_only")
+    request = Request.of(spec_path, chosen, frameworks_flag=source == click.core.ParameterSource.COMMANDLINE)
+    run(provider, spec, blob, request, say=_say,
+        render=lambda data, path: _write_artifacts(data, path, None, None))
 
 
-class _Stale(EnvsolveError):
-    exit_code = 1
+def _write_artifacts(data: Lock, lock_path: Path, out_dir: Path | None, target: str | None,
+                     dockerfile: bool = True) -> list[Path]:
+    """Render every environment (or ``target``) of the lock at ``lock_path``; write only when all
+    rendered."""
+    from .render.artifacts import render_lock
+
+    texts = render_lock(data, lock_path, out_dir or lock_path.parent / "envsolve-out", target, dockerfile=dockerfile)
+    write_all(texts, tip="choose another folder with -o")
+    return list(texts)
 
 
 def _render(lock_path: Path, out_dir: Path | None, target: str | None, dockerfile: bool = True) -> list[Path]:
-    """Render every environment (or ``target``) of a lock; write only when all rendered."""
-    from .errors import LockError
+    """Render the lock file at ``lock_path`` (see :func:`_write_artifacts`)."""
     from .lock import model as lockfile
-    from .render.artifacts import render
 
-    data = lockfile.read(lock_path)
-    names = [e.name for e in data.environments]
-    if target is not None and target not in names:
-        raise LockError(f"{lock_path}: has no environment {target!r} (it has: {', '.join(names)})",
-                        tip="pass one of those to --target, or leave --target out for all")
-    root = out_dir or lock_path.parent / "envsolve-out"
-    texts = {root / e.name / name: text
-             for e in data.environments if target in (None, e.name)
-             for name, text in render(data, e, lock_path.name, dockerfile=dockerfile).items()}
-    write_all(texts, tip="choose another folder with -o")
-    return list(texts)
+    return _write_artifacts(lockfile.read(lock_path), lock_path, out_dir, target, dockerfile)
 
 
 @main.command(name="render")
@@ -299,7 +237,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     if workflow_path is not None:
         _write_workflow(ms, matrix_path, workflow_path)
     if check and (invalid := check_includes(results)):
-        raise _Stale(invalid, tip="change the include, or the data it needs")
+        raise CheckFailed(invalid, tip="change the include, or the data it needs")
 
 
 def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path) -> None:
@@ -335,11 +273,11 @@ def _read_text(path: Path) -> str:
         raise SpecError([Problem(str(path), "", f"cannot be read: {e}")]) from None
 
 
-def _render_cells(g: Provider, ms: MatrixSpec, results: list[CellResult], root: Path) -> None:
+def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult], root: Path) -> None:
     """Each valid cell's artifacts under root/<cell id>/, through the renderer."""
     from .config import index_urls
     from .lock import model as lockfile
-    from .render.artifacts import render
+    from .render.artifacts import render_environment
 
     urls, warnings = index_urls({})
     for w in warnings:
@@ -350,10 +288,10 @@ def _render_cells(g: Provider, ms: MatrixSpec, results: list[CellResult], root: 
         if r.resolution is None:
             continue
         data = lockfile.build(project=ms.repository, spec_name=Path(ms.path).name, spec_bytes=ms.path.encode(),
-                              data_version=g.data_version, data_digest=g.digest, resolutions=[r.resolution],
-                              urls=urls)
+                              data_version=provider.data_version, data_digest=provider.digest,
+                              resolutions=[r.resolution], urls=urls)
         cells += 1
-        for name, text in render(data, data.environments[0]).items():
+        for name, text in render_environment(data, data.environments[0]).items():
             texts[root / r.cell.id / name] = text
     write_all(texts, tip="choose another folder with --render")
     click.echo(f"rendered {cells} cells under {root}", err=True)
@@ -366,7 +304,7 @@ def _check_images(provider: Provider, path: Path, fmt: str) -> None:
     click.echo(report(verdicts, fmt), nl=False)
     failing = [v for v in verdicts if not v.ok]
     if failing:
-        raise _Stale(f"{len(failing)} of {len(verdicts)} images would fail",
+        raise CheckFailed(f"{len(failing)} of {len(verdicts)} images would fail",
                      tip="rebuild them from a cell that `envsolve matrix` lists as valid")
 
 
@@ -381,11 +319,11 @@ def explain(spec_path: Path, verbose: bool) -> None:
     from .solve import solve_explained
     from .solve.report import ExplainReporter
 
-    graph = _provider()
-    spec, _ = _read_spec(spec_path, graph)
+    provider = _provider()
+    spec, _ = _read_spec(spec_path, provider)
     urls, _warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
     try:  # what the lock reads of [packages] pip, from the cache first
-        spec, steers, warnings = steered(spec, graph, urls, Options())
+        spec, steers, warnings = steered(spec, provider, urls, Options())
     except ResolveError as e:
         steers, warnings = (), [f"{e.message}; explaining without what [packages] pip asks"]
     for w in warnings:
@@ -394,7 +332,7 @@ def explain(spec_path: Path, verbose: bool) -> None:
         click.echo(f"[packages] pip: {note}")
     rep = ExplainReporter()
     try:
-        resolutions = solve_explained(graph, spec, rep)
+        resolutions = solve_explained(provider, spec, rep)
     except Unsatisfiable as e:
         click.echo(f"target {e.target}: no resolution")
         click.echo("\n".join(rep.rejections(e.target, verbose)))
@@ -420,10 +358,6 @@ def graph(around: str | None, depth: int, fmt: str) -> None:
             raise SpecError([Problem("--around", around, "matches no node")],
                             tip="try a GPU (H100), an arch (sm_90), or a build (torch==2.7.1)")
     click.echo(to_dot(sub) if fmt == "dot" else to_json(sub), nl=False)
-
-
-class _Mismatched(EnvsolveError):
-    exit_code = 1
 
 
 def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool, timeout: float,
@@ -496,7 +430,7 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
         report = verify_rows(client, m, packages or known, client.index_url)
         click.echo(render_report(report), nl=False)
         if report.mismatches:
-            raise _Mismatched(f"{len(report.mismatches)} fact(s) in {root} disagree with the index",
+            raise CheckFailed(f"{len(report.mismatches)} fact(s) in {root} disagree with the index",
                               tip="correct the rows named above from their sources, then run "
                                   "`envsolve data --verify` again")
         return
@@ -517,25 +451,25 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
     _echo_newest_packages(m)
 
 
-def _host_facts(graph: Provider) -> HostFacts:
+def _host_facts(provider: Provider) -> HostFacts:
     from .host.detect import detect
     from .host.facts import complete
 
-    return complete(detect(), graph)
+    return complete(detect(), provider)
 
 
-def _for_host(spec: ProjectSpec, graph: Provider) -> ProjectSpec:
+def _for_host(spec: ProjectSpec, provider: Provider) -> ProjectSpec:
     """The spec with its default target describing this machine (see :func:`envsolve.spec.for_host`)."""
     from .host.facts import hardware_table
     from .spec import for_host
 
-    facts = _host_facts(graph)
+    facts = _host_facts(provider)
     for w in facts.warnings:
         click.echo(f"WARNING: host: {w}", err=True)
-    host, warnings = for_host(spec, facts, graph)
+    host, warnings = for_host(spec, facts, provider)
     for w in warnings:
         click.echo(f"WARNING: host: {w}", err=True)
-    click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in hardware_table(facts, graph).items()), err=True)
+    click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in hardware_table(facts, provider).items()), err=True)
     return host
 
 
@@ -560,10 +494,6 @@ def detect_cmd(fmt: str) -> None:
         click.echo(describe(facts, provider))
     for w in facts.warnings:
         click.echo(f"WARNING: {w}", err=True)
-
-
-class _Unhealthy(EnvsolveError):
-    exit_code = 1
 
 
 @main.command()
@@ -594,7 +524,7 @@ def doctor(lock_path: Path, target: str | None) -> None:
     fails = sum(f.level == "fail" for f in findings)
     warns = sum(f.level == "warn" for f in findings)
     if fails:
-        raise _Unhealthy(f"{fails} check(s) failed, {warns} warning(s)", tip="apply the fixes above, then run "
+        raise CheckFailed(f"{fails} check(s) failed, {warns} warning(s)", tip="apply the fixes above, then run "
                          "`envsolve doctor` again")
     click.echo(f"all checks passed ({warns} warning(s))")
 
@@ -619,23 +549,6 @@ def _echo_newest_packages(m: Any) -> None:
     for major in sorted({c.cuda_major for c in m.cudnn}):
         click.echo(f"  newest cuDNN for CUDA {major}: "
                    f"{max((c for c in m.cudnn if c.cuda_major == major), key=lambda c: c.version).version}")
-
-
-def _stale_data_warning(out: Path, installed: str) -> str:
-    """A warning when the lock on disk was made with other data than the installed matrices."""
-    from .lock.replay import data_version_of
-
-    try:
-        old = data_version_of(out.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return ""
-    if not old or old == installed:
-        return ""
-    if old < installed:
-        return (f"WARNING: {out} was made with data {old}; the installed data is {installed}, "
-                "so the lock may change (see `envsolve data`).")
-    return (f"WARNING: {out} was made with newer data ({old}) than this envsolve has ({installed}); "
-            "upgrade envsolve or pass --matrices.")
 
 
 @main.command()
@@ -678,7 +591,7 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
         if plan.rows:
             click.echo(f"{len(plan.rows)} new row(s); run `envsolve refresh --write` to add them")
         if exit_code and (plan.rows or any(f.kind == "changed" for f in plan.findings)):
-            raise _Mismatched(f"the index has {len(plan.rows)} new row(s) and "
+            raise CheckFailed(f"the index has {len(plan.rows)} new row(s) and "
                               f"{sum(f.kind == 'changed' for f in plan.findings)} change(s) for {root}",
                               tip="run `envsolve refresh --write` to add the new rows; correct changed rows by hand")
         return

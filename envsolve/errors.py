@@ -21,6 +21,7 @@ __all__ = [
     "Problem",
     "Problems",
     "ResolveError",
+    "CheckFailed",
 ]
 
 
@@ -112,6 +113,13 @@ class RefreshError(EnvsolveError):
 class ResolveError(EnvsolveError):
     """The full resolve failed: a conflict among the packages, an index that cannot be reached,
     or (offline) a package missing from the cache."""
+
+    exit_code = 1
+
+
+class CheckFailed(EnvsolveError):
+    """A check found what it looks for (exit 1): a stale lock, an invalid matrix cell or image,
+    data that disagrees with the index, a host that does not meet its lock."""
 
     exit_code = 1
 

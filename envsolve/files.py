@@ -39,7 +39,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 def write_all(texts: Mapping[Path, str], tip: str) -> None:
     """Write generated files; an unwritable path is a user error (exit 2), not a traceback."""
-    from .errors import Problem, SpecError
+    from .errors import Problem, SpecError  # here: the replay writes through this module and stays light
     for path, text in texts.items():
         try:
             write_atomic(path, text)

@@ -167,7 +167,7 @@ def test_environment_markers_keep_environment_yml_valid_yaml(tmp_path: Path) -> 
 
 def test_a_hand_made_lock_with_a_line_break_is_refused_by_render(tmp_path: Path) -> None:
     from envsolve.lock import model as lockfile
-    from envsolve.render.artifacts import render
+    from envsolve.render.artifacts import render_environment
 
     r = lock(tmp_path, TORCH_CU118)
     assert r.exit_code == 0, r.output
@@ -178,7 +178,7 @@ def test_a_hand_made_lock_with_a_line_break_is_refused_by_render(tmp_path: Path)
     bad = dataclasses.replace(env, apt=("libgl1\nRUN evil",))
     data = dataclasses.replace(data, environments=(bad,))
     with pytest.raises(Exception) as e:
-        render(data, bad)
+        render_environment(data, bad)
     assert e.value.exit_code == 2  # type: ignore[attr-defined]
     assert str(e.value.message).startswith(  # type: ignore[attr-defined]
         "envsolve.lock: environments[0].apt[0] = 'libgl1\\nRUN evil' contains a line break")

@@ -141,3 +141,25 @@ def test_unwritable_lock_path_is_a_clear_error(spec: Path, tmp_path: Path) -> No
     blocker.write_text("x")
     r = run("lock", str(spec), "-o", str(blocker / "envsolve.lock"))
     assert r.exit_code == 2 and "cannot be written" in r.output and "Traceback" not in r.output
+
+
+def test_lock_render_renders_the_lock_in_memory_as_render_renders_the_file(spec: Path, tmp_path: Path) -> None:
+    r = run("lock", str(spec), "--frameworks-only", "--render")
+    assert r.exit_code == 0, r.output
+    out = spec.parent / "envsolve-out"
+    rendered = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert f"wrote {out / 'default' / 'Dockerfile'}" in r.output
+    again = tmp_path / "again"
+    r = run("render", str(spec.parent / "envsolve.lock"), "-o", str(again))
+    assert r.exit_code == 0, r.output
+    assert {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()} == rendered
+
+
+def test_every_failed_check_is_one_error_with_exit_1() -> None:
+    import envsolve.cli as cli
+    from envsolve.errors import CheckFailed, EnvsolveError
+
+    assert CheckFailed.exit_code == 1
+    private = [n for n, v in vars(cli).items() if isinstance(v, type) and issubclass(v, EnvsolveError)
+               and v.__module__ == cli.__name__]
+    assert private == []  # no command keeps an exit-1 error of its own

@@ -73,3 +73,29 @@ def test_lock_round_trips_through_its_typed_model(fixture_graph: Provider) -> No
     assert lockfile.dumps(lock) == text
     env = lock.environments[0]
     assert env.frameworks[0].requirement == "torch==2.7.1+cu128" and env.gpu_archs == ("sm_120",)
+
+
+def test_a_lock_read_back_is_the_lock_that_was_built(fixture_graph: Provider) -> None:
+    # one record from the solver to the lock: the framework pins read back keep their index folder
+    spec = spec_of(SPEC, fixture_graph)
+    built = lockfile.build(project=spec.name, spec_name="project.toml", spec_bytes=SPEC.encode(),
+                           data_version=fixture_graph.data_version, data_digest=fixture_graph.digest,
+                           resolutions=solve(fixture_graph, spec), urls=URLS)
+    read = lockfile.loads(lockfile.dumps(built), "envsolve.lock")
+    assert read == built
+    (torch,) = read.environments[0].frameworks
+    assert (torch.index_path, torch.index_url) == ("cu128", "https://index.invalid/whl/cu128")
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("accelerator", "tpu", r'environments\[0\]\.accelerator must be "cuda", "rocm" or "cpu", not \'tpu\''),
+    ("platform", "linux/riscv64", r'environments\[0\]\.platform must be "linux/amd64" or "linux/arm64"'),
+])
+def test_closed_words_of_a_lock_are_checked_on_read(fixture_graph: Provider, key: str, value: str,
+                                                    message: str) -> None:
+    text = make(fixture_graph)
+    edited = re.sub(rf'^{key} = "[^"]*"$', f'{key} = "{value}"', text, count=1, flags=re.M)
+    with pytest.raises(LockError, match=message):
+        lockfile.loads(edited, "envsolve.lock")
+    with pytest.raises(LockError, match='scope must be "full" or "frameworks", not \'some\''):
+        lockfile.loads(text.replace('scope = "frameworks"', 'scope = "some"'), "envsolve.lock")

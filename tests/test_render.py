@@ -18,7 +18,7 @@ from envsolve.domain import EXTRA_INDEXES, qualified_image
 from envsolve.errors import LockError
 from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
-from envsolve.render.artifacts import ARTIFACTS, render
+from envsolve.render.artifacts import ARTIFACTS, render_environment
 from tests.conftest import TEST_INDEXES
 
 HERE = Path(__file__).parent
@@ -34,7 +34,7 @@ GOLDEN_CASES = ["keras-torch-rtx4090", "fleet-three-targets", "h100-tensorflow-2
 
 def rendered(lock_path: Path) -> dict[str, dict[str, str]]:
     data = lockfile.read(lock_path)
-    return {e.name: render(data, e) for e in data.environments}
+    return {e.name: render_environment(data, e) for e in data.environments}
 
 
 def test_every_case_lock_is_rendered() -> None:
@@ -47,7 +47,7 @@ def test_a_lock_whose_image_no_longer_exists_is_refused_with_the_reason() -> Non
         data = lockfile.read(lock_path)
         env = next(e for e in data.environments if not e.base_image)
         with pytest.raises(LockError, match="has no base image"):
-            render(data, env)
+            render_environment(data, env)
 
 
 def _embedded_facts(script: str) -> str:
@@ -113,7 +113,7 @@ def test_dockerfiles_parse_and_start_from_an_image_the_data_knows(real_graph: Pr
         data = lockfile.read(lock_path)
         for env in data.environments:
             parser = DockerfileParser(path=str(tmp_path / "Dockerfile"))  # it writes what it parses
-            parser.content = render(data, env)["Dockerfile"]
+            parser.content = render_environment(data, env)["Dockerfile"]
             froms = [i["value"] for i in parser.structure if i["instruction"] == "FROM"]
             smoke = ["runtime AS smoke"] if env.accelerator == "cpu" else []  # CPU images test themselves
             assert froms == [f"{qualified_image(env.base_image)} AS runtime", *smoke], lock_path
@@ -146,7 +146,7 @@ def test_conda_environments_are_valid_match_specs() -> None:
     for lock_path in LOCKS:
         data = lockfile.read(lock_path)
         for env in data.environments:
-            doc = yaml.safe_load(render(data, env)["environment.yml"])
+            doc = yaml.safe_load(render_environment(data, env)["environment.yml"])
             assert doc["channels"] == ["conda-forge"]
             specs = [d for d in doc["dependencies"] if isinstance(d, str)]
             assert specs[0] == f"python={env.python}"
@@ -155,7 +155,7 @@ def test_conda_environments_are_valid_match_specs() -> None:
             pip = next((d["pip"] for d in doc["dependencies"] if isinstance(d, dict)), [])
             # pip takes one index per run: with PyTorch-index builds on pip, those alone are in the
             # pip section and requirements.txt brings the rest after them
-            later = render(data, env)["requirements.txt"].splitlines() if any(
+            later = render_environment(data, env)["requirements.txt"].splitlines() if any(
                 p.index == "pytorch" and not p.conda for p in env.frameworks) else []
             # --extra-index-url only for an index that lacks its builds' dependencies (nvidia-tensorflow)
             extra = {p.index_url for p in env.frameworks if p.index in EXTRA_INDEXES}
@@ -166,7 +166,7 @@ def test_conda_environments_are_valid_match_specs() -> None:
 
 def test_requirements_pin_every_package_exactly_with_its_index() -> None:
     data = lockfile.read(HERE / "cases" / "rtx5090-torch-newest" / "expected.lock")
-    text = render(data, data.environments[0])["requirements.txt"]
+    text = render_environment(data, data.environments[0])["requirements.txt"]
     lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
     assert lines[0] == "--index-url https://index.invalid/simple"
     assert all(ln.split("==")[1][0].isdigit() for ln in lines[1:] if not ln.startswith("--"))

@@ -102,3 +102,44 @@ def test_the_compiled_data_cache_gives_the_same_records(tmp_path: Path) -> None:
         assert load(cache=ro / "sub") == fresh  # unwritable: still answers
     finally:
         ro.chmod(0o700)
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--frameworks-only"], ["p.toml"], ["./a/p.toml", "-o", "x.lock", "--format=json"],
+    ["--output=./o/x.lock", "--format", "toml", "q.toml"], ["-o", "y.lock", "--frameworks-only", "--format", "json"],
+])
+def test_the_replay_reads_argv_as_click_reads_the_option_table(args: list[str]) -> None:
+    # one option table: what the replay reads is what the lock command's click options give
+    from click.core import ParameterSource
+
+    from envsolve.cli import lock
+    from envsolve.lock.job import Request
+
+    with lock.make_context("lock", list(args)) as ctx:
+        spec_path = ctx.params.pop("spec_path")
+        flag = ctx.get_parameter_source("frameworks_only") == ParameterSource.COMMANDLINE
+        request = Request.of(spec_path, ctx.params, frameworks_flag=flag)
+    assert replay.parse(["lock", *args]) == request.replay_key
+
+
+def test_options_the_replay_does_not_read_send_the_command_to_a_solve() -> None:
+    from envsolve.lock.options import LOCK_OPTIONS
+
+    for o in LOCK_OPTIONS:
+        if not o.replayed:
+            assert replay.parse(["lock", o.names[0], *(["x"] if o.kind != "flag" else [])]) is None
+    assert replay.parse(["lock", "-o=x.lock"]) is None  # click reads "=x.lock": not a path the replay guesses
+
+
+def test_only_requests_the_replay_reads_are_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a lock made with an option the replay does not read (--same-versions here) is not stored: the
+    # plain request of the same spec must solve, not replay that lock
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    spec = tmp_path / "project.toml"
+    spec.write_bytes((CASES / "h100-torch-newest" / "project.toml").read_bytes())
+    r = CliRunner().invoke(main, ["lock", str(spec), "--same-versions"])
+    assert r.exit_code == 0, r.output
+    assert not list((tmp_path / "cache").glob("locks/*.marshal"))
+    r = CliRunner().invoke(main, ["lock", str(spec)])
+    assert r.exit_code == 0, r.output
+    assert len(list((tmp_path / "cache").glob("locks/*.marshal"))) == 1

@@ -17,8 +17,9 @@ from packaging.version import InvalidVersion, Version
 
 from ..data import Build
 from ..domain import ACCELERATOR, ACCELERATORS, DOCKER_PLATFORM, Accelerator, gpu_run_flags, serves
-from ..lock.model import Environment, Lock, LockedPackage
+from ..lock.model import Environment, Lock
 from ..provider import Provider
+from ..solve import PackagePin
 from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 from .facts import GpuInfo, HostFacts, model_name
 
@@ -299,7 +300,7 @@ def _builds(env: Environment, provider: Provider) -> list[Build]:
     return [b for p in env.frameworks for b in provider.m.builds if _pins(p, b)]
 
 
-def _pins(p: LockedPackage, b: Build) -> bool:
+def _pins(p: PackagePin, b: Build) -> bool:
     """Whether ``p`` is the lock's pin of ``b``: by its framework's name and release, or by the
     distribution it installs (nvidia-tensorflow 1.15.5+nv23.3 is a tensorflow 1.15.5 build)."""
     return b.variant == p.variant and p.name in (b.package, b.dist) and p.version in (b.raw, b.dist_version)
@@ -366,7 +367,7 @@ def _packages(env: Environment, installed: Mapping[str, str]) -> list[Finding]:
     return [_package(p, installed.get(p.name)) for p in pkgs]
 
 
-def _package(p: LockedPackage, have: str | None) -> Finding:
+def _package(p: PackagePin, have: str | None) -> Finding:
     want = p.requirement.split("==", 1)[1]
     install = f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
     if have is None:
@@ -382,7 +383,7 @@ def _package(p: LockedPackage, have: str | None) -> Finding:
     return Finding(level="ok", check="package", message=f"{p.name} {have} matches the lock")
 
 
-def _mismatch(p: LockedPackage, have: str, want: str) -> str:
+def _mismatch(p: PackagePin, have: str, want: str) -> str:
     """How the installed build differs from the locked one ("" when it is the locked one);
     InvalidVersion when ``have`` is no version."""
     installed, locked = Version(have), Version(want)

@@ -1,32 +1,46 @@
 """The job of `envsolve lock`, between the command line and the modules that do the work.
 
 1. What ``[packages] pip`` asks of the frameworks and Python is read from the default index
-   (:mod:`envsolve.steer`, through :class:`envsolve.refresh.IndexClient` and envsolve's cache).
+   (:mod:`envsolve.lock.steer`, through :class:`envsolve.refresh.IndexClient` and envsolve's cache).
 2. The compatibility solve, keeping the versions of the lock on disk where they still fit (and
    one version of each framework on every target where the project asks:
    :mod:`envsolve.solve.uniform`).
-3. The full resolve of each environment (:mod:`envsolve.resolve`, uv), unless frameworks only.
+3. The full resolve of each environment (:mod:`envsolve.lock.resolve`, uv), unless frameworks only.
 
-``lock --check`` of a full lock compares digests (:func:`check_digests`): never the network.
-Nothing here prints; warnings come back in :class:`Outcome`.
+:func:`run` is the whole command: ``--check`` (a full lock by its digests, never the network; a
+frameworks-only lock solved again and compared), the warning about a lock made with other data,
+writing the lock, ``--render`` of the lock in memory, and whether the replay may answer the
+same request next time (:mod:`envsolve.lock.replay`). Nothing here prints: lines go to the
+``say`` the command line passes, artifacts to its ``render``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
-from ..errors import LockError, Problem, RefreshError, ResolveError, SpecError
+from ..domain import driver_text
+from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError, SpecError
+from ..files import write_all
 from ..provider import Provider
 from ..solve import Resolution, solve_explained
 from ..spec import ProjectSpec
 from . import model as lockfile
+from .options import LOCK_OPTIONS
+from .replay import Request as ReplayKey
+from .replay import data_version_of
+from .resolve import Pin
 from .steer import Steer
 
-__all__ = ["Options", "Outcome", "Previous", "check_digests", "make", "previous"]
+__all__ = ["Options", "Outcome", "Request", "make", "run", "steered"]
+
+Say = Callable[[str, bool], None]  # (line, to stderr)
+Render = Callable[[lockfile.Lock, Path], Sequence[Path]]  # (the lock, its path) -> the files written
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,7 +77,24 @@ class Outcome:
     warnings: tuple[str, ...]
 
 
-def previous(path: Path, spec: ProjectSpec, upgrading: set[str]) -> Previous:
+def _upgrading(name: str, upgrading: set[str]) -> bool:
+    return str(canonicalize_name(name)) in upgrading
+
+
+def _kept_frameworks(old: lockfile.Lock, spec: ProjectSpec, upgrading: set[str]) -> dict[str, dict[str, str]]:
+    """Environment -> framework -> version of the lock on disk, for the frameworks the spec names."""
+    names = {f.name for f in spec.frameworks}
+    return {e.name: {p.name: p.version for p in e.frameworks if p.name in names and not _upgrading(p.name, upgrading)}
+            for e in old.environments}
+
+
+def _kept_packages(old: lockfile.Lock, upgrading: set[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Environment -> (name, version) of every package of the lock on disk."""
+    return {e.name: tuple((p.name, p.version) for p in e.packages if not _upgrading(p.name, upgrading))
+            for e in old.environments}
+
+
+def _previous(path: Path, spec: ProjectSpec, upgrading: set[str]) -> Previous:
     """What to keep of the lock at ``path`` (nothing of the names in ``upgrading``)."""
     if not path.exists():
         return Previous()
@@ -71,16 +102,10 @@ def previous(path: Path, spec: ProjectSpec, upgrading: set[str]) -> Previous:
         old = lockfile.read(path)
     except LockError as e:
         return Previous(warning=f"{path}: not reused ({e.message}); every package takes its newest version")
-    names = {f.name for f in spec.frameworks}
-    frameworks = {e.name: {p.name: p.version for p in e.frameworks
-                           if p.name in names and str(canonicalize_name(p.name)) not in upgrading}
-                  for e in old.environments}
-    packages = {e.name: tuple((p.name, p.version) for p in e.packages
-                              if str(canonicalize_name(p.name)) not in upgrading) for e in old.environments}
-    return Previous(frameworks=frameworks, packages=packages)
+    return Previous(frameworks=_kept_frameworks(old, spec, upgrading), packages=_kept_packages(old, upgrading))
 
 
-def check_digests(out: Path, blob: bytes, graph: Provider) -> str | None:
+def _check_digests(out: Path, blob: bytes, provider: Provider) -> str | None:
     """``lock --check`` of the full lock at ``out`` by the spec's and data's digests: "" when it is
     up to date, else why it is stale; None when it is a frameworks-only lock (solve it again)."""
     if not out.exists():
@@ -93,13 +118,13 @@ def check_digests(out: Path, blob: bytes, graph: Provider) -> str | None:
         return None
     if old.spec_digest != lockfile.sha256(blob):
         return f"{out} is stale: its spec changed since it was locked"
-    if old.data_digest != graph.digest:
+    if old.data_digest != provider.digest:
         return (f"{out} is stale: the compatibility data changed since it was locked "
-                f"({old.data_version} -> {graph.data_version})")
+                f"({old.data_version} -> {provider.data_version})")
     return ""
 
 
-def _steers(spec: ProjectSpec, graph: Provider, urls: Mapping[str, str], opts: Options) -> tuple[Steer, ...]:
+def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options) -> tuple[Steer, ...]:
     if not spec.pip:
         return ()
     from ..config import pip_index_url
@@ -115,54 +140,67 @@ def _steers(spec: ProjectSpec, graph: Provider, urls: Mapping[str, str], opts: O
                     metadata=lambda files: got[1] if (got := client.first_metadata(files)) else None,
                     fresh_files=fresh.project if fresh is not None else None)
     try:
-        return steer(spec, reader, graph.pythons(), graph.releases)
+        return steer(spec, reader, provider.pythons(), provider.releases)
     except RefreshError as e:
         raise ResolveError(f"the [packages] pip requirements cannot be read from the index: {e.message}",
                            tip=e.tip if opts.offline else WAYS_OUT) from None
 
 
-def steered(spec: ProjectSpec, graph: Provider, urls: Mapping[str, str], opts: Options
+def steered(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options
             ) -> tuple[ProjectSpec, tuple[Steer, ...], list[str]]:
     """``spec`` narrowed by what its pip packages ask (none with frameworks only), those asks, and
     a warning for each framework they pull that the project does not name."""
     from .steer import apply
 
-    steers = () if opts.frameworks_only else _steers(spec, graph, urls, opts)
+    steers = () if opts.frameworks_only else _steers(spec, provider, urls, opts)
     warnings = [f"{st.package} requires {name}{raw}, which [frameworks] does not name: add {name} there so "
                 "that envsolve chooses its build for your GPUs" for st in steers for name, raw in st.unmanaged]
     return (apply(spec, steers) if steers else spec), steers, warnings
 
 
-def make(graph: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, urls: Mapping[str, str],
-         out: Path, opts: Options) -> Outcome:
-    """The lock of ``spec`` (its bytes ``blob``), written later to ``out``, whose lock on disk
-    gives the versions to keep."""
+def _resolutions(provider: Provider, spec: ProjectSpec, keep: Previous, opts: Options) -> list[Resolution]:
+    """The compatibility solve: keeping the lock on disk's versions, and one version on every
+    target where asked; else the newest that fits."""
+    uniform = opts.same_versions or spec.same_versions
+    if not (keep.frameworks or uniform):
+        return solve_explained(provider, spec)
+    from ..solve.uniform import solve_preferring
+
+    return solve_preferring(provider, spec, keep.frameworks, uniform=uniform)
+
+
+def _refuse_upgrade_of_frameworks_only(opts: Options) -> None:
     if opts.frameworks_only and opts.refresh:
         raise SpecError([Problem("--upgrade-package" if opts.upgrade_packages else "--upgrade", "",
                                  "applies to the full lock; --frameworks-only always takes the newest that fits")])
-    spec, steers, warnings = steered(spec, graph, urls, opts)
-    upgrading = {str(canonicalize_name(n)) for n in opts.upgrade_packages}
-    keep = Previous() if opts.frameworks_only or opts.upgrade else previous(out, spec, upgrading)
-    if keep.warning:
-        warnings.append(keep.warning)
-    uniform = opts.same_versions or spec.same_versions
-    if keep.frameworks or uniform:
-        from ..solve.uniform import solve_preferring
 
-        resolutions = solve_preferring(graph, spec, keep.frameworks, uniform=uniform)
-    else:
-        resolutions = solve_explained(graph, spec)
+
+def _kept(out: Path, spec: ProjectSpec, opts: Options, upgrading: set[str]) -> Previous:
+    """What a re-lock keeps of the lock on disk (nothing with frameworks only or --upgrade)."""
+    return Previous() if opts.frameworks_only or opts.upgrade else _previous(out, spec, upgrading)
+
+
+def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, urls: Mapping[str, str],
+         out: Path, opts: Options) -> Outcome:
+    """The lock of ``spec`` (its bytes ``blob``), written later to ``out``, whose lock on disk
+    gives the versions to keep."""
+    _refuse_upgrade_of_frameworks_only(opts)
+    spec, steers, warnings = steered(spec, provider, urls, opts)
+    upgrading = {str(canonicalize_name(n)) for n in opts.upgrade_packages}
+    keep = _kept(out, spec, opts, upgrading)
+    resolutions = _resolutions(provider, spec, keep, opts)
 
     def build(full: Mapping[str, tuple[lockfile.Package, ...]] | None) -> lockfile.Lock:
         return lockfile.build(project=spec.name, spec_name=spec_name, spec_bytes=blob,
-                              data_version=graph.data_version, data_digest=graph.digest, resolutions=resolutions,
-                              pip=spec.pip, conda=spec.conda, apt=spec.apt, urls=urls, full=full)
+                              data_version=provider.data_version, data_digest=provider.digest,
+                              resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt, urls=urls,
+                              full=full)
 
     frameworks = build(None)
-    if opts.frameworks_only:
-        return Outcome(lock=frameworks, resolutions=resolutions, steers=steers, warnings=tuple(warnings))
-    return Outcome(lock=build(_full(frameworks, spec.pip, urls, opts, keep.packages, tuple(sorted(upgrading)))),
-                   resolutions=resolutions, steers=steers, warnings=tuple(warnings))
+    done = frameworks if opts.frameworks_only else build(
+        _full(frameworks, spec.pip, urls, opts, keep.packages, tuple(sorted(upgrading))))
+    return Outcome(lock=done, resolutions=resolutions, steers=steers,
+                   warnings=(*warnings, *([keep.warning] if keep.warning else [])))
 
 
 def _full(frameworks: lockfile.Lock, pip: tuple[str, ...], urls: Mapping[str, str], opts: Options,
@@ -170,17 +208,171 @@ def _full(frameworks: lockfile.Lock, pip: tuple[str, ...], urls: Mapping[str, st
           ) -> dict[str, tuple[lockfile.Package, ...]]:
     """Every package of every environment (uv's full resolve), by environment name."""
     from ..config import pip_index_url
-    from .resolve import Pin, resolve
+    from .resolve import resolve
 
     named_default = urls.get("pypi", "")
     default_index = named_default or pip_index_url()
-    full = {}
-    for env in frameworks.environments:
-        pins = [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "")
-                for p in env.frameworks]
-        got = resolve(python=env.python, platform=env.platform, pins=pins, pip=pip, default_index=default_index,
-                      record_default=named_default, offline=opts.offline, exclude_newer=opts.exclude_newer,
-                      prefer=keep.get(env.name, ()), upgrade=upgrade, cache_first=not opts.refresh)
-        full[env.name] = tuple(lockfile.Package(name=r.name, version=r.version, index_url=r.index_url,
-                                                hashes=r.hashes, direct=r.direct) for r in got)
-    return full
+    return {env.name: resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=pip,
+                               default_index=default_index, record_default=named_default, offline=opts.offline,
+                               exclude_newer=opts.exclude_newer, prefer=keep.get(env.name, ()), upgrade=upgrade,
+                               cache_first=not opts.refresh)
+            for env in frameworks.environments}
+
+
+def _pins(env: lockfile.Environment) -> list[Pin]:
+    """The frameworks as uv takes them: each of a non-default index routed to its URL alone."""
+    return [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "")
+            for p in env.frameworks]
+
+
+# ---------------------------------------------------------------------------- the command
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Request:
+    """What `envsolve lock` was asked: the spec and the options of
+    :data:`~envsolve.lock.options.LOCK_OPTIONS`."""
+
+    spec_path: Path
+    output: Path | None = None
+    fmt: Literal["toml", "json"] = "toml"
+    check: bool = False
+    render: bool = False
+    host: bool = False
+    options: Options = field(default_factory=Options)
+    frameworks_flag: bool = False  # --frameworks-only on the command line (not from ENVSOLVE_FRAMEWORKS_ONLY)
+    # the replay can answer this request next time: no option it does not read was given
+    replayable: bool = False
+
+    @classmethod
+    def of(cls, spec_path: Path, chosen: Mapping[str, Any], *, frameworks_flag: bool = False) -> Request:
+        """The request of the command line's values (by the options' ``dest``)."""
+        opts = Options(**{f.name: chosen[f.name] for f in fields(Options)})
+        return cls(spec_path=spec_path, output=chosen["output"], fmt=chosen["fmt"], check=chosen["check"],
+                   render=chosen["then_render"], host=chosen["host"], options=opts, frameworks_flag=frameworks_flag,
+                   replayable=all(o.replayed or not chosen[o.dest] for o in LOCK_OPTIONS))
+
+    @property
+    def out(self) -> Path:
+        """Where the lock goes: ``-o``, else envsolve.lock beside the spec."""
+        return self.output or self.spec_path.parent / "envsolve.lock"
+
+    @property
+    def stale_tip(self) -> str:
+        return f"run `envsolve lock {self.spec_path}` and commit the result"
+
+    @property
+    def replay_key(self) -> ReplayKey:
+        """The request as the replay reads it from argv."""
+        return (str(self.spec_path), str(self.output) if self.output else "", self.fmt,
+                "frameworks" if self.frameworks_flag else "")
+
+
+@dataclass(slots=True)
+class _Output:
+    """The command's lines, as they are said; with ``--format json`` the summary goes to stderr
+    (stdout stays pure JSON)."""
+
+    say: Say
+    json: bool
+    said: list[tuple[bool, str]] = field(default_factory=list)
+
+    def line(self, text: str, err: bool = False) -> None:
+        self.said.append((err, text))
+        self.say(text, err)
+
+    def summary(self, text: str) -> None:
+        self.line(text, err=self.json)
+
+
+def _stale_data_warning(out: Path, installed: str) -> str:
+    """A warning when the lock on disk was made with other data than the installed matrices."""
+    try:
+        old = data_version_of(out.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if not old or old == installed:
+        return ""
+    if old < installed:
+        return (f"WARNING: {out} was made with data {old}; the installed data is {installed}, "
+                "so the lock may change (see `envsolve data`).")
+    return (f"WARNING: {out} was made with newer data ({old}) than this envsolve has ({installed}); "
+            "upgrade envsolve or pass --matrices.")
+
+
+def _up_to_date_by_digests(request: Request, blob: bytes, provider: Provider, output: _Output) -> bool:
+    """``--check`` of a full lock, by its digests: True when it is up to date; raises
+    :class:`CheckFailed` when stale; False for a frameworks-only lock (solve it again)."""
+    verdict = _check_digests(request.out, blob, provider)
+    if verdict:
+        raise CheckFailed(verdict, tip=request.stale_tip)
+    if verdict == "":
+        output.line(f"{request.out} is up to date (spec and data digests match)")
+    return verdict == ""
+
+
+def _check_text(request: Request, text: str, output: _Output) -> None:
+    """``--check`` of a frameworks-only lock: the lock on disk is exactly what a solve gives now."""
+    try:
+        current: str | None = request.out.read_text(encoding="utf-8")
+    except OSError:
+        current = None
+    if current != text:
+        why = "does not exist" if current is None else "is not what the spec and data give now"
+        raise CheckFailed(f"{request.out} {why}", tip=request.stale_tip)
+    output.line(f"{request.out} is up to date")
+
+
+def _stack(r: Resolution) -> str:
+    """A resolution's stack in a few words: CUDA and driver, ROCm, CPU, else the base image."""
+    if r.cuda:
+        return f"CUDA {r.cuda}, {driver_text(r.driver_min, r.jetpack)} ({r.compat})"
+    if r.rocm:
+        return f"ROCm {r.rocm}"
+    return "CPU" if r.accelerator == "cpu" else r.base_image
+
+
+def _summarise(done: Outcome, out: Path, fmt: str, output: _Output) -> None:
+    """The JSON structure (with ``--format json``) and what was written, per target."""
+    if fmt == "json":
+        output.line(json.dumps(done.lock.to_dict(), indent=2, sort_keys=False))
+    output.summary(f"wrote {out}")
+    for note in (n for st in done.steers for n in st.notes()):
+        output.summary(f"  [packages] pip: {note}")
+    for r in done.resolutions:
+        pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
+        output.summary(f"  {r.target.name}: Python {r.python}, {_stack(r)}: {pkgs}")
+
+
+def _warn(stale: str, index_warnings: Sequence[str], done: Outcome, output: _Output) -> None:
+    if stale:
+        output.line(stale, err=True)
+    for w in (*index_warnings, *done.warnings):
+        output.line(f"WARNING: {w}", err=True)
+    for r in done.resolutions:
+        for w in r.warnings:
+            output.line(f"WARNING: {r.target.name}: {w}", err=True)
+
+
+def run(provider: Provider, spec: ProjectSpec, blob: bytes, request: Request, *, say: Say, render: Render) -> None:
+    """`envsolve lock` of ``spec`` (its bytes ``blob``; already for this host with ``--host``)."""
+    from ..config import index_urls
+    from .replay import store
+
+    output = _Output(say=say, json=request.fmt == "json")
+    urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(request.spec_path))
+    if request.check and _up_to_date_by_digests(request, blob, provider, output):
+        return
+    opts = replace(request.options, frameworks_only=True) if request.check else request.options
+    done = make(provider, spec, spec_name=request.spec_path.name, blob=blob, urls=urls, out=request.out, opts=opts)
+    text = lockfile.dumps(done.lock)
+    stale = _stale_data_warning(request.out, provider.data_version)
+    _warn(stale, index_warnings, done, output)
+    if request.check:
+        return _check_text(request, text, output)
+    write_all({request.out: text}, tip="choose another path with -o, or fix the folder's permissions")
+    _summarise(done, request.out, request.fmt, output)
+    for path in render(done.lock, request.out) if request.render else ():
+        output.summary(f"wrote {path}")
+    if request.replayable and not stale:
+        store(request.replay_key, text, provider.data_version, output.said)

@@ -1,11 +1,12 @@
 """The lock, envsolve's product: a typed model, its canonical text, and its digests.
 
-:class:`Lock` holds one :class:`Environment` per target, each with its :class:`LockedPackage`
-pins; every class is frozen, and ``from_dict`` rejects unknown or missing keys naming the key
-path (``environments[0].frameworks[1].variant``). The text is canonical TOML: keys in a fixed
-order, lists sorted by the solver, no timestamps, so the same inputs give the same bytes.
-``lock_digest`` covers the environments, so a reader can tell a hand-edited lock from a
-generated one; ``version`` is the format, checked on load.
+:class:`Lock` holds one :class:`Environment` per target, each with its framework pins (the
+solver's own :class:`~envsolve.solve.PackagePin` records) and, in a full lock, every
+:class:`Package` with hashes; every class is frozen, and reading rejects unknown or missing
+keys naming the key path (``environments[0].frameworks[1].variant``). The text is canonical
+TOML: keys in a fixed order, lists sorted by the solver, no timestamps, so the same inputs give
+the same bytes. ``lock_digest`` covers the environments, so a reader can tell a hand-edited lock
+from a generated one; ``version`` is the format, checked on load.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import tomli_w
 
-from ..domain import DEFAULT_INDEXES, requirement
+from ..data import Gpu
+from ..domain import ACCELERATORS, DEFAULT_INDEXES, PLATFORMS, Accelerator, Platform
 from ..errors import LockError
 from ..solve import PackagePin, Resolution
 
@@ -29,7 +31,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["FORMAT", "HEADER", "Environment", "GpuModel", "Lock", "LockedPackage", "Package", "build", "dumps",
+__all__ = ["FORMAT", "HEADER", "Environment", "GpuModel", "Lock", "Package", "Scope", "build", "dumps",
            "index_url", "loads", "read", "sha256"]
 
 # 2: environments record python_from; 3: platform and jetpack, frameworks apart, packages = every package
@@ -40,7 +42,11 @@ HEADER = (
 )
 _REGENERATE = "regenerate it with `envsolve lock project.toml`"
 
+Scope = Literal["full", "frameworks"]  # every package with hashes | the frameworks only (--frameworks-only)
+SCOPES: tuple[Scope, ...] = get_args(Scope)
+
 T = TypeVar("T")
+W = TypeVar("W", bound=str)
 
 
 def sha256(data: bytes) -> str:
@@ -56,6 +62,15 @@ def _str(v: Any, where: str) -> str:
     return v
 
 
+def _closed(v: Any, where: str, words: Sequence[W]) -> W:
+    """``v`` as one of ``words`` (a closed word such as an accelerator or a platform)."""
+    for word in words:
+        if v == word:
+            return word
+    quoted = [f'"{w}"' for w in words]
+    raise LockError(f"{where} must be {', '.join(quoted[:-1])} or {quoted[-1]}, not {v!r}", tip=_REGENERATE)
+
+
 def _strs(v: Any, where: str) -> tuple[str, ...]:
     if not isinstance(v, list):
         raise LockError(f"{where} must be a list of strings, not {v!r}", tip=_REGENERATE)
@@ -68,17 +83,20 @@ def _str_map(v: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple((k, _str(x, f"{where}.{k}")) for k, x in v.items())
 
 
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _num_map(v: Any, where: str) -> tuple[tuple[str, float], ...]:
-    if not isinstance(v, dict) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values()):
+    if not isinstance(v, dict) or not all(_is_number(x) for x in v.values()):
         raise LockError(f"{where} must be a table of numbers, not {v!r}", tip=_REGENERATE)
     return tuple((k, float(x)) for k, x in v.items())
 
 
-def _table(v: Any, where: str, cls: type) -> dict[str, Any]:
-    """``v`` as a table with exactly the keys of ``cls``."""
+def _table(v: Any, where: str, keys: Sequence[str]) -> dict[str, Any]:
+    """``v`` as a table with exactly ``keys``."""
     if not isinstance(v, dict):
         raise LockError(f"{where} must be a table, not {v!r}", tip=_REGENERATE)
-    keys = [f.name for f in fields(cls)]
     unknown = sorted(set(v) - set(keys))
     if unknown:
         raise LockError(f"{where}.{unknown[0]} is not a key of a lock of format {FORMAT}",
@@ -89,10 +107,29 @@ def _table(v: Any, where: str, cls: type) -> dict[str, Any]:
     return v
 
 
+def _keys(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
 def _list(v: Any, where: str, item: Callable[[Any, str], T]) -> tuple[T, ...]:
     if not isinstance(v, list):
         raise LockError(f"{where} must be an array of tables, not {v!r}", tip=_REGENERATE)
     return tuple(item(x, f"{where}[{i}]") for i, x in enumerate(v))
+
+
+# ---------------------------------------------------------------------------- index URLs
+
+
+def index_url(index: str, path: str, urls: Mapping[str, str]) -> str:
+    """The URL pip should use for a package of ``index`` (under ``path``); "" for an index
+    with no URL, which is the default index: pip's own configuration where it installs."""
+    base = urls.get(index, "")
+    return f"{base}/{path}" if base and path else base
+
+
+def _index_path(url: str, root: str) -> str:
+    """The folder of ``url`` under its index's ``root``: the inverse of :func:`index_url`."""
+    return url[len(root) + 1:] if root and url.startswith(root + "/") else ""
 
 
 # ---------------------------------------------------------------------------- the model
@@ -108,8 +145,13 @@ class GpuModel:
     peak_tflops: tuple[tuple[str, float], ...]
 
     @classmethod
+    def of(cls, gpu: Gpu) -> GpuModel:
+        """What the lock keeps of the data's GPU model."""
+        return cls(name=gpu.name, arch=gpu.arch, aliases=gpu.aliases, peak_tflops=gpu.peak_tflops)
+
+    @classmethod
     def from_dict(cls, v: Any, where: str) -> GpuModel:
-        d = _table(v, where, cls)
+        d = _table(v, where, _keys(cls))
         return cls(name=_str(d["name"], f"{where}.name"), arch=_str(d["arch"], f"{where}.arch"),
                    aliases=_strs(d["aliases"], f"{where}.aliases"),
                    peak_tflops=_num_map(d["peak_tflops"], f"{where}.peak_tflops"))
@@ -119,34 +161,26 @@ class GpuModel:
                 "peak_tflops": dict(self.peak_tflops)}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LockedPackage:
-    """One pinned framework (or companion) build."""
+# a framework pin as the lock writes it: index_path is not written, index_url holds it
+_PIN_STRINGS = ("name", "version", "variant", "index", "index_url", "extra")
+_PIN_KEYS = (*_PIN_STRINGS, "conda", "pins")
 
-    name: str
-    version: str
-    variant: str  # cpu | cuXYZ | rocmX.Y | ... | any (pure Python)
-    index: str  # symbolic: pypi | pytorch
-    index_url: str
-    extra: str
-    conda: tuple[str, ...]  # conda-forge MatchSpecs of the same build, when conda-forge has it
-    pins: tuple[tuple[str, str], ...]  # Requires-Dist pins of bundled libraries
 
-    @property
-    def requirement(self) -> str:
-        """The exact pip requirement (``torch==2.7.1+cu128``)."""
-        return requirement(self.name, self.version, variant=self.variant, index=self.index, extra=self.extra)
+def _pin_to_dict(p: PackagePin) -> dict[str, Any]:
+    return {"name": p.name, "version": p.version, "variant": p.variant, "index": p.index,
+            "index_url": p.index_url, "extra": p.extra, "conda": list(p.conda), "pins": dict(p.pins)}
 
-    @classmethod
-    def from_dict(cls, v: Any, where: str) -> LockedPackage:
-        d = _table(v, where, cls)
-        s = {k: _str(d[k], f"{where}.{k}") for k in ("name", "version", "variant", "index", "index_url", "extra")}
-        return cls(**s, conda=_strs(d["conda"], f"{where}.conda"), pins=_str_map(d["pins"], f"{where}.pins"))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "variant": self.variant, "index": self.index,
-                "index_url": self.index_url, "extra": self.extra, "conda": list(self.conda),
-                "pins": dict(self.pins)}
+def _pin_reader(roots: Mapping[str, str]) -> Callable[[Any, str], PackagePin]:
+    """The reader of a framework pin of a lock whose index roots are ``roots``."""
+
+    def read_pin(v: Any, where: str) -> PackagePin:
+        d = _table(v, where, _PIN_KEYS)
+        s = {k: _str(d[k], f"{where}.{k}") for k in _PIN_STRINGS}
+        return PackagePin(**s, index_path=_index_path(s["index_url"], roots.get(s["index"], "")),
+                          conda=_strs(d["conda"], f"{where}.conda"), pins=_str_map(d["pins"], f"{where}.pins"))
+
+    return read_pin
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -157,8 +191,8 @@ class Package:
     name: str
     version: str
     index_url: str  # "" for the default index (pip's own where the image is built)
-    hashes: tuple[str, ...]
-    direct: bool
+    hashes: tuple[str, ...]  # "sha256:<hex>", sorted
+    direct: bool  # asked for (a framework, a companion, a [packages] pip line), else a dependency
 
     @property
     def requirement(self) -> str:
@@ -166,7 +200,7 @@ class Package:
 
     @classmethod
     def from_dict(cls, v: Any, where: str) -> Package:
-        d = _table(v, where, cls)
+        d = _table(v, where, _keys(cls))
         if not isinstance(d["direct"], bool):
             raise LockError(f"{where}.direct must be true or false, not {d['direct']!r}", tip=_REGENERATE)
         return cls(name=_str(d["name"], f"{where}.name"), version=_str(d["version"], f"{where}.version"),
@@ -178,8 +212,7 @@ class Package:
                 "hashes": list(self.hashes), "direct": self.direct}
 
 
-_ENV_STRINGS = ("name", "accelerator", "platform", "jetpack", "python",
-                "cuda", "rocm", "cudnn", "driver_min", "compat", "base_image",
+_ENV_STRINGS = ("name", "jetpack", "python", "cuda", "rocm", "cudnn", "driver_min", "compat", "base_image",
                 "python_from", "keras_backend")
 _ENV_LISTS = ("gpus", "gpu_archs", "pip", "conda", "apt")
 
@@ -189,8 +222,8 @@ class Environment:
     """What one target resolved to: the stack, the base image and the packages."""
 
     name: str
-    accelerator: str  # cuda | rocm | cpu
-    platform: str  # linux/amd64 | linux/arm64 (Docker's names)
+    accelerator: Accelerator
+    platform: Platform  # Docker's name
     python: str
     cuda: str
     rocm: str
@@ -208,7 +241,7 @@ class Environment:
     pip: tuple[str, ...]
     conda: tuple[str, ...]
     apt: tuple[str, ...]
-    frameworks: tuple[LockedPackage, ...]  # the compatibility solve's pins (variant, conda, bundled pins)
+    frameworks: tuple[PackagePin, ...]  # the compatibility solve's pins (variant, conda, bundled pins)
     packages: tuple[Package, ...]  # every package with hashes; () in a --frameworks-only lock
 
     def tool(self, name: str) -> str:
@@ -216,32 +249,39 @@ class Environment:
         return dict(self.tools).get(name, "")
 
     @classmethod
-    def from_dict(cls, v: Any, where: str) -> Environment:
-        d = _table(v, where, cls)
+    def from_dict(cls, v: Any, where: str, roots: Mapping[str, str]) -> Environment:
+        """One ``[[environments]]`` table of a lock whose index roots are ``roots``."""
+        d = _table(v, where, _keys(cls))
         s = {k: _str(d[k], f"{where}.{k}") for k in _ENV_STRINGS}
         lists = {k: _strs(d[k], f"{where}.{k}") for k in _ENV_LISTS}
-        return cls(name=s["name"], accelerator=s["accelerator"], platform=s["platform"], jetpack=s["jetpack"],
-                   python=s["python"], cuda=s["cuda"], rocm=s["rocm"],
+        return cls(name=s["name"], jetpack=s["jetpack"], python=s["python"], cuda=s["cuda"], rocm=s["rocm"],
                    cudnn=s["cudnn"], driver_min=s["driver_min"], compat=s["compat"], base_image=s["base_image"],
-                   python_from=s["python_from"],
-                   keras_backend=s["keras_backend"], gpus=lists["gpus"], gpu_archs=lists["gpu_archs"],
-                   pip=lists["pip"], conda=lists["conda"], apt=lists["apt"],
+                   python_from=s["python_from"], keras_backend=s["keras_backend"], gpus=lists["gpus"],
+                   gpu_archs=lists["gpu_archs"], pip=lists["pip"], conda=lists["conda"], apt=lists["apt"],
+                   accelerator=_closed(d["accelerator"], f"{where}.accelerator", ACCELERATORS),
+                   platform=_closed(d["platform"], f"{where}.platform", PLATFORMS),
                    gpu_models=_list(d["gpu_models"], f"{where}.gpu_models", GpuModel.from_dict),
                    tools=_str_map(d["tools"], f"{where}.tools"),
-                   frameworks=_list(d["frameworks"], f"{where}.frameworks", LockedPackage.from_dict),
+                   frameworks=_list(d["frameworks"], f"{where}.frameworks", _pin_reader(roots)),
                    packages=_list(d["packages"], f"{where}.packages", Package.from_dict))
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("gpu_models", "frameworks", "packages"):
-                out[f.name] = [x.to_dict() for x in value]
-            elif f.name == "tools":
-                out[f.name] = dict(value)
-            else:
-                out[f.name] = list(value) if isinstance(value, tuple) else value
-        return out
+        """The table the lock writes, keys in the fields' order."""
+        return {f.name: _plain(f.name, getattr(self, f.name)) for f in fields(self)}
+
+
+def _plain(key: str, value: Any) -> Any:
+    """An environment's field as the TOML text holds it."""
+    if key in ("gpu_models", "packages"):
+        return [x.to_dict() for x in value]
+    if key == "frameworks":
+        return [_pin_to_dict(p) for p in value]
+    if key == "tools":
+        return dict(value)
+    return list(value) if isinstance(value, tuple) else value
+
+
+_LOCK_STRINGS = ("project", "spec", "spec_digest", "data_version", "data_digest", "lock_digest")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -256,7 +296,7 @@ class Lock:
     data_digest: str
     lock_digest: str
     indexes: tuple[tuple[str, str], ...]
-    scope: str  # full (every package, with hashes) | frameworks (--frameworks-only)
+    scope: Scope
     environments: tuple[Environment, ...]
 
     def environment(self, name: str) -> Environment | None:
@@ -267,23 +307,15 @@ class Lock:
         """Check and type a parsed lock; raise :class:`LockError` naming the key and what to do."""
         if not isinstance(v, dict):
             raise LockError(f"{path}: is not a lock (not a table)", tip=_REGENERATE)
-        version = v.get("version")
-        if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT:
-            raise LockError(f"{path}: lock format version {version} is newer than this envsolve reads ({FORMAT})",
-                            tip="upgrade envsolve (pip install --upgrade envsolve) to read it")
-        if version != FORMAT:
-            raise LockError(f"{path}: lock format version is {version!r}; this envsolve reads {FORMAT}",
-                            tip=_REGENERATE)
-        d = _table(v, path, cls)
-        envs = _list(d["environments"], f"{path}: environments", Environment.from_dict)
+        _check_format(v.get("version"), path)
+        d = _table(v, path, _keys(cls))
+        indexes = _str_map(d["indexes"], f"{path}: indexes")
+        envs = _list(d["environments"], f"{path}: environments",
+                     lambda e, where: Environment.from_dict(e, where, dict(indexes)))
         if not envs:
             raise LockError(f"{path}: has no [[environments]]", tip=_REGENERATE)
-        lock = cls(version=FORMAT, **{k: _str(d[k], f"{path}: {k}") for k in
-                                      ("project", "spec", "spec_digest", "data_version", "data_digest", "lock_digest")},
-                   indexes=_str_map(d["indexes"], f"{path}: indexes"), scope=_str(d["scope"], f"{path}: scope"),
-                   environments=envs)
-        if lock.scope not in ("full", "frameworks"):
-            raise LockError(f"{path}: scope must be \"full\" or \"frameworks\", not {lock.scope!r}", tip=_REGENERATE)
+        lock = cls(version=FORMAT, **{k: _str(d[k], f"{path}: {k}") for k in _LOCK_STRINGS},
+                   indexes=indexes, scope=_closed(d["scope"], f"{path}: scope", SCOPES), environments=envs)
         if lock.lock_digest != _digest_of(lock.indexes, lock.environments):
             raise LockError(f"{path}: was edited by hand (its lock_digest does not match its contents)",
                             tip=_REGENERATE)
@@ -297,6 +329,16 @@ class Lock:
                 "scope": self.scope, "environments": [e.to_dict() for e in self.environments]}
 
 
+def _check_format(version: Any, path: str) -> None:
+    """Refuse a lock of another format version, saying whether envsolve or the lock is behind."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT:
+        raise LockError(f"{path}: lock format version {version} is newer than this envsolve reads ({FORMAT})",
+                        tip="upgrade envsolve (pip install --upgrade envsolve) to read it")
+    if version != FORMAT:
+        raise LockError(f"{path}: lock format version is {version!r}; this envsolve reads {FORMAT}",
+                        tip=_REGENERATE)
+
+
 def _digest_of(indexes: tuple[tuple[str, str], ...], envs: tuple[Environment, ...]) -> str:
     body = {"indexes": dict(indexes), "environments": [e.to_dict() for e in envs]}
     return sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
@@ -305,30 +347,23 @@ def _digest_of(indexes: tuple[tuple[str, str], ...], envs: tuple[Environment, ..
 # ---------------------------------------------------------------------------- building
 
 
-def index_url(index: str, path: str, urls: Mapping[str, str]) -> str:
-    """The URL pip should use for a package of ``index`` (under ``path``); "" for an index
-    with no URL, which is the default index: pip's own configuration where it installs."""
-    base = urls.get(index, "")
-    return f"{base}/{path}" if base and path else base
-
-
-def _package(pin: PackagePin, urls: Mapping[str, str]) -> LockedPackage:
-    return LockedPackage(name=pin.name, version=pin.version, variant=pin.variant, index=pin.index,
-                         index_url=index_url(pin.index, pin.index_path, urls), extra=pin.extra, conda=pin.conda,
-                         pins=pin.pins)
+def _located(pin: PackagePin, urls: Mapping[str, str]) -> PackagePin:
+    """``pin`` with the URL pip takes it from (its folder kept only under an index with a URL, as
+    a lock read back has it)."""
+    path = pin.index_path if urls.get(pin.index) else ""
+    return replace(pin, index_path=path, index_url=index_url(pin.index, path, urls))
 
 
 def _environment(r: Resolution, pip: tuple[str, ...], conda: tuple[str, ...], apt: tuple[str, ...],
                  urls: Mapping[str, str], packages: tuple[Package, ...]) -> Environment:
+    """The one mapping from the solver's resolution to the lock's environment."""
     return Environment(
         name=r.target.name, accelerator=r.accelerator, platform=r.platform, jetpack=r.jetpack, python=r.python,
         cuda=r.cuda, rocm=r.rocm, cudnn=r.cudnn,
         driver_min=r.driver_min, compat=r.compat, gpus=r.gpus, gpu_archs=r.gpu_archs,
-        gpu_models=tuple(GpuModel(name=m.name, arch=m.arch, aliases=m.aliases, peak_tflops=m.peak_tflops)
-                         for m in r.models),
+        gpu_models=tuple(GpuModel.of(m) for m in r.models),
         base_image=r.base_image, python_from=r.python_from, keras_backend=r.keras_backend, tools=r.tools, pip=pip,
-        conda=conda, apt=apt,
-        frameworks=tuple(_package(p, urls) for p in r.packages), packages=packages)
+        conda=conda, apt=apt, frameworks=tuple(_located(p, urls) for p in r.packages), packages=packages)
 
 
 def build(*, project: str, spec_name: str, spec_bytes: bytes, data_version: str, data_digest: str,

@@ -19,10 +19,11 @@ import importlib.util
 import marshal
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ..paths import cache_dir, data_dir, pip_config_files
+from .options import Option, option_named
 
 __all__ = ["Request", "data_version_of", "parse", "replay", "store"]
 
@@ -36,65 +37,89 @@ _LIBRARIES = ("packaging", "tomli_w")  # whose code shapes the lock's bytes besi
 Request = tuple[str, str, str, str]
 
 
-def parse(argv: Sequence[str]) -> Request | None:
-    """``lock [SPEC] [-o OUT] [--format toml|json] [--frameworks-only]``, normalised as click reads
-    it; None for anything else (other commands and options go to the full command)."""
-    if not argv or argv[0] != "lock":
-        return None
-    spec, output, fmt, scope = "", "", "toml", ""
-    args = list(argv[1:])
+def _value(opt: Option, value: str | None, args: list[str]) -> str | None:
+    """What ``opt`` takes: "yes" for a flag (which takes no value), else its ``=`` value or the
+    next argument, one of its choices; None when it cannot be read so."""
+    if opt.kind == "flag":
+        return "yes" if value is None else None
+    if value is None and args:
+        value = args.pop(0)
+    return value if value is not None and (not opt.choices or value in opt.choices) else None
+
+
+def _values(args: list[str]) -> dict[str, str] | None:
+    """The replayed options' values and the spec (key ""), read by :data:`~envsolve.lock.options.LOCK_OPTIONS`; None for
+    anything the replay does not handle (another option, a second spec, a missing value)."""
+    chosen: dict[str, str] = {}
     while args:
         arg = args.pop(0)
-        if arg == "--frameworks-only":
-            scope = "frameworks"
+        opt, value = option_named(arg)
+        if opt is None and not arg.startswith("-") and "" not in chosen:
+            chosen[""] = arg
             continue
-        if arg in ("-o", "--output", "--format") and args:
-            value = args.pop(0)
-        elif arg.startswith(("--output=", "--format=")):
-            arg, value = arg.split("=", 1)
-        elif not arg.startswith("-") and not spec:
-            spec = arg
-            continue
-        else:
+        if opt is None or not opt.replayed or (taken := _value(opt, value, args)) is None:
             return None
-        if arg == "--format":
-            if value not in ("toml", "json"):
-                return None
-            fmt = value
-        else:
-            output = str(Path(value))
-    return str(Path(spec or "project.toml")), output, fmt, scope
+        chosen[opt.dest] = taken
+    return chosen
+
+
+def parse(argv: Sequence[str]) -> Request | None:
+    """``lock [SPEC]`` with the options :data:`~envsolve.lock.options.LOCK_OPTIONS` marks as replayed, normalised as
+    click reads them; None for anything else (other commands and options go to the full command)."""
+    if not argv or argv[0] != "lock":
+        return None
+    chosen = _values(list(argv[1:]))
+    if chosen is None:
+        return None
+    output = chosen.get("output", "")
+    return (str(Path(chosen.get("", "") or "project.toml")), str(Path(output)) if output else "",
+            chosen.get("fmt", "toml"), "frameworks" if "frameworks_only" in chosen else "")
+
+
+def _add(h: hashlib._Hash, label: str, data: bytes) -> None:
+    h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+
+
+def _files(label: str, paths: Iterable[Path], root: Path | None = None) -> Iterator[tuple[str, bytes]]:
+    """(label, bytes) of each file, named relative to ``root`` (else by its name)."""
+    for path in paths:
+        yield f"{label} {path.relative_to(root) if root else path.name}", path.read_bytes()
+
+
+def _library_files(name: str) -> list[Path]:
+    spec = importlib.util.find_spec(name)
+    where = Path(spec.origin).parent if spec is not None and spec.origin else None
+    return sorted(where.glob("*.py")) if where is not None else []
+
+
+def _pip_files(environ: Mapping[str, str]) -> Iterator[tuple[str, bytes]]:
+    for path in pip_config_files(environ):
+        try:
+            yield f"pip {path}", path.read_bytes()
+        except OSError:
+            yield f"pip {path}", b"\0absent"
+
+
+def _inputs(request: Request, environ: Mapping[str, str], lock: bytes | None) -> Iterator[tuple[str, bytes]]:
+    """Everything the lock command reads, labelled, in a fixed order."""
+    yield "python", sys.version.encode()
+    yield "cwd", os.getcwd().encode()
+    yield "request", "\0".join(request).encode()
+    yield from ((f"env {name}", environ[name].encode()) for name in sorted(environ)
+                if name.startswith(_ENV) or name in _ENV_NAMES)
+    yield "spec", Path(request[0]).read_bytes()
+    yield "lock on disk", b"\0absent" if lock is None else lock  # a re-lock keeps its versions
+    yield from _files("data", sorted(Path(environ.get("ENVSOLVE_MATRICES") or data_dir()).glob("*.toml")))
+    yield from _files("code", sorted(_CODE.rglob("*.py")), _CODE)
+    for name in _LIBRARIES:
+        yield from _files(f"library {name}", _library_files(name))
+    yield from _pip_files(environ)
 
 
 def _digest(request: Request, environ: Mapping[str, str], lock: bytes | None) -> str:
     h = hashlib.sha256(_FORMAT)
-
-    def add(label: str, data: bytes) -> None:
-        h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
-
-    add("python", sys.version.encode())
-    add("cwd", os.getcwd().encode())
-    add("request", "\0".join(request).encode())
-    for name in sorted(environ):
-        if name.startswith(_ENV) or name in _ENV_NAMES:
-            add(f"env {name}", environ[name].encode())
-    add("spec", Path(request[0]).read_bytes())
-    add("lock on disk", b"\0absent" if lock is None else lock)  # a re-lock keeps its versions
-    matrices = Path(environ.get("ENVSOLVE_MATRICES") or data_dir())
-    for path in sorted(matrices.glob("*.toml")):
-        add(f"data {path.name}", path.read_bytes())
-    for path in sorted(_CODE.rglob("*.py")):
-        add(f"code {path.relative_to(_CODE)}", path.read_bytes())
-    for name in _LIBRARIES:
-        spec = importlib.util.find_spec(name)
-        where = Path(spec.origin).parent if spec is not None and spec.origin else None
-        for path in sorted(where.glob("*.py")) if where is not None else ():
-            add(f"library {name} {path.name}", path.read_bytes())
-    for path in pip_config_files(environ):
-        try:
-            add(f"pip {path}", path.read_bytes())
-        except OSError:
-            add(f"pip {path}", b"\0absent")
+    for label, data in _inputs(request, environ, lock):
+        _add(h, label, data)
     return h.hexdigest()
 
 
@@ -130,6 +155,37 @@ def store(request: Request, text: str, data_version: str, messages: Sequence[tup
         pass
 
 
+def _on_disk(out: Path) -> tuple[bool, bytes | None]:
+    """(readable, the lock at ``out`` or None when there is none)."""
+    try:
+        return True, out.read_bytes()
+    except FileNotFoundError:
+        return True, None
+    except OSError:
+        return False, None
+
+
+# (lock text, data version, what was printed: (to stderr, line) each)
+_Entry = tuple[str, str, list[tuple[bool, str]]]
+
+
+def _entry(request: Request, env: Mapping[str, str], on_disk: bytes | None) -> _Entry | None:
+    """The cache entry for these inputs; None for none."""
+    try:
+        entry = marshal.loads(_entry_path(request, env, on_disk).read_bytes())
+        return entry["text"], entry["data_version"], entry["messages"]
+    except Exception:  # no entry, an unreadable input, a corrupt entry: solve
+        return None
+
+
+def _same_data(on_disk: bytes | None, data_version: str) -> bool:
+    """Whether the lock on disk was made with the entry's data (the full command warns otherwise)."""
+    try:
+        return on_disk is None or data_version_of(on_disk.decode("utf-8")) == data_version
+    except UnicodeDecodeError:
+        return False
+
+
 def replay(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> bool:
     """Write the lock and print what the full command printed, when the inputs are unchanged;
     False (nothing written, nothing printed) when the full command must run."""
@@ -138,23 +194,13 @@ def replay(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> boo
     if request is None or env.get("ENVSOLVE_NO_CACHE"):
         return False
     out = _lock_path(request)
-    try:
-        on_disk: bytes | None = out.read_bytes()
-    except FileNotFoundError:
-        on_disk = None
-    except OSError:
-        return False
-    try:
-        entry = marshal.loads(_entry_path(request, env, on_disk).read_bytes())
-        text, data_version, messages = entry["text"], entry["data_version"], entry["messages"]
-    except Exception:  # no entry, an unreadable input, a corrupt entry: solve
-        return False
-    try:
-        old = data_version if on_disk is None else data_version_of(on_disk.decode("utf-8"))
-    except UnicodeDecodeError:
-        return False
-    if old != data_version:  # the full command warns about a lock made with other data
-        return False
+    readable, on_disk = _on_disk(out)
+    entry = _entry(request, env, on_disk) if readable else None
+    return entry is not None and _same_data(on_disk, entry[1]) and _replayed(out, entry[0], entry[2])
+
+
+def _replayed(out: Path, text: str, messages: list[tuple[bool, str]]) -> bool:
+    """Write ``text`` to ``out`` and print the messages; False when it cannot be written."""
     from ..files import write_atomic
 
     try:

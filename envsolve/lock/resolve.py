@@ -32,17 +32,19 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
+from packaging.utils import canonicalize_name
 
-from ..domain import WHEEL_MACHINE
+from ..domain import DEFAULT_PLATFORM, WHEEL_MACHINE, Platform
 from ..errors import ResolveError
 from ..paths import cache_dir
+from .model import Package
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["WAYS_OUT", "Pin", "Resolved", "resolve"]
+__all__ = ["WAYS_OUT", "Pin", "resolve"]
 
 WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network), or point the "
              "index at a mirror you can reach (ENVSOLVE_INDEX_PYPI, ENVSOLVE_INDEX_PYTORCH or [indexes] in "
@@ -59,22 +61,11 @@ class Pin:
     index_url: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Resolved:
-    """One package of the full resolve."""
-
-    name: str
-    version: str
-    index_url: str  # "" for the default index (pip's own where it installs)
-    hashes: tuple[str, ...]  # "sha256:<hex>", sorted
-    direct: bool  # asked for (a framework, a companion, a [packages] pip line), else a dependency
-
-
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def _canon(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return str(canonicalize_name(name))
 
 
 def _uv() -> str:
@@ -86,16 +77,21 @@ def _uv() -> str:
     return str(find_uv_bin())
 
 
-def _pyproject(python: str, pins: Sequence[Pin], pip: Sequence[str]) -> dict[str, Any]:
+def _explicit_indexes(pins: Sequence[Pin]) -> dict[str, Any]:
+    """``[tool.uv]``: each routed name from its explicit index alone ({} when none is routed)."""
     routed = sorted({p.index_url for p in pins if p.index_url})
     names = {url: f"explicit-{i}" for i, url in enumerate(routed)}
+    if not routed:
+        return {}
+    return {"sources": {p.name: {"index": names[p.index_url]} for p in pins if p.index_url},
+            "index": [{"name": names[url], "url": url, "explicit": True} for url in routed]}
+
+
+def _pyproject(python: str, pins: Sequence[Pin], pip: Sequence[str]) -> dict[str, Any]:
     project: dict[str, Any] = {"name": "envsolve-environment", "version": "0",
                                "requires-python": f">={python}",
                                "dependencies": [p.requirement for p in pins] + list(pip)}
-    uv: dict[str, Any] = {}
-    if routed:
-        uv["sources"] = {p.name: {"index": names[p.index_url]} for p in pins if p.index_url}
-        uv["index"] = [{"name": names[url], "url": url, "explicit": True} for url in routed]
+    uv = _explicit_indexes(pins)
     return {"project": project, "tool": {"uv": uv}} if uv else {"project": project}
 
 
@@ -106,18 +102,31 @@ def _trim(stderr: str) -> str:
     return "\n  ".join(lines[:12]) or "uv failed without a message"
 
 
+_UNREACHABLE = ("failed to fetch", "could not connect", "dns error", "connection refused", "tcp connect",
+                "error sending request", "failed to lookup address", "operation timed out")
+
+
+def _cache_miss(stderr: str, offline: bool) -> bool:
+    """Whether uv failed for a file missing from its cache (--offline)."""
+    low = stderr.lower()
+    return offline and ("offline" in low or "network connectivity is disabled" in low)
+
+
+def _unreachable(stderr: str, default_index: str, routed: Sequence[str]) -> str | None:
+    """The index URLs uv could not reach; None when it failed otherwise."""
+    if not any(u in stderr.lower() for u in _UNREACHABLE):
+        return None
+    urls = [u for u in (*routed, default_index) if u and u in stderr] or [*routed, default_index]
+    return " / ".join(u for u in urls if u)
+
+
 def _failure(stderr: str, default_index: str, routed: Sequence[str], offline: bool) -> ResolveError:
     text = _trim(stderr)
-    low = stderr.lower()
-    unreachable = ("failed to fetch", "could not connect", "dns error", "connection refused", "tcp connect",
-                   "error sending request", "failed to lookup address", "operation timed out")
-    if offline and ("offline" in low or "network connectivity is disabled" in low):
+    if _cache_miss(stderr, offline):
         return ResolveError(f"the full resolve needs files that are not in the cache (--offline):\n  {text}",
                             tip="lock once with the network to fill the cache, or use --frameworks-only")
-    if any(u in low for u in unreachable):
-        urls = [u for u in (*routed, default_index) if u and u in stderr] or [*routed, default_index]
-        return ResolveError(f"the package index {' / '.join(u for u in urls if u)} cannot be reached:\n  {text}",
-                            tip=WAYS_OUT)
+    if (urls := _unreachable(stderr, default_index, routed)) is not None:
+        return ResolveError(f"the package index {urls} cannot be reached:\n  {text}", tip=WAYS_OUT)
     return ResolveError(f"the packages cannot be installed together:\n  {text}",
                         tip="loosen the [packages] pip requirement or the framework range that clashes "
                             "(see `envsolve explain`), then lock again")
@@ -135,10 +144,99 @@ def _uv_run(cmd: Sequence[str], root: Path, env: Mapping[str, str]) -> subproces
         raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
 
 
-def resolve(*, python: str, platform: str = "linux/amd64", pins: Sequence[Pin], pip: Sequence[str], default_index: str,
-            record_default: str = "", offline: bool = False, exclude_newer: str = "",
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Ask:
+    """One full resolve's inputs, as :func:`resolve` takes them."""
+
+    python: str
+    platform: Platform
+    pins: Sequence[Pin]
+    pip: Sequence[str]
+    default_index: str
+    offline: bool
+    exclude_newer: str
+    upgrade: Sequence[str]
+
+    @property
+    def routed(self) -> list[str]:
+        """The explicit indexes' URLs."""
+        return sorted({p.index_url for p in self.pins if p.index_url})
+
+
+def _command(ask: _Ask, env: Mapping[str, str]) -> list[str]:
+    """uv's command line for ``ask``, run in the scratch folder."""
+    cmd = [_uv(), "pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
+           "--python-version", ask.python,
+           "--python-platform", f"{WHEEL_MACHINE[ask.platform]}-manylinux_2_28",  # glibc 2.28+, as the images
+           "--no-header", "--no-annotate",
+           "--quiet", "--output-file", "pylock.toml",
+           "--cache-dir", str(cache_dir(env) / "uv"),
+           # the target is --python-version; this interpreter only builds an sdist's metadata, and
+           # uv must not try to download one (that costs seconds, and offline fails)
+           "--python", sys.executable, "--no-python-downloads",
+           "--native-tls"]  # the system's CA certificates, as pip's configuration uses here
+    cmd += ["--default-index", ask.default_index] if ask.default_index else []
+    cmd += ["--offline"] if ask.offline else []
+    cmd += ["--exclude-newer", ask.exclude_newer] if ask.exclude_newer else []
+    return cmd + [arg for name in ask.upgrade for arg in ("--upgrade-package", name)]
+
+
+def _write_inputs(root: Path, ask: _Ask, prefer: Sequence[tuple[str, str]]) -> None:
+    """The scratch folder's pyproject.toml, and the previous versions as uv's preferences."""
+    (root / "pyproject.toml").write_text(tomli_w.dumps(_pyproject(ask.python, ask.pins, ask.pip)), encoding="utf-8")
+    if prefer:  # uv reads an existing output file as its preferences
+        (root / "pylock.toml").write_text(tomli_w.dumps(
+            {"lock-version": "1.0", "created-by": "envsolve",
+             "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
+
+
+def _uv_compile(cmd: Sequence[str], root: Path, env: Mapping[str, str], cache_first: bool
+                ) -> subprocess.CompletedProcess[str]:
+    """uv's run: from its cache alone first when ``cache_first`` (and there is a cache), else (or
+    when the cache cannot answer) from the indexes, with the preferences as they were."""
+    out = root / "pylock.toml"
+    preferences = out.read_bytes() if out.exists() else None
+    if cache_first and (cache_dir(env) / "uv").is_dir():  # an empty cache cannot answer: skip the try
+        run = _uv_run([*cmd, "--offline"], root, env)
+        if run.returncode == 0 and out.exists():
+            return run
+        if preferences is not None:
+            out.write_bytes(preferences)
+    return _uv_run(cmd, root, env)
+
+
+def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool) -> dict[str, Any]:
+    """uv's pylock.toml for ``ask``; raises :class:`ResolveError` when uv fails."""
+    run = _uv_compile(_command(ask, env), root, env, cache_first and not ask.offline)
+    out = root / "pylock.toml"
+    if run.returncode != 0 or not out.exists():
+        raise _failure(run.stderr, ask.default_index, ask.routed, ask.offline)
+    data: dict[str, Any] = tomllib.loads(out.read_text(encoding="utf-8"))
+    return data
+
+
+def _asked(pins: Sequence[Pin], pip: Sequence[str]) -> set[str]:
+    """The canonical names the environment asks for (the rest are dependencies)."""
+    names = [p.name for p in pins] + [m.group(1) for line in pip if (m := _NAME.match(line))]
+    return {_canon(n) for n in names}
+
+
+def _packages(data: Mapping[str, Any], pins: Sequence[Pin], pip: Sequence[str], record_default: str
+              ) -> tuple[Package, ...]:
+    """The lock's packages of uv's pylock.toml, sorted by name; a routed name comes only from its
+    explicit index, every other from the default index (recorded as ``record_default``)."""
+    via = {_canon(p.name): p.index_url for p in pins if p.index_url}
+    asked = _asked(pins, pip)
+    names = [(_canon(str(entry["name"])), entry) for entry in data.get("packages", [])]
+    return tuple(sorted((Package(name=name, version=str(entry["version"]), index_url=via.get(name, record_default),
+                                 hashes=_hashes(entry), direct=name in asked) for name, entry in names),
+                        key=lambda p: p.name))
+
+
+def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequence[Pin], pip: Sequence[str],
+            default_index: str, record_default: str = "", offline: bool = False, exclude_newer: str = "",
             prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (), cache_first: bool = True,
-            environ: Mapping[str, str] | None = None) -> tuple[Resolved, ...]:
+            environ: Mapping[str, str] | None = None) -> tuple[Package, ...]:
     """The full package list of an environment for ``python`` (``"3.12"``), sorted by name.
 
     ``prefer`` (name, version) are kept where they still fit (the previous lock's, as uv keeps
@@ -146,54 +244,11 @@ def resolve(*, python: str, platform: str = "linux/amd64", pins: Sequence[Pin], 
     ``cache_first`` uv resolves from its cache alone first (a second lock of the same spec needs no
     network) and reads the index only when the cache cannot answer. Raises
     :class:`ResolveError` for a conflict, an unreachable index or (offline) a missing file."""
-    env = {**os.environ, **(environ or {})}  # environ: settings over this process's
-    routed = sorted({p.index_url for p in pins if p.index_url})
-    via = {_canon(p.name): p.index_url for p in pins if p.index_url}
-    asked = {_canon(p.name) for p in pins}
-    for line in pip:
-        if (m := _NAME.match(line)):
-            asked.add(_canon(m.group(1)))
+    # environ: settings over this process's; the user's uv settings do not change a lock
+    env = {k: v for k, v in {**os.environ, **(environ or {})}.items() if not k.startswith("UV_")}
+    ask = _Ask(python=python, platform=platform, pins=pins, pip=pip, default_index=default_index, offline=offline,
+               exclude_newer=exclude_newer, upgrade=upgrade)
     with tempfile.TemporaryDirectory(prefix="envsolve-resolve-") as tmp:
-        root = Path(tmp)
-        (root / "pyproject.toml").write_text(tomli_w.dumps(_pyproject(python, pins, pip)), encoding="utf-8")
-        if prefer:  # uv reads an existing output file as its preferences
-            (root / "pylock.toml").write_text(tomli_w.dumps(
-                {"lock-version": "1.0", "created-by": "envsolve",
-                 "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
-        cmd = [_uv(), "pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
-               "--python-version", python,
-               "--python-platform", f"{WHEEL_MACHINE[platform]}-manylinux_2_28",  # glibc 2.28+, as the images
-               "--no-header", "--no-annotate",
-               "--quiet", "--output-file", "pylock.toml",
-               "--cache-dir", str(cache_dir(env) / "uv"),
-               # the target is --python-version; this interpreter only builds an sdist's metadata, and
-               # uv must not try to download one (that costs seconds, and offline fails)
-               "--python", sys.executable, "--no-python-downloads",
-               "--native-tls"]  # the system's CA certificates, as pip's configuration uses here
-        if default_index:
-            cmd += ["--default-index", default_index]
-        if offline:
-            cmd.append("--offline")
-        if exclude_newer:
-            cmd += ["--exclude-newer", exclude_newer]
-        for name in upgrade:
-            cmd += ["--upgrade-package", name]
-        for var in [k for k in env if k.startswith("UV_")]:
-            del env[var]  # the user's uv settings do not change a lock
-        out = root / "pylock.toml"
-        preferences = out.read_bytes() if out.exists() else None
-        warm = (cache_dir(env) / "uv").is_dir()  # an empty cache cannot answer: skip the try
-        run = _uv_run([*cmd, "--offline"], root, env) if cache_first and warm and not offline else None
-        if run is None or run.returncode != 0 or not out.exists():
-            if preferences is not None:
-                out.write_bytes(preferences)
-            run = _uv_run(cmd, root, env)
-        if run.returncode != 0 or not out.exists():
-            raise _failure(run.stderr, default_index, routed, offline)
-        data = tomllib.loads(out.read_text(encoding="utf-8"))
-    result = []
-    for entry in data.get("packages", []):
-        name = _canon(str(entry["name"]))  # a routed name comes only from its explicit index
-        result.append(Resolved(name=name, version=str(entry["version"]), index_url=via.get(name, record_default),
-                               hashes=_hashes(entry), direct=name in asked))
-    return tuple(sorted(result, key=lambda r: r.name))
+        _write_inputs(Path(tmp), ask, prefer)
+        data = _compiled(Path(tmp), ask, env, cache_first)
+    return _packages(data, pins, pip, record_default)

@@ -1,6 +1,6 @@
 """Pure rendering: a lock environment plus the templates in ``templates/`` into artifact texts.
 
-``render(lock, env)`` returns ``{file name: text}`` for the Dockerfile, requirements.txt
+``render_environment(lock, env)`` returns ``{file name: text}`` for the Dockerfile, requirements.txt
 (and requirements-pytorch.txt when PyTorch-index builds are locked), environment.yml and
 smoke_test.py; the same lock gives the same bytes. Every value that reaches a file is checked
 first (no line breaks or control characters, URLs as :func:`envsolve.config.check_url` wants
@@ -14,24 +14,18 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..config import check_url
-from ..domain import (
-    ACCELERATORS,
-    EXTRA_INDEXES,
-    Accelerator,
-    cuda_of_variant,
-    driver_text,
-    gpu_run_flags,
-    qualified_image,
-)
+from ..domain import DEFAULT_PLATFORM, EXTRA_INDEXES, cuda_of_variant, driver_text, gpu_run_flags, qualified_image
 from ..errors import LockError
-from ..lock.model import Environment, Lock, LockedPackage, Package
+from ..lock.model import Environment, Lock, Package, index_url
 from ..paths import templates_dir
+from ..solve import PackagePin
 
-__all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render", "templates_dir"]
+__all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render_environment", "render_lock"]
 
 ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py")
 # written beside them when the environment has PyTorch-index builds (requirements-<index>.txt for
@@ -127,36 +121,33 @@ def _arg(index: str) -> str:
     return f"ENVSOLVE_INDEX_{index.upper()}"
 
 
+def _group(url: str, pkgs: list[PackagePin], roots: Mapping[str, str]) -> dict[str, Any]:
+    """The builds of one non-default index URL. In the Dockerfile the URL is its index's root as a
+    build argument (a mirror at build time) and the build's folder under it, when the URL is that."""
+    index, path = pkgs[0].index, pkgs[0].index_path
+    on_root = bool(roots.get(index)) and url == index_url(index, path, roots)
+    return {"index": index, "url": url, "requirements": [p.requirement for p in pkgs],
+            "option": "--extra-index-url" if index in EXTRA_INDEXES else "--index-url",
+            "arg": _arg(index) if on_root else "", "sub": f"/{path}" if on_root and path else ""}
+
+
 def _groups(lock: Lock, env: Environment) -> list[dict[str, Any]]:
     """The packages of each non-default index, by URL: each group is installed from its index
     alone, so no other index can serve a package of the same name (dependency confusion)."""
-    roots = dict(lock.indexes)
-    by_url: dict[str, list[LockedPackage]] = {}
+    by_url: dict[str, list[PackagePin]] = {}
     for p in env.frameworks:
         if p.index != "pypi":
             by_url.setdefault(p.index_url, []).append(p)
-    out = []
-    for url, pkgs in sorted(by_url.items()):
-        index = pkgs[0].index
-        root = roots.get(index, "")
-        sub = url[len(root):] if root and url.startswith(root) else ""
-        out.append({"index": index, "url": url, "requirements": [p.requirement for p in pkgs],
-                    "option": "--extra-index-url" if index in EXTRA_INDEXES else "--index-url",
-                    # in the Dockerfile, the URL with its root as a build argument (a mirror at build time)
-                    "arg": _arg(index) if root and (not sub or sub.startswith("/")) else "",
-                    "sub": sub})
-    return out
+    roots = dict(lock.indexes)
+    return [_group(url, pkgs, roots) for url, pkgs in sorted(by_url.items())]
 
 
-def _conda_specs(env: Environment) -> tuple[list[str], list[LockedPackage]]:
-    """(conda MatchSpecs, framework packages left for pip)."""
-    specs = [f"python={env.python}"]
+def _conda_specs(env: Environment) -> list[str]:
+    """The conda MatchSpecs of environment.yml: Python, the frameworks conda-forge has, [packages] conda."""
     on_conda = [s for p in env.frameworks for s in p.conda]
-    if env.cuda and any("=cuda" in s for s in on_conda):
-        specs.append(f"cuda-version={env.cuda}")  # the run-export of conda-forge's CUDA builds
-    specs += sorted(on_conda)
-    specs += list(env.conda)
-    return specs, [p for p in env.frameworks if not p.conda]
+    # cuda-version: the run-export of conda-forge's CUDA builds
+    cuda = [f"cuda-version={env.cuda}"] if env.cuda and any("=cuda" in s for s in on_conda) else []
+    return [f"python={env.python}", *cuda, *sorted(on_conda), *env.conda]
 
 
 def _hashed(p: Package) -> str:
@@ -164,14 +155,46 @@ def _hashed(p: Package) -> str:
     return " ".join([p.requirement, *(f"--hash={h}" for h in p.hashes)])
 
 
-def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, dockerfile: bool = True
-           ) -> dict[str, str]:
-    """Every artifact of one environment of ``lock``, as ``{file name: text}``.
+def _full_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """What each file installs from a full lock: every package, with hashes; each file installs
+    exactly its lines (--no-deps)."""
+    routed = {g["url"] for g in groups}
+    on_conda = {p.name for p in env.frameworks if p.conda}
 
-    Raises :class:`LockError` (exit 2) for a value no file may carry, an environment without a
-    base image, or (when ``dockerfile``) conda packages, which the image cannot install."""
-    import jinja2
+    def lines(url: str | None, skip: set[str]) -> list[str]:
+        """The hashed lines of the group at ``url`` (None: the default index), less ``skip``."""
+        return [_hashed(p) for p in env.packages
+                if (p.index_url == url if url is not None else p.index_url not in routed) and p.name not in skip]
 
+    return {"groups": [{**g, "requirements": lines(g["url"], set())} for g in groups],
+            "default_requirements": lines(None, set()), "held": [], "extra_pip": [],
+            "conda_groups": [{**g, "requirements": reqs} for g in groups if (reqs := lines(g["url"], on_conda))],
+            "conda_default": lines(None, on_conda)}
+
+
+def _framework_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """What each file installs from a frameworks-only lock: the pins, and [packages] pip, which
+    pip resolves when the image is built (the pins installed first and pinned again after)."""
+    return {"groups": groups, "default_requirements": [p.requirement for p in env.frameworks if p.index == "pypi"],
+            "held": [r for g in groups for r in g["requirements"]], "extra_pip": list(env.pip),
+            **_conda_pip(env, groups)}
+
+
+def _conda_pip(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """What environment.yml's pip section installs of a frameworks-only lock: the frameworks
+    conda-forge lacks, and [packages] pip."""
+    pip_only = [p for p in env.frameworks if not p.conda]
+
+    def of(url: str) -> list[str]:
+        return [p.requirement for p in pip_only if p.index_url == url]
+
+    return {"conda_groups": [{**g, "requirements": reqs} for g in groups if (reqs := of(g["url"]))],
+            "conda_default": [p.requirement for p in pip_only if p.index == "pypi"] + list(env.pip)}
+
+
+def _refuse(lock: Lock, env: Environment, lock_name: str, groups: list[dict[str, Any]], dockerfile: bool) -> None:
+    """Refuse (exit 2) what no artifact can carry: a bad value, no base image, conda packages in
+    a Dockerfile, builds from two non-default index URLs."""
     _check(lock, env, lock_name)
     if not env.base_image:
         raise LockError(f"environment {env.name!r} has no base image (the data has none for it)",
@@ -181,84 +204,109 @@ def render(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, do
                         f"({', '.join(env.conda)}): its image has no conda",
                         tip=f"move each to {_ALTERNATIVES}; or render without the Dockerfile "
                             "(`envsolve render --no-dockerfile`): environment.yml carries them")
-    jenv = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir()), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, autoescape=False)
-    jenv.filters.update(sh=shlex.quote, dq=_dq, yq=_yq)
-    default_url = dict(lock.indexes).get("pypi", "")
-    groups = _groups(lock, env)
     if len(groups) > 1:
         raise LockError(f"environment {env.name!r} takes builds from {len(groups)} non-default index URLs "
                         f"({', '.join(g['url'] for g in groups)}); pip can take them from one only",
                         tip="pin the frameworks to builds of one variant, then lock again")
-    roots = dict(lock.indexes)
-    args = sorted({(g["arg"], roots[g["index"]]) for g in groups if g["arg"]}
-                  | ({(_arg("pypi"), default_url)} if default_url else set()))
-    conda_specs, conda_pip = _conda_specs(env)
-    full = lock.scope == "full"
-    if full:  # every package, with hashes; each file installs exactly its lines (--no-deps)
-        routed = {g["url"] for g in groups}
-        for g in groups:
-            g["requirements"] = [_hashed(p) for p in env.packages if p.index_url == g["url"]]
-        default_reqs = [_hashed(p) for p in env.packages if p.index_url not in routed]
-        held: list[str] = []
-        extra_pip: list[str] = []
-        on_conda = {p.name for p in env.frameworks if p.conda}
-        conda_groups = [{**g, "requirements": reqs} for g in groups
-                        if (reqs := [_hashed(p) for p in env.packages
-                                     if p.index_url == g["url"] and p.name not in on_conda])]
-        conda_default = [_hashed(p) for p in env.packages if p.index_url not in routed and p.name not in on_conda]
-    else:
-        default_reqs = [p.requirement for p in env.frameworks if p.index == "pypi"]
-        held = [r for g in groups for r in g["requirements"]]  # installed first, pinned again after
-        extra_pip = list(env.pip)
-        conda_groups = [{**g, "requirements": reqs} for g in groups
-                        if (reqs := [p.requirement for p in conda_pip if p.index_url == g["url"]])]
-        conda_default = [p.requirement for p in conda_pip if p.index == "pypi"] + list(env.pip)
+
+
+def _run_flags(env: Environment) -> str:
+    """How `docker run` gives the container its GPUs (see :func:`envsolve.domain.gpu_run_flags`)."""
+    return "".join(f"{flag} " for flag in gpu_run_flags(env.accelerator, jetson=bool(env.jetpack)))
+
+
+def _description(env: Environment) -> str:
+    """The image's description label: its frameworks, Python and stack."""
+    names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.frameworks) or "no frameworks"
+    cuda = f"; CUDA {env.cuda}, {driver_text(env.driver_min, env.jetpack)}" if env.cuda else ""
+    rocm = f"; ROCm {env.rocm}" if env.rocm else ""
+    return f"{names}; Python {env.python}{cuda}{rocm}"
+
+
+def _image(lock: Lock, env: Environment) -> dict[str, Any]:
+    """The image's part of the templates' context: base, tag, labels, Python, system packages."""
     python = env.python_from
-    uv = env.tool("uv") if python == "uv" else ""
     system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
     tag = f"{lock.project}-{env.name}".lower()
-    accelerator: Accelerator = next((a for a in ACCELERATORS if a == env.accelerator), "cpu")
-    run_flags = gpu_run_flags(accelerator, jetson=bool(env.jetpack))  # how the container gets the GPUs
-    names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.frameworks)
-    index_file = f"requirements-{groups[0]['index']}.txt" if groups else PYTORCH_REQUIREMENTS
-    ctx = {
-        "lock_name": lock_name,
-        "lock_digest": lock.lock_digest,
-        "env": env,
+    return {
         "base_image": qualified_image(env.base_image),
         "tag": tag,
-        "run_flags": " ".join(run_flags) + " " if run_flags else "",
-        "platform_flag": f"--platform {env.platform} " if env.platform != "linux/amd64" else "",
+        "conda_name": tag,
+        "run_flags": _run_flags(env),
+        "platform_flag": f"--platform {env.platform} " if env.platform != DEFAULT_PLATFORM else "",
         "groups_of_user": "video,render" if env.accelerator == "rocm" else "",
-        "description": f"{names or 'no frameworks'}; Python {env.python}"
-                       + (f"; CUDA {env.cuda}, {driver_text(env.driver_min, env.jetpack)}" if env.cuda else "")
-                       + (f"; ROCm {env.rocm}" if env.rocm else "")
-                       ,
+        "description": _description(env),
         "version_label": lock.lock_digest.removeprefix("sha256:")[:12],
         "env_vars": _env_vars(env),
         "apt": sorted(set(system) | set(env.apt)),
         "python_from": python,
-        "uv": uv,
-        "default_url": default_url,
-        "default_arg": _arg("pypi") if default_url else "",
-        "groups": groups,
-        "args": args,
-        "default_requirements": default_reqs,
-        "held": held,
-        "extra_pip": extra_pip,
-        "pip_flags": " --require-hashes --no-deps" if full else "",
-        "pytorch_file": index_file,
-        "conda_name": tag,
-        "conda_specs": conda_specs,
-        "conda_groups": conda_groups,
-        "conda_default": conda_default,
+        "uv": env.tool("uv") if python == "uv" else "",
     }
-    names_out = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]
-    out = {name: jenv.get_template(f"{name}.j2").render(ctx) for name in names_out}
-    if groups:
-        out[index_file] = jenv.get_template(f"{PYTORCH_REQUIREMENTS}.j2").render(ctx)
+
+
+def _indexes(lock: Lock, groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """The indexes' part of the templates' context: the default index's URL and the build
+    arguments that stand for the index roots."""
+    roots = dict(lock.indexes)
+    default_url = roots.get("pypi", "")
+    default = {(_arg("pypi"), default_url)} if default_url else set()
+    return {"default_url": default_url, "default_arg": _arg("pypi") if default_url else "",
+            "args": sorted({(g["arg"], roots[g["index"]]) for g in groups if g["arg"]} | default),
+            "pytorch_file": _index_file(groups)}
+
+
+def _index_file(groups: list[dict[str, Any]]) -> str:
+    return f"requirements-{groups[0]['index']}.txt" if groups else PYTORCH_REQUIREMENTS
+
+
+def _jinja() -> Any:
+    import jinja2
+
+    jenv = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir()), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, autoescape=False)
+    jenv.filters.update(sh=shlex.quote, dq=_dq, yq=_yq)
+    return jenv
+
+
+def _smoke_test(lock: Lock, env: Environment) -> str:
+    """The smoke test, with the lock's facts for this environment in it."""
     script = (templates_dir() / "smoke_test.py").read_text(encoding="utf-8")
-    expected = json.dumps(_expected(lock, env), sort_keys=True)
-    out["smoke_test.py"] = script.replace(_MARKER, repr(expected), 1)
+    return script.replace(_MARKER, repr(json.dumps(_expected(lock, env), sort_keys=True)), 1)
+
+
+def render_environment(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, dockerfile: bool = True
+                       ) -> dict[str, str]:
+    """Every artifact of one environment of ``lock``, as ``{file name: text}``.
+
+    Raises :class:`LockError` (exit 2) for a value no file may carry, an environment without a
+    base image, or (when ``dockerfile``) conda packages, which the image cannot install."""
+    groups = _groups(lock, env)
+    _refuse(lock, env, lock_name, groups, dockerfile)
+    full = lock.scope == "full"
+    ctx = {"lock_name": lock_name, "lock_digest": lock.lock_digest, "env": env, "conda_specs": _conda_specs(env),
+           "pip_flags": " --require-hashes --no-deps" if full else "", **_image(lock, env),
+           **_indexes(lock, groups), **(_full_lines if full else _framework_lines)(env, groups)}
+    jenv = _jinja()
+    names = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]
+    names += [PYTORCH_REQUIREMENTS] if groups else []
+    out = {_file_name(n, groups): jenv.get_template(f"{n}.j2").render(ctx) for n in names}
+    out["smoke_test.py"] = _smoke_test(lock, env)
     return out
+
+
+def _file_name(template: str, groups: list[dict[str, Any]]) -> str:
+    """The artifact a template writes: the non-default index's requirements file is named for it."""
+    return _index_file(groups) if template == PYTORCH_REQUIREMENTS else template
+
+
+def render_lock(lock: Lock, lock_path: Path, root: Path, target: str | None = None, *, dockerfile: bool = True
+                ) -> dict[Path, str]:
+    """Every artifact of every environment of ``lock`` (or of ``target``), as ``{path: text}``
+    under ``root``/<environment>/; raises :class:`LockError` for a target the lock lacks."""
+    names = [e.name for e in lock.environments]
+    if target is not None and target not in names:
+        raise LockError(f"{lock_path}: has no environment {target!r} (it has: {', '.join(names)})",
+                        tip="pass one of those to --target, or leave --target out for all")
+    return {root / e.name / name: text
+            for e in lock.environments if target in (None, e.name)
+            for name, text in render_environment(lock, e, lock_path.name, dockerfile=dockerfile).items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..data import Build, Gpu, Release
+from ..domain import DEFAULT_PLATFORM, Accelerator, Platform, requirement
 from ..spec import Target
 from ..versions import Dotted
 
@@ -47,21 +48,35 @@ class Candidate:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PackagePin:
+    """One pinned framework (or companion) build: the solver's choice, and the lock's record of it
+    (:mod:`envsolve.lock.model` writes it as ``[[environments.frameworks]]``)."""
+
     name: str
     version: str
-    variant: str
-    index: str
-    index_path: str = ""
+    variant: str  # cpu | cuXYZ | rocmX.Y | ... | any (pure Python)
+    index: str  # symbolic: pypi | pytorch | ...
+    index_path: str = ""  # the build's folder under its index's root ("cu128"; "" for the root itself)
+    # the URL pip takes it from: the index's root joined with index_path ("" for the default index);
+    # the lock sets it from the configured roots, the solver leaves it empty
+    index_url: str = ""
     extra: str = ""
     conda: tuple[str, ...] = ()  # conda-forge MatchSpecs of the same build, when conda-forge has it
-    pins: tuple[tuple[str, str], ...] = ()
+    pins: tuple[tuple[str, str], ...] = ()  # Requires-Dist pins of bundled libraries
+
+    @property
+    def requirement(self) -> str:
+        """The exact pip requirement (``torch==2.7.1+cu128``)."""
+        return requirement(self.name, self.version, variant=self.variant, index=self.index, extra=self.extra)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Resolution:
+    """What one target resolved to; the lock's :class:`~envsolve.lock.model.Environment` is made
+    from it by one function (:func:`envsolve.lock.model.build`)."""
+
     target: Target
-    accelerator: str
-    platform: str = "linux/amd64"  # Docker's name of the platform the environment runs on
+    accelerator: Accelerator
+    platform: Platform = DEFAULT_PLATFORM  # Docker's name of the platform the environment runs on
     jetpack: str = ""  # a Jetson's JetPack release
     python: str
     cuda: str
@@ -79,7 +94,6 @@ class Resolution:
     tools: tuple[tuple[str, str], ...] = ()  # tools the images install, name -> version
     warnings: tuple[str, ...] = ()
     choices: tuple[Candidate, ...] = field(default=(), compare=False)
-
 
 
 @dataclass(frozen=True, slots=True)
