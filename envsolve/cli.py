@@ -497,7 +497,8 @@ def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool,
                   retries: int, backoff: float, progress: Callable[[str], None]) -> Any:
     """The package-index client of `refresh` and `data --verify` (URL from pip's settings by default)."""
     from .config import pip_index_url
-    from .refresh import IndexClient, default_cache_dir
+    from .index.client import IndexClient
+    from .paths import cache_dir as default_cache_dir
 
     url = index_url or pip_index_url()
     if not url:
@@ -546,8 +547,7 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
         click.echo(f"{root}: valid (data {m.data_version}, {m.digest})")
         return
     if verify:
-        from .verify import DATA_CHECKS
-        from .verify import render as render_report
+        from .verify import DATA_CHECKS, report_text
         from .verify import verify as verify_rows
 
         known = (*FRAMEWORKS, *DATA_CHECKS)
@@ -561,7 +561,7 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
 
         client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
         report = verify_rows(client, m, packages or known, client.index_url)
-        click.echo(render_report(report), nl=False)
+        click.echo(report_text(report), nl=False)
         if report.mismatches:
             raise _Mismatched(f"{len(report.mismatches)} fact(s) in {root} disagree with the index",
                               tip="correct the rows named above from their sources, then run "
@@ -741,8 +741,9 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
     """Compare the matrices with the package index; with --write, add the new releases."""
     import datetime
 
+    from .curate import write_rows
     from .data import data_dir, load_dir
-    from .refresh import DEFAULT_PACKAGES, apply, render, survey
+    from .refresh import DEFAULT_PACKAGES, plan_text, survey
 
     if data_version is not None:
         try:
@@ -757,7 +758,7 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
     client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
     m = load_dir(root)
     plan = survey(client, m, packages or DEFAULT_PACKAGES, progress)
-    click.echo(render(plan), nl=False)
+    click.echo(plan_text(plan), nl=False)
     for w in plan.warnings:
         click.echo(f"WARNING: {w}", err=True)
     if diff_only:
@@ -768,7 +769,7 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
                               f"{sum(f.kind == 'changed' for f in plan.findings)} change(s) for {root}",
                               tip="run `envsolve refresh --write` to add the new rows; correct changed rows by hand")
         return
-    written = apply(plan, root, data_version or datetime.date.today().isoformat())
+    written = write_rows(plan.rows, root, data_version or datetime.date.today().isoformat())
     for path in written:
         click.echo(f"wrote {path}")
     if not written:

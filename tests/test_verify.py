@@ -149,7 +149,7 @@ def test_the_shipped_matrices_agree_with_the_real_index(tmp_path: Path) -> None:
     from envsolve.config import pip_index_url
     from envsolve.data import load_dir
     from envsolve.errors import RefreshError
-    from envsolve.refresh import IndexClient
+    from envsolve.index.client import IndexClient
     from envsolve.verify import render
     from envsolve.verify import verify as verify_rows
     from tests.test_refresh import REAL_ENV

@@ -7,7 +7,7 @@ choose), its ``Requires-Dist`` on the frameworks the project names (``vllm==0.11
 Linux wheels: ``scipy==1.11.4`` has wheels up to cp312). Those become extra ranges on the
 spec, each remembering which package asked for it, so the solver's explanations can say so.
 
-Pure: the index is read through a :class:`Reader` (``refresh.IndexClient`` in the command).
+Pure: the index is read through an :class:`envsolve.index.reader.Reader` (``IndexClient`` in the command).
 """
 
 from __future__ import annotations
@@ -22,24 +22,16 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from ..data import Release
-from ..domain import COMPANIONS, COMPANIONS_OF, FRAMEWORKS, WHEEL_MACHINE
+from ..domain import COMPANIONS, COMPANIONS_OF, DEFAULT_PLATFORM, FRAMEWORKS, PLATFORMS, WHEEL_MACHINE, Platform
 from ..index import pages as ix
+from ..index.metadata import Metadata, requirements
+from ..index.reader import Reader
 from ..spec import FrameworkReq, ProjectSpec
 from ..versions import parse_python_minor, python_admits_minor
 
-__all__ = ["Reader", "Steer", "apply", "steer"]
+__all__ = ["Steer", "apply", "steer"]
 
 _TRIES = 12  # releases of one package looked at, newest first, before taking the newest as is
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Reader:
-    """How the index is read: a project's files, and a release's core metadata (None if none)."""
-
-    files: Callable[[str], tuple[ix.DistFile, ...]]
-    metadata: Callable[[Sequence[ix.DistFile]], ix.Metadata | None]
-    # the files read anew, for a line no release of ``files`` (a cached page) matches; None: no other
-    fresh_files: Callable[[str], tuple[ix.DistFile, ...]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,18 +59,6 @@ def _managed(spec: ProjectSpec) -> set[str]:
     """Framework and companion names the project's solve chooses."""
     names = {f.name for f in spec.frameworks}
     return names | {c for n in names for c in COMPANIONS_OF.get(n, ())}
-
-
-def _pythons(files: Sequence[ix.DistFile], known: Sequence[str], requires_python: str,
-             platforms: Sequence[str]) -> tuple[str, ...]:
-    """Pythons a release installs on from wheels alone, on every platform of the project's targets;
-    for an sdist-only release, Requires-Python."""
-    wheels = [f for f in files if f.filename.endswith(".whl")]
-    if not wheels:
-        return tuple(p for p in known if python_admits_minor(requires_python, p))
-    each = [set(ix.cpython_minors(wheels, known, requires_python, WHEEL_MACHINE.get(pl, "x86_64"))) for pl in platforms]
-    both = set.intersection(*each) if each else set()
-    return tuple(p for p in known if p in both)
 
 
 def _owner_range(companion: str, raw: str, releases: Callable[[str], Sequence[Release]]) -> str:
@@ -119,39 +99,100 @@ def _matching(files: tuple[ix.DistFile, ...], req: Requirement) -> dict[Version,
     return {v: by_version[v] for v in sorted(by_version, reverse=True) if req.specifier.contains(v, prereleases=True)}
 
 
+def _platform(text: str) -> Platform:
+    return next((p for p in PLATFORMS if p == text), DEFAULT_PLATFORM)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Context:
     spec: ProjectSpec
     reader: Reader
     known: Sequence[str]  # every Python minor the data knows
     releases: Callable[[str], Sequence[Release]]
-    platforms: tuple[str, ...]  # of the spec's targets
+    platforms: tuple[Platform, ...]  # of the spec's targets
+
+    @classmethod
+    def of(cls, spec: ProjectSpec, reader: Reader, known: Sequence[str],
+           releases: Callable[[str], Sequence[Release]]) -> _Context:
+        platforms = tuple(sorted({_platform(t.platform) for t in spec.targets})) or (DEFAULT_PLATFORM,)
+        return cls(spec=spec, reader=reader, known=known, releases=releases, platforms=platforms)
+
+
+def _pythons(ctx: _Context, files: Sequence[ix.DistFile], md: Metadata | None) -> tuple[str, ...]:
+    """The Pythons a release limits the solve to; () when it leaves every choosable one."""
+    machines = [WHEEL_MACHINE[p] for p in ctx.platforms]
+    pythons = ix.installable_pythons(files, ctx.known, md.requires_python if md else "", machines)
+    return () if set(_choosable(ctx.spec, ctx.known)) <= set(pythons) else pythons
+
+
+def _asks(ctx: _Context, req: Requirement, md: Metadata | None) -> dict[str, list[str]]:
+    """framework or companion -> the specifiers the release's Requires-Dist (with the line's
+    extras) asks of it, on the newest Python and every platform of the targets."""
+    everything = set(FRAMEWORKS) | set(COMPANIONS)
+    newest = max(ctx.known, key=parse_python_minor)
+    asks: dict[str, dict[str, None]] = {}
+    pulled = (r for p in ctx.platforms for extra in ("", *sorted(req.extras))
+              for r in (requirements(md, python=newest, extra=extra, platform=p) if md else ()))
+    for r in pulled:
+        if (dep := str(canonicalize_name(r.name))) in everything:
+            asks.setdefault(dep, {}).update({str(r.specifier): None} if r.specifier else {})
+    return {dep: list(specs) for dep, specs in asks.items()}
+
+
+def _framework_ranges(ctx: _Context, ranges: dict[str, list[str]]) -> tuple[tuple[str, str], ...]:
+    """The ranges asked of the project's frameworks, a companion's asked of its framework."""
+    ranges = {n: list(specs) for n, specs in ranges.items()}
+    for comp in [n for n in ranges if n in COMPANIONS]:
+        specs = ranges.pop(comp)
+        if specs:
+            ranges.setdefault(COMPANIONS[comp], []).append(_owner_range(comp, ",".join(specs), ctx.releases))
+    return tuple(sorted((n, ",".join(dict.fromkeys(x for s in specs for x in s.split(",") if x)))
+                        for n, specs in ranges.items()))
 
 
 def _ask(ctx: _Context, req: Requirement, line: str, version: Version, files: Sequence[ix.DistFile]) -> Steer:
     """What one release of a ``[packages] pip`` line asks of the frameworks and Python."""
-    md = ctx.reader.metadata(files)
-    pythons = _pythons(files, ctx.known, md.requires_python if md else "", ctx.platforms)
-    if set(_choosable(ctx.spec, ctx.known)) <= set(pythons):
-        pythons = ()  # every Python the solve could choose: no limit worth saying
-    everything = set(FRAMEWORKS) | set(COMPANIONS)
-    newest = max(ctx.known, key=parse_python_minor)
-    asks: dict[str, list[str]] = {}
-    for extra in ("", *sorted(req.extras)):
-        for r in ix.requirements(md, python=newest, extra=extra) if md else ():
-            if (dep := str(canonicalize_name(r.name))) in everything:
-                asks.setdefault(dep, []).extend([str(r.specifier)] if r.specifier else [])
+    got = ctx.reader.first_metadata(files)
+    md = got[1] if got else None
+    asks = _asks(ctx, req, md)
     managed = _managed(ctx.spec)
-    ranges = {n: specs for n, specs in asks.items() if n in managed}
-    for comp in [n for n in ranges if n in COMPANIONS]:  # a companion's range is its framework's
-        specs = ranges.pop(comp)
-        if specs:
-            ranges.setdefault(COMPANIONS[comp], []).append(_owner_range(comp, ",".join(specs), ctx.releases))
-    frameworks = tuple(sorted((n, ",".join(dict.fromkeys(x for s in specs for x in s.split(",") if x)))
-                              for n, specs in ranges.items()))
+    frameworks = _framework_ranges(ctx, {n: specs for n, specs in asks.items() if n in managed})
     unmanaged = tuple(sorted((n, ",".join(specs)) for n, specs in asks.items() if n not in managed))
     return Steer(line=line, package=f"{canonicalize_name(req.name)}=={version}", frameworks=frameworks,
-                 pythons=pythons, unmanaged=unmanaged)
+                 pythons=_pythons(ctx, files, md), unmanaged=unmanaged)
+
+
+def _requirement(line: str) -> Requirement | None:
+    """A ``[packages] pip`` line the steering reads: a plain requirement on a package envsolve does
+    not choose itself (not a URL, an option, a framework or a companion)."""
+    try:
+        req = Requirement(line)
+    except InvalidRequirement:
+        return None
+    name = canonicalize_name(req.name)
+    return None if req.url or name in FRAMEWORKS or name in COMPANIONS else req
+
+
+def _releases(reader: Reader, req: Requirement) -> list[tuple[Version, tuple[ix.DistFile, ...]]]:
+    """The releases a line admits, newest first: from the page as read, else the page asked anew
+    (a release newer than a cached page)."""
+    name = canonicalize_name(req.name)
+    matching = _matching(reader.project(name), req) or _matching(reader.project(name, revalidate=True), req)
+    return list(matching.items())[:_TRIES]
+
+
+def _fits_ask(ctx: _Context, asked: Steer) -> bool:
+    return _fits(ctx.spec, asked.frameworks, asked.pythons, ctx.releases)
+
+
+def _steer_line(ctx: _Context, req: Requirement, line: str) -> Steer | None:
+    """The newest release of the line that fits the project's ranges, else the newest."""
+    asked: list[Steer] = []
+    for v, files in _releases(ctx.reader, req):
+        asked.append(_ask(ctx, req, line, v, files))
+        if _fits_ask(ctx, asked[-1]):
+            return asked[-1]
+    return asked[0] if asked else None
 
 
 def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
@@ -161,29 +202,9 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
     ``torch==2.8.0``). Lines that are not plain requirements (URLs, options) ask nothing. Of the
     releases a line admits, the newest that leaves the project's ranges something to choose is
     read (else the newest, whose clash the solve then explains)."""
-    ctx = _Context(spec=spec, reader=reader, known=known_pythons, releases=releases,
-                   platforms=tuple(sorted({t.platform or "linux/amd64" for t in spec.targets})) or ("linux/amd64",))
-    out = []
-    for line in spec.pip:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        name = canonicalize_name(req.name)
-        if req.url or name in FRAMEWORKS or name in COMPANIONS:
-            continue
-        matching = _matching(reader.files(name), req)
-        if not matching and reader.fresh_files is not None:  # released after the page was cached
-            matching = _matching(reader.fresh_files(name), req)
-        asked = [_ask(ctx, req, line, v, files) for v, files in list(matching.items())[:1]]
-        for v, files in list(matching.items())[1:_TRIES]:
-            if _fits(spec, asked[-1].frameworks, asked[-1].pythons, releases):
-                break
-            asked.append(_ask(ctx, req, line, v, files))
-        fitting = [a for a in asked if _fits(spec, a.frameworks, a.pythons, releases)]
-        if asked:
-            out.append(fitting[0] if fitting else asked[0])
-    return tuple(out)
+    ctx = _Context.of(spec, reader, known_pythons, releases)
+    lines = [(req, line) for line in spec.pip if (req := _requirement(line)) is not None]
+    return tuple(s for req, line in lines if (s := _steer_line(ctx, req, line)) is not None)
 
 
 def apply(spec: ProjectSpec, steers: Sequence[Steer]) -> ProjectSpec:
