@@ -27,7 +27,7 @@ from .index import pages as ix
 from .index.reader import Reader
 from .versions import parse_python_minor
 
-__all__ = ["DEFAULT_PACKAGES", "RefreshFinding", "RefreshPlan", "plan_text", "survey"]
+__all__ = ["DEFAULT_PACKAGES", "RefreshFinding", "RefreshPlan", "known_newest", "plan_text", "survey"]
 
 DEFAULT_PACKAGES = (
     "torch", "torchvision", "torchaudio", "triton", "tensorflow", "jax", "jaxlib",
@@ -62,6 +62,11 @@ class RefreshPlan:
     rows: tuple[Row, ...] = ()
     findings: tuple[RefreshFinding, ...] = ()
     warnings: tuple[str, ...] = ()  # what could not be read (a missing companion, a failed file)
+
+    @property
+    def changed(self) -> int:
+        """How many rows the index disagrees with (reported, not rewritten)."""
+        return sum(f.kind == "changed" for f in self.findings)
 
 
 @dataclass(slots=True)
@@ -124,7 +129,7 @@ def survey(reader: Reader, m: Matrices, packages: Sequence[str] = DEFAULT_PACKAG
         _framework(s, fw)
     for name in names:
         _cuda_package(s, name)
-    newest = tuple((n, str(max(pages[n])) if pages[n] else "", _known_newest(m, n)) for n in names)
+    newest = tuple((n, str(max(pages[n])) if pages[n] else "", known_newest(m, n)) for n in names)
     return RefreshPlan(index_url=reader.index_url, newest=newest, rows=tuple(s.rows), findings=tuple(s.findings),
                        warnings=tuple(missing + reader.warnings))
 
@@ -172,7 +177,7 @@ _KNOWN: tuple[tuple[Callable[[str], bool], Callable[[Matrices, str], list[Versio
 )
 
 
-def _known_newest(m: Matrices, name: str) -> str:
+def known_newest(m: Matrices, name: str) -> str:
     """The newest version of ``name`` the matrices mention ("" when none)."""
     versions = next(read for applies, read in _KNOWN if applies(name))
     found = versions(m, name)

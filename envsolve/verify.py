@@ -3,11 +3,12 @@
 Pure comparison: the index is read through an :class:`envsolve.index.reader.Reader`
 (``IndexClient`` is one; the network stays in ``envsolve/index/``). For each framework release and
 each of its builds installed from the default index, the facts the index states are compared with
-the rows: the release exists (and each release on the index from the oldest row on has a row), its
-Pythons (the CPython tags of its Linux x86_64 wheels, or what ``Requires-Python`` admits for pure wheels), its companions' Python
-tags (which bound the Pythons a spec asking for the companion gets), the ``==`` pins of its wheels
-on nvidia-*, cuda-toolkit and triton, jax's jaxlib and plugin pins, TensorFlow's ``and-cuda``
-ranges and Keras pin. A framework plugs in by adding its check to :data:`CHECKS`.
+the rows: the release exists (and each release on the index from the oldest row on has a row),
+its Pythons (the CPython tags of its Linux x86_64 wheels, or what ``Requires-Python`` admits for
+pure wheels), its companions' Python tags (which bound the Pythons a spec asking for the companion
+gets), the ``==`` pins of its wheels on nvidia-*, cuda-toolkit and triton, jax's jaxlib and plugin
+pins, TensorFlow's ``and-cuda`` ranges and Keras pin. A framework plugs in by adding its check to
+:data:`CHECKS`.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from packaging.version import InvalidVersion, Version
 
 from .data import Build, Matrices, Release
 from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM
-from .errors import MissingProject, RefreshError
+from .errors import MissingProject, Problem, RefreshError, SpecError
 from .index import metadata as md_
 from .index import pages as ix
 from .index.reader import Reader
 from .versions import parse_python_minor, python_admits_minor
 
-__all__ = ["CHECKS", "DATA_CHECKS", "Mismatch", "Report", "report_text", "verify"]
+__all__ = ["CHECKS", "DATA_CHECKS", "Mismatch", "Report", "checked_packages", "report_text", "verify"]
 
 Page = dict[Version, tuple[ix.DistFile, ...]]
 _T = TypeVar("_T")
@@ -488,6 +489,16 @@ def _framework(ctx: _Ctx, fw: str) -> None:
     page = ctx.page(fw) or {}
     for rel in (r for r in rels if page.get(r.version)):
         _release(ctx, rel, page[rel.version])
+
+
+def checked_packages(packages: Sequence[str]) -> tuple[str, ...]:
+    """What ``--package`` names (every framework and CUDA library row when nothing), each one
+    something :func:`verify` checks: else a :class:`SpecError` naming them."""
+    known = (*FRAMEWORKS, *DATA_CHECKS)
+    if unknown := [p for p in packages if p not in known]:
+        raise SpecError([Problem("--package", p, "is not something --verify checks") for p in unknown],
+                        tip=f"pass one of: {', '.join(known)}")
+    return tuple(packages) or known
 
 
 def verify(reader: Reader, m: Matrices, packages: Sequence[str] = (*FRAMEWORKS, *DATA_CHECKS),
