@@ -122,16 +122,20 @@ def survey(reader: Reader, m: Matrices, packages: Sequence[str] = DEFAULT_PACKAG
     compare them with ``m``: the rows to add, and what needs a person."""
     asked = {str(canonicalize_name(p)) for p in packages}
     pages, missing = _read_pages(reader, _names(packages), asked, progress)
-    names = [n for n in _names(packages) if n in pages]
     pythons = sorted({p for r in m.releases for p in r.python}, key=parse_python_minor)
     s = _Survey(reader=reader, m=m, pages=pages, known_pythons=tuple(pythons))
-    for fw in (fw for fw in FRAMEWORKS if fw in pages and fw in asked):
+    for fw in sorted(asked.intersection(pages, FRAMEWORKS), key=FRAMEWORKS.index):
         _framework(s, fw)
+    names = [n for n in _names(packages) if n in pages]
     for name in names:
         _cuda_package(s, name)
-    newest = tuple((n, str(max(pages[n])) if pages[n] else "", known_newest(m, n)) for n in names)
-    return RefreshPlan(index_url=reader.index_url, newest=newest, rows=tuple(s.rows), findings=tuple(s.findings),
-                       warnings=tuple(missing + reader.warnings))
+    return RefreshPlan(index_url=reader.index_url, newest=tuple(_newest(s, n) for n in names), rows=tuple(s.rows),
+                       findings=tuple(s.findings), warnings=tuple(missing + reader.warnings))
+
+
+def _newest(s: _Survey, name: str) -> tuple[str, str, str]:
+    """(name, its newest release on the index, the newest the matrices know)."""
+    return name, str(max(s.pages[name])) if s.pages[name] else "", known_newest(s.m, name)
 
 
 # ---------------------------------------------------------------------------- what the matrices know

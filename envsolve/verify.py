@@ -213,9 +213,9 @@ def _versions(ctx: _Ctx, fw: str, rels: Sequence[Release]) -> None:
 
 def _this_index_pythons(ctx: _Ctx, rel: Release) -> tuple[str, ...]:
     """The row's Pythons but one only another index's build serves (nvidia-tensorflow 1.15.5's 3.8)."""
-    builds = [b for b in ctx.m.builds if b.package == rel.package and b.version == rel.version]
+    builds = [b for b in ctx.m.builds if (b.package, b.version) == (rel.package, rel.version)]
     here = {p for b in builds if b.index == "pypi" for p in (b.python or rel.python)}
-    elsewhere = {p for b in builds if b.index != "pypi" and b.python for p in b.python} - here
+    elsewhere = {p for b in builds if b.index != "pypi" for p in b.python} - here
     return tuple(p for p in rel.python if p not in elsewhere)
 
 
@@ -310,19 +310,22 @@ def _torch(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
 _PLUGIN = re.compile(r"jax-(cuda\d+|rocm\d*)-plugin")
 
 
+def _jax_label(rel: Release, b: Build) -> str:
+    return f"jax.toml jax {rel.raw} {b.variant}" + (f" [{b.extra}]" if b.extra else "")
+
+
 def _jax_build(ctx: _Ctx, rel: Release, b: Build, md: md_.Metadata) -> None:
     """jax's own requirements name jaxlib and the plugins; a pin jax does not name (the pjrt, a
     plugin installed beside it) is the plugin's fact, not jax's."""
-    label = f"jax.toml jax {rel.raw} {b.variant}" + (f" [{b.extra}]" if b.extra else "")
+    label = _jax_label(rel, b)
     if b.extra and b.extra not in md.provides_extra:
         ctx.compare(label, f"extra {b.extra}", "exists", "not declared")
         return
     every = _combined(md_.requirements(md, python=rel.python[-1] if rel.python else "3.12", extra=b.extra))
     named = {n: v for n, v in every.items() if n == "jaxlib" or _PLUGIN.fullmatch(n)}
     _pins(ctx, label, {k: v for k, v in b.pins if k in every}, named)
-    for name, pin in b.pins:
-        if _PLUGIN.fullmatch(name):
-            _plugin_pythons(ctx, rel, b, label, name, pin)
+    for name, pin in filter(lambda pin: _PLUGIN.fullmatch(pin[0]), b.pins):
+        _plugin_pythons(ctx, rel, b, label, name, pin)
 
 
 def _jax(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
@@ -335,17 +338,17 @@ def _jax(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
 
 
 def _plugin_pythons(ctx: _Ctx, rel: Release, b: Build, label: str, name: str, pin: str) -> None:
-    """A plugin's own wheels bound the Pythons of the build that installs it."""
+    """A plugin's own wheels bound the Pythons of the build that installs it: pip takes, per
+    Python, the newest matching release that has a wheel for it."""
     page = ctx.page(name)
     spec = _pin_spec(pin)
     if page is None or spec is None:
         return
-    matching = [v for v in page if v in spec]
+    matching = [files for v, files in page.items() if v in spec]
     if not matching:
         ctx.compare(label, f"{name} {pin} on the index", "released", "not found")
         return
-    # pip takes, per Python, the newest matching release that has a wheel for it
-    has = {p for v in matching for p in ix.cpython_minors(page[v], ctx.known_pythons)}
+    has = set().union(*(ix.cpython_minors(files, ctx.known_pythons) for files in matching))
     usable = [p for p in rel.python if p in has]
     ctx.compare(label, f"Python with {name} {pin}", _show(b.python or rel.python), _show(usable))
 

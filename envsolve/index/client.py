@@ -244,6 +244,11 @@ class IndexClient:
 
     # ------------------------------------------------------------------ pages
 
+    def _page_headers(self, revalidate: bool) -> dict[str, str]:
+        """A cache-first client asks anew (``max-age=0``) for a page it must revalidate; offline, never."""
+        again = revalidate and self.cache_first and not self.offline
+        return {"Accept": ix.ACCEPT, **({"Cache-Control": "max-age=0"} if again else {})}
+
     def project(self, name: str, *, revalidate: bool = False) -> tuple[ix.DistFile, ...]:
         """The files of ``name``'s project page; a missing project is a :class:`MissingProject`.
         ``revalidate``: ask the index even when this client reads its cache first (a page cached
@@ -251,19 +256,12 @@ class IndexClient:
         if revalidate and name in self._checked:
             return self._checked[name]
         url = ix.project_url(self.index_url, name)
-        again = revalidate and self.cache_first and not self.offline
-        resp = self._send(url, {"Accept": ix.ACCEPT, **({"Cache-Control": "max-age=0"} if again else {})})
+        resp = self._send(url, self._page_headers(revalidate))
         if resp.status_code == 404:
             raise MissingProject(f"the package index at {self.index_url} has no project {name!r}",
                                  tip="check the name given to --package, or use an index that carries it "
                                      "(--index-url)")
-        if resp.status_code != 200:
-            raise self._failed(resp.status_code, url)
-        try:
-            files = ix.parse_project_page(resp.content, resp.headers.get("Content-Type", ""), url)
-        except ix.IndexFormatError as e:
-            raise RefreshError(f"the page of {name!r} at {url} is not a simple-API page: {e}",
-                               tip="pass the simple-API root of the index with --index-url") from None
+        files = _page_files(name, url, resp)
         if revalidate or not self.cache_first:
             self._checked[name] = files
         return files
@@ -378,6 +376,16 @@ class IndexClient:
         end = min(member.header_offset + wheel.member_bytes(member), got[1]) - 1
         chunk = self._range(f.url, f"{member.header_offset}-{end}")
         return wheel.member_text(member, chunk[0]) if chunk is not None else None
+
+
+def _page_files(name: str, url: str, resp: requests.Response) -> tuple[ix.DistFile, ...]:
+    if resp.status_code != 200:
+        raise RefreshError(f"the package index answered HTTP {resp.status_code} for {url}", tip=_OTHER_INDEX)
+    try:
+        return ix.parse_project_page(resp.content, resp.headers.get("Content-Type", ""), url)
+    except ix.IndexFormatError as e:
+        raise RefreshError(f"the page of {name!r} at {url} is not a simple-API page: {e}",
+                           tip="pass the simple-API root of the index with --index-url") from None
 
 
 def _parsed(what: str, text: str) -> Metadata:

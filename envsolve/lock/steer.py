@@ -207,25 +207,33 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
     return tuple(s for req, line in lines if (s := _steer_line(ctx, req, line)) is not None)
 
 
+def _any(raw: str) -> bool:
+    return raw.strip() in ("", "*")
+
+
+def _asked(f: FrameworkReq, steers: Sequence[Steer]) -> FrameworkReq:
+    """``f`` with the ranges the steers ask of its framework added, remembering who asked."""
+    asked = [(s.package, raw) for s in steers for n, raw in s.frameworks if n == f.name and raw]
+    if not asked:
+        return f
+    raw = ",".join(([] if _any(f.raw) else [f.raw]) + [raw for _, raw in asked])
+    return FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
+                        asked_by=", ".join(p for p, _ in asked))
+
+
+def _python_bounds(steers: Sequence[Steer]) -> list[str]:
+    """The Python range each steer that limits the Pythons asks for."""
+    return [f">={s.pythons[0]},<{_next_minor(s.pythons[-1])}" for s in steers if s.pythons]
+
+
 def apply(spec: ProjectSpec, steers: Sequence[Steer]) -> ProjectSpec:
     """``spec`` with each steer's framework and Python ranges added (the ranges of both must hold)."""
-    frameworks = []
-    for f in spec.frameworks:
-        asked = [(s.package, raw) for s in steers for n, raw in s.frameworks if n == f.name and raw]
-        if not asked:
-            frameworks.append(f)
-            continue
-        parts = ([] if f.raw.strip() in ("", "*") else [f.raw]) + [raw for _, raw in asked]
-        raw = ",".join(parts)
-        frameworks.append(FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
-                                       asked_by=", ".join(p for p, _ in asked)))
     python, python_raw = spec.python, spec.python_raw
-    for s in steers:
-        if s.pythons:
-            bound = f">={s.pythons[0]},<{_next_minor(s.pythons[-1])}"
-            python = python & SpecifierSet(bound)
-            python_raw = bound if python_raw.strip() in ("", "*") else f"{python_raw},{bound}"
-    return dataclasses.replace(spec, frameworks=tuple(frameworks), python=python, python_raw=python_raw)
+    for bound in _python_bounds(steers):
+        python = python & SpecifierSet(bound)
+        python_raw = bound if _any(python_raw) else f"{python_raw},{bound}"
+    frameworks = tuple(_asked(f, steers) for f in spec.frameworks)
+    return dataclasses.replace(spec, frameworks=frameworks, python=python, python_raw=python_raw)
 
 
 def _next_minor(minor: str) -> str:
