@@ -420,3 +420,35 @@ def test_real_index_has_keras_with_metadata(tmp_path: Path) -> None:
         raise
     newest = dict((n, v) for n, v, _ in plan.newest)["keras"]
     assert Version(newest) >= Version("3.15.1")
+
+
+# ---------------------------------------------------------------------------- writing rows
+
+
+def test_rows_go_after_the_last_run_of_their_table_and_nothing_else_moves() -> None:
+    from envsolve.curate import Row, row_text, with_rows
+
+    text = (data_dir() / "torch.toml").read_text()  # its legacy [[release]] rows follow the builds
+    row = Row(file="torch.toml", table="release", label="torch 9.9.9", fields=(
+        ("version", "9.9.9"), ("python", ["3.12"]), ("companions", {"torchvision": "9.9.9", "a-b": "1"}),
+        ("note", 'a "quoted" word'), ("source", "package metadata of torch==9.9.9")))
+    got = with_rows(text, [row], "9999-01-01")
+    block = row_text(row)
+    assert block == ('[[release]]\nversion = "9.9.9"\npython = ["3.12"]\n'
+                     'companions = { torchvision = "9.9.9", "a-b" = "1" }\nnote = "a \\"quoted\\" word"\n'
+                     'source = "package metadata of torch==9.9.9"\n')
+    last = text.rindex("[[release]]")
+    end = text.index("\n\n", last) + 1
+    assert got == (text[:end] + "\n" + block + text[end:]).replace(
+        f'data_version = "{load_dir(data_dir()).data_version}"', 'data_version = "9999-01-01"', 1)
+
+
+def test_a_row_goes_before_the_comments_that_open_the_next_section() -> None:
+    from envsolve.curate import Row, with_rows
+
+    text = ('schema = 1\ndata_version = "2000-01-01"\n\n[[release]]\nversion = "1"\n\n[release.companions]\n'
+            'x = "1"\n# builds\n[[build]]\nversion = "1"\n')
+    row = Row(file="t.toml", table="release", label="t 2", fields=(("version", "2"),))
+    assert with_rows(text, [row], "1999-01-01") == (
+        'schema = 1\ndata_version = "2000-01-01"\n\n[[release]]\nversion = "1"\n\n[release.companions]\n'
+        'x = "1"\n\n[[release]]\nversion = "2"\n\n# builds\n[[build]]\nversion = "1"\n')
