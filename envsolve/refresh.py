@@ -225,10 +225,15 @@ def _new_versions(known: Iterable[Version], on_index: Page) -> list[Version]:
     return [v for v in on_index if v not in known and (v > floor if floor else v == max(on_index))]
 
 
+def _on_index(page: Page) -> Page:
+    """The releases not yanked whole."""
+    return {v: fs for v, fs in page.items() if not _all_yanked(fs)}
+
+
 def _framework(s: _Survey, fw: str) -> None:
     known = {r.version: r for r in s.m.releases if r.package == fw}
-    on_index = {v: fs for v, fs in s.pages[fw].items() if not _all_yanked(fs)}
-    for v in (v for v, fs in s.pages[fw].items() if v in known and _all_yanked(fs)):
+    on_index = _on_index(s.pages[fw])
+    for v in sorted(known.keys() & (s.pages[fw].keys() - on_index.keys()), key=list(s.pages[fw]).index):
         s.note(fw, "changed", f"{fw} {known[v].raw} is yanked on the index")
     _changed_pythons(s, fw, known, on_index)
     new = _new_versions(known, on_index)
@@ -248,12 +253,16 @@ def _companion_pin(s: _Survey, fw: str, comp: str, cv: Version, files: Sequence[
     return md_.exact_version(req.specifier) if req is not None else ""
 
 
+def _newer(page: Page, known: set[str]) -> list[tuple[Version, tuple[ix.DistFile, ...]]]:
+    """The releases of ``page`` newer than every version in ``known``, none of those listed."""
+    top = max(map(Version, known), default=None)
+    return [(v, files) for v, files in page.items() if str(v) not in known and (top is None or v > top)]
+
+
 def _new_companions(s: _Survey, fw: str, comp: str) -> list[tuple[Version, tuple[ix.DistFile, ...]]]:
     """The companion's releases newer than any the matrices pair with ``fw`` (yanked ones aside)."""
     known = {v for r in s.m.releases if r.package == fw for c, v in r.companions if c == comp}
-    top = max((Version(v) for v in known), default=None)
-    return [(cv, files) for cv, files in s.pages.get(comp, {}).items()
-            if str(cv) not in known and (top is None or cv > top) and not _all_yanked(files)]
+    return _newer(_on_index(s.pages.get(comp, {})), known)
 
 
 def _companion_map(s: _Survey, fw: str) -> dict[str, dict[str, str]]:
@@ -352,10 +361,13 @@ def _new_release(s: _Survey, fw: str, v: Version, companions: dict[str, str]) ->
 # ---------------------------------------------------------------------------- builds
 
 
+def _runtime_text(f: md_.BundledFacts) -> str:
+    return f"CUDA {f.cuda}" if f.cuda else (f"CUDA runtime {f.cuda_runtime}" if f.cuda_runtime else "")
+
+
 def _facts_text(f: md_.BundledFacts) -> str:
-    runtime = f"CUDA {f.cuda}" if f.cuda else (f"CUDA runtime {f.cuda_runtime}" if f.cuda_runtime else "")
-    parts = (runtime, f"cuDNN {f.cudnn}" if f.cudnn else "", f"NCCL {f.nccl}" if f.nccl else "",
-             f"triton {f.triton}" if f.triton else "")
+    named = (("cuDNN", f.cudnn), ("NCCL", f.nccl), ("triton", f.triton))
+    parts = [_runtime_text(f), *(f"{what} {value}" for what, value in named if value)]
     return ", ".join(p for p in parts if p) or _NO_CUDA
 
 

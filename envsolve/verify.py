@@ -78,6 +78,9 @@ class _Ctx:
                 self.pages[name] = ix.releases(f for f in files if not f.yanked)
         return self.pages[name]
 
+    def builds_of(self, rel: Release) -> list[Build]:
+        return [b for b in self.m.builds if (b.package, b.version) == (rel.package, rel.version)]
+
     def compare(self, row: str, fact: str, data: str, index: str, same: bool | None = None) -> None:
         self.checked += 1
         if not (data == index if same is None else same):
@@ -196,26 +199,36 @@ def _is_version(text: str) -> bool:
 # ---------------------------------------------------------------------------- the checks
 
 
+def _released(found: object) -> str:
+    return "released" if found else "not found"
+
+
+def _unrowed(page: Page, known: set[Version]) -> list[Version]:
+    """The releases on the index from the oldest row on that have no row."""
+    floor = min(known, default=None)
+    return [v for v in page if floor is not None and floor < v and v not in known]
+
+
 def _versions(ctx: _Ctx, fw: str, rels: Sequence[Release]) -> None:
     """Each row's version is on the index; each release on the index from the oldest row on has a row."""
     page = ctx.page(fw)
     if page is None:
         return
-    known = {r.version for r in rels}
     for r in rels:
-        ctx.compare(f"{fw}.toml {fw} {r.raw}", "on the index", "released",
-                    "released" if r.version in page else "not found")
-    floor = min(known, default=None)
-    for v in page:
-        if floor is not None and v > floor and v not in known:
-            ctx.compare(f"{fw}.toml {fw} {v}", "has a row", "no row", "released")
+        ctx.compare(f"{fw}.toml {fw} {r.raw}", "on the index", "released", _released(r.version in page))
+    for v in _unrowed(page, {r.version for r in rels}):
+        ctx.compare(f"{fw}.toml {fw} {v}", "has a row", "no row", "released")
+
+
+def _elsewhere(rel: Release, builds: Sequence[Build]) -> set[str]:
+    """The Pythons only another index's build of ``rel`` serves (nvidia-tensorflow 1.15.5's 3.8)."""
+    here = {p for b in builds if b.index == "pypi" for p in (b.python or rel.python)}
+    return {p for b in builds if b.index != "pypi" for p in b.python} - here
 
 
 def _this_index_pythons(ctx: _Ctx, rel: Release) -> tuple[str, ...]:
-    """The row's Pythons but one only another index's build serves (nvidia-tensorflow 1.15.5's 3.8)."""
-    builds = [b for b in ctx.m.builds if (b.package, b.version) == (rel.package, rel.version)]
-    here = {p for b in builds if b.index == "pypi" for p in (b.python or rel.python)}
-    elsewhere = {p for b in builds if b.index != "pypi" for p in b.python} - here
+    """The row's Pythons but those only another index's build serves."""
+    elsewhere = _elsewhere(rel, ctx.builds_of(rel))
     return tuple(p for p in rel.python if p not in elsewhere)
 
 
@@ -235,23 +248,25 @@ def _pythons(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
         _requires_python_check(ctx, label, rel, rp)
 
 
+def _companion_files(ctx: _Ctx, comp: str, version: str) -> tuple[ix.DistFile, ...] | None:
+    """The companion release's files; () when the index lacks that release, None when it lacks the companion."""
+    page = ctx.page(comp)
+    return None if page is None else page.get(Version(version), ()) if _is_version(version) else ()
+
+
 def _companions(ctx: _Ctx, rel: Release) -> None:
     """Each companion exists and has wheels for every Python the row lists (else a spec asking
-    for it would get a Python it has no wheel for)."""
+    for it would get a Python it has no wheel for); jax's Pythons are its jaxlib's already."""
     label = f"{rel.package}.toml {rel.package} {rel.raw}"
     for comp, version in rel.companions:
-        page = ctx.page(comp)
-        if page is None:
-            continue
-        files = page.get(Version(version)) if _is_version(version) else None
-        ctx.compare(label, f"companion {comp} {version} on the index", "released",
-                    "released" if files else "not found")
-        if not files or comp in PYTHONS_FROM.values():
-            continue  # jax's Pythons are its jaxlib's already
-        has = ix.cpython_minors(files, ctx.known_pythons)
-        usable = [p for p in rel.python if p in has]
-        data = dict(rel.companion_python).get(comp, rel.python)
-        ctx.compare(label, f"Python with companion {comp} {version}", _show(data), _show(usable))
+        files = _companion_files(ctx, comp, version)
+        if files is not None:
+            ctx.compare(label, f"companion {comp} {version} on the index", "released", _released(files))
+        if files and comp not in PYTHONS_FROM.values():
+            has = ix.cpython_minors(files, ctx.known_pythons)
+            data = dict(rel.companion_python).get(comp, rel.python)
+            ctx.compare(label, f"Python with companion {comp} {version}", _show(data),
+                        _show(p for p in rel.python if p in has))
 
 
 def _pins(ctx: _Ctx, label: str, data: dict[str, str], index: dict[str, str]) -> None:
@@ -261,8 +276,8 @@ def _pins(ctx: _Ctx, label: str, data: dict[str, str], index: dict[str, str]) ->
 
 
 def _default_index_builds(ctx: _Ctx, rel: Release) -> list[Build]:
-    return [b for b in ctx.m.builds if b.package == rel.package and b.version == rel.version
-            and b.index == "pypi" and not b.dist]
+    """The builds of ``rel`` installed from the default index under the framework's own name."""
+    return [b for b in ctx.builds_of(rel) if b.index == "pypi" and not b.dist]
 
 
 def _pin_at_pythons(name: str, per_python: dict[str, dict[str, str]]) -> tuple[list[str], str]:
@@ -434,13 +449,17 @@ def _keras(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
     ctx.compare(f"keras.toml keras {rel.raw}", "Python (Requires-Python)", _show(rel.python), _show(admitted))
 
 
+def _cudnn_keys(page: Page) -> list[tuple[int, ...]]:
+    """The cuDNN x.y.z releases of a page, once each."""
+    return list(dict.fromkeys((v.release + (0, 0))[:3] for v in page))
+
+
 def _cudnn_rows(ctx: _Ctx) -> None:
     """Each cuDNN release on the index (nvidia-cudnn-cuXX) has a cudnn.toml row (rows of releases
     NVIDIA published outside the index are not expected there)."""
     for major in sorted({c.cuda_major for c in ctx.m.cudnn}):
-        page = ctx.page(f"nvidia-cudnn-cu{major}") or {}
         known = {c.version.prefix(3) for c in ctx.m.cudnn if c.cuda_major == major}
-        for key in dict.fromkeys((v.release + (0, 0))[:3] for v in page):
+        for key in _cudnn_keys(ctx.page(f"nvidia-cudnn-cu{major}") or {}):
             ctx.compare(f"cudnn.toml cuDNN {'.'.join(map(str, key))} (CUDA {major})", "has a row",
                         "row" if key in known else "no row", "row")
 
@@ -464,12 +483,17 @@ CHECKS: dict[str, Callable[[_Ctx, Release, Sequence[ix.DistFile]], None]] = {
 }
 
 
+def _index_minors(pages: Iterable[Page | None]) -> set[str]:
+    """Every CPython minor the pages have wheels for."""
+    return {p for page in pages for files in (page or {}).values() for p in ix.cpython_tag_minors(files)}
+
+
 def _known_pythons(m: Matrices, pages: Iterable[Page | None]) -> tuple[str, ...]:
     """The Pythons the data knows, and every newer CPython minor the index has wheels for."""
     data = {p for r in m.releases for p in r.python}
     floor = min((parse_python_minor(p) for p in data), default=(3, 0))
-    seen = {p for page in pages for files in (page or {}).values() for p in ix.cpython_tag_minors(files)}
-    return tuple(sorted((p for p in data | seen if parse_python_minor(p) >= floor), key=parse_python_minor))
+    found = data | _index_minors(pages)
+    return tuple(sorted((p for p in found if parse_python_minor(p) >= floor), key=parse_python_minor))
 
 
 def _read_pages(ctx: _Ctx, frameworks: Sequence[str]) -> None:
