@@ -34,6 +34,7 @@ __all__ = [
     "cpython_minors",
     "cpython_tag_minors",
     "file_version",
+    "admitted",
     "has_cpython_wheels",
     "installable_pythons",
     "metadata_candidates",
@@ -79,6 +80,14 @@ def project_url(index_url: str, name: str) -> str:
 # ---------------------------------------------------------------------------- project pages
 
 
+def _is_json(ctype: str) -> bool:
+    return ctype in (JSON_TYPE, "application/json") or ctype.endswith("+json")
+
+
+def _is_html(ctype: str, text: str) -> bool:
+    return "html" in ctype or text.lstrip().lower().startswith(("<!doctype html", "<html"))
+
+
 def parse_project_page(body: bytes, content_type: str, page_url: str) -> tuple[DistFile, ...]:
     """The files of a project page, by the answer's content type (JSON, else HTML)."""
     ctype = content_type.split(";")[0].strip().lower()
@@ -86,9 +95,9 @@ def parse_project_page(body: bytes, content_type: str, page_url: str) -> tuple[D
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
         raise IndexFormatError(f"the page is not UTF-8 text ({e})") from None
-    if ctype == JSON_TYPE or ctype.endswith("+json") or ctype == "application/json":
+    if _is_json(ctype):
         return _parse_json(text, page_url)
-    if "html" in ctype or text.lstrip().lower().startswith(("<!doctype html", "<html")):
+    if _is_html(ctype, text):
         return _parse_html(text, page_url)
     raise IndexFormatError(f"the page has content type {content_type or 'none'!r}, "
                            "neither the JSON nor the HTML simple API")
@@ -103,33 +112,32 @@ def _meta_hash(value: Any) -> tuple[bool | None, str]:
     return bool(value), ""
 
 
+def _json_file(f: Any, page_url: str) -> DistFile:
+    """One PEP 691 file entry (PEP 714: ``core-metadata`` is the current key, ``dist-info-metadata``
+    the older one)."""
+    if not (isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("url"), str)):
+        raise IndexFormatError("a file entry lacks 'filename' or 'url' (PEP 691)")
+    has_meta, meta_sha = _meta_hash(f.get("core-metadata", f.get("dist-info-metadata")))
+    hashes = f.get("hashes")
+    return DistFile(
+        filename=f["filename"],
+        url=urldefrag(urljoin(page_url, f["url"])).url,
+        sha256=str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower(),
+        requires_python=str(f.get("requires-python") or ""),
+        metadata=has_meta,
+        metadata_sha256=meta_sha,
+        yanked=bool(f.get("yanked", False)),
+    )
+
+
 def _parse_json(text: str, page_url: str) -> tuple[DistFile, ...]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise IndexFormatError(f"the JSON page does not parse ({e})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+    if not (isinstance(data, dict) and isinstance(data.get("files"), list)):
         raise IndexFormatError("the JSON page has no 'files' list (PEP 691)")
-    out = []
-    for f in data["files"]:
-        if not isinstance(f, dict) or not isinstance(f.get("filename"), str) or not isinstance(f.get("url"), str):
-            raise IndexFormatError("a file entry lacks 'filename' or 'url' (PEP 691)")
-        # PEP 714: core-metadata is the current key; dist-info-metadata the older one
-        raw_meta = f.get("core-metadata", f.get("dist-info-metadata"))
-        has_meta, meta_sha = _meta_hash(raw_meta)
-        hashes = f.get("hashes")
-        if not isinstance(hashes, dict):
-            hashes = {}
-        out.append(DistFile(
-            filename=f["filename"],
-            url=urldefrag(urljoin(page_url, f["url"])).url,
-            sha256=str(hashes.get("sha256", "")).lower(),
-            requires_python=str(f.get("requires-python") or ""),
-            metadata=has_meta,
-            metadata_sha256=meta_sha,
-            yanked=bool(f.get("yanked", False)),
-        ))
-    return tuple(out)
+    return tuple(_json_file(f, page_url) for f in data["files"])
 
 
 class _Anchors(HTMLParser):
@@ -207,12 +215,15 @@ def file_version(filename: str) -> Version | None:
     return None
 
 
+def _wanted(v: Version, pre: bool) -> bool:
+    return pre or not (v.is_prerelease or v.is_devrelease)
+
+
 def releases(files: Iterable[DistFile], *, pre: bool = False) -> dict[Version, tuple[DistFile, ...]]:
     """Files by release version; pre- and dev releases only with ``pre``."""
     out: dict[Version, list[DistFile]] = {}
-    versions = ((file_version(f.filename), f) for f in files)
-    for v, f in versions:
-        if v is not None and (pre or not (v.is_prerelease or v.is_devrelease)):
+    for v, f in ((file_version(f.filename), f) for f in files):
+        if v is not None and _wanted(v, pre):
             out.setdefault(v, []).append(f)
     return {v: tuple(fs) for v, fs in sorted(out.items())}
 
@@ -247,16 +258,20 @@ def _pure(tag: Tag) -> bool:
     return tag.interpreter in ("py3", "py2.py3") or (tag.interpreter.startswith("py3") and tag.abi == "none")
 
 
+def admitted(known: Sequence[str], requires_python: str) -> list[str]:
+    """The minors of ``known`` a ``Requires-Python`` admits (any patch of them)."""
+    return [k for k in known if python_admits_minor(requires_python, k)]
+
+
 def _tag_minors(tag: Tag, known: Sequence[str], requires_python: str) -> set[str]:
     """The minors one Linux wheel tag serves: its own (``cp312-cp312``), every admitted one from
     its own on (``cp39-abi3``), or every admitted one (``py3-none``)."""
     minor = _cp_minor(tag)
     if minor and _own_abi(tag):
         return {minor}
-    admitted = {k for k in known if python_admits_minor(requires_python, k)}
     if minor and tag.abi == "abi3":
-        return {k for k in admitted if parse_python_minor(k) >= parse_python_minor(minor)}
-    return admitted if _pure(tag) else set()
+        return {k for k in admitted(known, requires_python) if parse_python_minor(k) >= parse_python_minor(minor)}
+    return set(admitted(known, requires_python)) if _pure(tag) else set()
 
 
 def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
@@ -293,10 +308,9 @@ def installable_pythons(files: Sequence[DistFile], known: Sequence[str], require
     sdist-only release, what ``requires_python`` admits."""
     wheels = [f for f in files if f.filename.endswith(".whl")]
     if not wheels:
-        return tuple(p for p in known if python_admits_minor(requires_python, p))
-    each = [set(cpython_minors(wheels, known, requires_python, machine)) for machine in machines]
-    both = set.intersection(*each) if each else set()
-    return tuple(p for p in known if p in both)
+        return tuple(admitted(known, requires_python))
+    everywhere = set(known).intersection(*(cpython_minors(wheels, known, requires_python, m) for m in machines))
+    return tuple(p for p in known if p in everywhere)
 
 
 def has_cpython_wheels(files: Iterable[DistFile]) -> bool:

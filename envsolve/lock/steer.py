@@ -80,17 +80,19 @@ def _choosable(spec: ProjectSpec, known: Sequence[str]) -> list[str]:
             and python_admits_minor(spec.python, p)]
 
 
+def _has_release(spec: ProjectSpec, name: str, raw: str, releases: Callable[[str], Sequence[Release]]) -> bool:
+    """Whether a release of framework ``name`` is in both ``raw`` and the project's own range."""
+    own = spec.framework(name)
+    want = SpecifierSet(raw) & (own.specifier if own else SpecifierSet())
+    return any(want.contains(r.version, prereleases=True) for r in releases(name))
+
+
 def _fits(spec: ProjectSpec, frameworks: Sequence[tuple[str, str]], pythons: Sequence[str],
           releases: Callable[[str], Sequence[Release]]) -> bool:
     """Whether a release leaves the project's ranges something to choose."""
     if pythons and not any(python_admits_minor(spec.python, p) for p in pythons):
         return False
-    for name, raw in frameworks:
-        own = spec.framework(name)
-        want = SpecifierSet(raw) & (own.specifier if own else SpecifierSet())
-        if not any(want.contains(r.version, prereleases=True) for r in releases(name)):
-            return False
-    return True
+    return all(_has_release(spec, name, raw, releases) for name, raw in frameworks)
 
 
 def _matching(files: tuple[ix.DistFile, ...], req: Requirement) -> dict[Version, tuple[ix.DistFile, ...]]:
@@ -125,29 +127,34 @@ def _pythons(ctx: _Context, files: Sequence[ix.DistFile], md: Metadata | None) -
     return () if set(_choosable(ctx.spec, ctx.known)) <= set(pythons) else pythons
 
 
-def _asks(ctx: _Context, req: Requirement, md: Metadata | None) -> dict[str, list[str]]:
-    """framework or companion -> the specifiers the release's Requires-Dist (with the line's
-    extras) asks of it, on the newest Python and every platform of the targets."""
-    everything = set(FRAMEWORKS) | set(COMPANIONS)
+def _pulled(ctx: _Context, req: Requirement, md: Metadata) -> list[Requirement]:
+    """What the release pulls with the line's extras, on the newest Python and every target platform."""
     newest = max(ctx.known, key=parse_python_minor)
+    return [r for p in ctx.platforms for extra in ("", *sorted(req.extras))
+            for r in requirements(md, python=newest, extra=extra, platform=p)]
+
+
+def _asks(ctx: _Context, req: Requirement, md: Metadata | None) -> dict[str, list[str]]:
+    """framework or companion -> the specifiers the release's Requires-Dist asks of it."""
+    everything = set(FRAMEWORKS) | set(COMPANIONS)
     asks: dict[str, dict[str, None]] = {}
-    pulled = (r for p in ctx.platforms for extra in ("", *sorted(req.extras))
-              for r in (requirements(md, python=newest, extra=extra, platform=p) if md else ()))
-    for r in pulled:
+    for r in _pulled(ctx, req, md) if md else ():
         if (dep := str(canonicalize_name(r.name))) in everything:
             asks.setdefault(dep, {}).update({str(r.specifier): None} if r.specifier else {})
     return {dep: list(specs) for dep, specs in asks.items()}
 
 
+def _joined(specs: Sequence[str]) -> str:
+    """Specifier sets as one, each clause once."""
+    return ",".join(dict.fromkeys(x for s in specs for x in s.split(",") if x))
+
+
 def _framework_ranges(ctx: _Context, ranges: dict[str, list[str]]) -> tuple[tuple[str, str], ...]:
     """The ranges asked of the project's frameworks, a companion's asked of its framework."""
-    ranges = {n: list(specs) for n, specs in ranges.items()}
-    for comp in [n for n in ranges if n in COMPANIONS]:
-        specs = ranges.pop(comp)
-        if specs:
-            ranges.setdefault(COMPANIONS[comp], []).append(_owner_range(comp, ",".join(specs), ctx.releases))
-    return tuple(sorted((n, ",".join(dict.fromkeys(x for s in specs for x in s.split(",") if x)))
-                        for n, specs in ranges.items()))
+    own = {n: list(specs) for n, specs in ranges.items() if n not in COMPANIONS}
+    for comp, specs in ((n, specs) for n, specs in ranges.items() if n in COMPANIONS and specs):
+        own.setdefault(COMPANIONS[comp], []).append(_owner_range(comp, ",".join(specs), ctx.releases))
+    return tuple(sorted((n, _joined(specs)) for n, specs in own.items()))
 
 
 def _ask(ctx: _Context, req: Requirement, line: str, version: Version, files: Sequence[ix.DistFile]) -> Steer:
