@@ -122,8 +122,7 @@ def survey(reader: Reader, m: Matrices, packages: Sequence[str] = DEFAULT_PACKAG
     compare them with ``m``: the rows to add, and what needs a person."""
     asked = {str(canonicalize_name(p)) for p in packages}
     pages, missing = _read_pages(reader, _names(packages), asked, progress)
-    pythons = sorted({p for r in m.releases for p in r.python}, key=parse_python_minor)
-    s = _Survey(reader=reader, m=m, pages=pages, known_pythons=tuple(pythons))
+    s = _Survey(reader=reader, m=m, pages=pages, known_pythons=_known_pythons(m))
     for fw in sorted(asked.intersection(pages, FRAMEWORKS), key=FRAMEWORKS.index):
         _framework(s, fw)
     names = [n for n in _names(packages) if n in pages]
@@ -131,6 +130,10 @@ def survey(reader: Reader, m: Matrices, packages: Sequence[str] = DEFAULT_PACKAG
         _cuda_package(s, name)
     return RefreshPlan(index_url=reader.index_url, newest=tuple(_newest(s, n) for n in names), rows=tuple(s.rows),
                        findings=tuple(s.findings), warnings=tuple(missing + reader.warnings))
+
+
+def _known_pythons(m: Matrices) -> tuple[str, ...]:
+    return tuple(sorted({p for r in m.releases for p in r.python}, key=parse_python_minor))
 
 
 def _newest(s: _Survey, name: str) -> tuple[str, str, str]:
@@ -167,10 +170,13 @@ def _toolkit_versions(m: Matrices, name: str) -> list[Version]:
 
 def _other_versions(m: Matrices, name: str) -> list[Version]:
     """A companion's, a pinned library's or a build's own distribution's (onnxruntime-gpu, cupy-cuda12x)."""
-    raw = [v for r in m.releases for c, v in r.companions if c == name]
-    raw += [v for b in m.builds for p, v in b.pins if p == name]
-    raw += [b.dist_version or b.raw for b in m.builds if b.dist == name]
-    return _versions(raw)
+    companions = [v for r in m.releases for c, v in r.companions if c == name]
+    pins = [v for b in m.builds for p, v in b.pins if p == name]
+    return _versions(companions + pins + _dist_versions(m, name))
+
+
+def _dist_versions(m: Matrices, name: str) -> list[str]:
+    return [b.dist_version or b.raw for b in m.builds if b.dist == name]
 
 
 _KNOWN: tuple[tuple[Callable[[str], bool], Callable[[Matrices, str], list[Version]]], ...] = (
@@ -333,28 +339,40 @@ _RELEASE_FACTS: dict[str, Callable[[_Survey, _NewRelease], None]] = {
 }
 
 
+def _read_release(s: _Survey, fw: str, v: Version, pythons: tuple[str, ...],
+                  companions: dict[str, str]) -> _NewRelease:
+    """A new release and what its best wheel's metadata says (nothing when none can be read)."""
+    got = s.reader.first_metadata(s.pages[fw][v])
+    fields: list[tuple[str, Any]] = [("version", str(v)), ("python", list(pythons))]
+    if got is None:
+        return _NewRelease(fw=fw, v=v, md=None, py=pythons[-1], reqs=(), companions=companions, fields=fields,
+                           curate=["the index serves no metadata file for its wheels: pins and requirements "
+                                   "need curation"])
+    py = s.wheel_python(got[0])
+    return _NewRelease(fw=fw, v=v, md=got[1], py=py, reqs=md_.requirements(got[1], python=py),
+                       companions=companions, fields=fields)
+
+
+def _builds_to_curate(r: _NewRelease) -> list[str]:
+    if r.fw == "keras":
+        return []
+    return ["its GPU builds (CUDA version, arch list) are listed by `envsolve refresh` for curation"
+            if r.md is not None else "its builds"]
+
+
 def _new_release(s: _Survey, fw: str, v: Version, companions: dict[str, str]) -> None:
     pythons = _pythons(s, fw, v)
     if not pythons:
         s.note(fw, "curate", f"{fw} {v}: no Linux x86_64 CPython wheel on the index; not added")
         return
-    got = s.reader.first_metadata(s.pages[fw][v])
-    md = got[1] if got else None
-    py = s.wheel_python(got[0]) if got else pythons[-1]
-    r = _NewRelease(fw=fw, v=v, md=md, py=py, reqs=md_.requirements(md, python=py) if md else (),
-                    companions=companions, fields=[("version", str(v)), ("python", list(pythons))])
-    if md is None:
-        r.curate.append("the index serves no metadata file for its wheels: pins and requirements need curation")
+    r = _read_release(s, fw, v, pythons, companions)
     if (facts := _RELEASE_FACTS.get(fw)) is not None:
         facts(s, r)
     builds = _builds(s, r)
-    if fw != "keras":
-        r.curate.append("its GPU builds (CUDA version, arch list) are listed by `envsolve refresh` for curation"
-                        if md is not None else "its builds")
-    if r.curate:
-        r.fields.append(("note", "added by envsolve refresh; needs curation: " + "; ".join(r.curate)))
-    r.fields.append(("source", r.source))
-    s.rows.append(Row(file=f"{fw}.toml", table="release", label=r.label, fields=tuple(r.fields)))
+    curate = r.curate + _builds_to_curate(r)
+    note = [("note", "added by envsolve refresh; needs curation: " + "; ".join(curate))] if curate else []
+    fields = (*r.fields, *note, ("source", r.source))
+    s.rows.append(Row(file=f"{fw}.toml", table="release", label=r.label, fields=fields))
     s.rows.extend(builds)
 
 
@@ -428,14 +446,23 @@ def _builds(s: _Survey, r: _NewRelease) -> list[Row]:
 # ---------------------------------------------------------------------------- CUDA packages
 
 
+def _first_per(rels: Iterable[Version], key: Callable[[Version], tuple[int, ...]]) -> dict[tuple[int, ...], Version]:
+    """The first release of each key (its x.y.z, its x.y), in order."""
+    out: dict[tuple[int, ...], Version] = {}
+    for v in rels:
+        out.setdefault(key(v), v)
+    return out
+
+
+def _xyz(v: Version) -> tuple[int, ...]:
+    return (v.release + (0, 0))[:3]
+
+
 def _cudnn_package(s: _Survey, name: str, rels: Sequence[Version], major: int) -> None:
     """New cuDNN releases (x.y.z) for a CUDA major; the newest only when the matrices have none."""
     top = max((c.version.prefix(3) for c in s.m.cudnn if c.cuda_major == major), default=None)
-    seen: set[tuple[int, ...]] = set()
-    for v in rels if top is not None else rels[-1:]:
-        key = (v.release + (0, 0))[:3]
-        if (top is None or key > top) and key not in seen:
-            seen.add(key)
+    for key, v in _first_per(rels if top is not None else rels[-1:], _xyz).items():
+        if top is None or key > top:
             s.note(name, "curate", f"cuDNN {'.'.join(map(str, key))} for CUDA {major} ({name} {v}) is not "
                                    "in cudnn.toml: its supported archs come from the cuDNN support matrix")
 
@@ -451,12 +478,9 @@ def _runtime_package(s: _Survey, name: str, rels: Sequence[Version], toolkits: s
     """New CUDA minors of the runtime package (placeholders and mislabelled uploads aside)."""
     minors = {t.release[:2] for t in toolkits}
     floor = min(toolkits).release[:2]
-    fitting = (v for v in rels if not major or v.release[0] == int(major))
-    seen: set[tuple[int, ...]] = set()
-    for v in fitting:
-        mm = v.release[:2]
-        if mm not in minors and mm > floor and mm not in seen:
-            seen.add(mm)
+    fitting = [v for v in rels if not major or v.release[0] == int(major)]
+    for mm, v in _first_per(fitting, lambda v: v.release[:2]).items():
+        if mm not in minors and mm > floor:
             s.note(name, "curate", f"CUDA {mm[0]}.{mm[1]} ({name} {v}): cuda.toml has no {mm[0]}.{mm[1]} "
                                    "toolkit; its driver floor and archs come from the CUDA release notes")
 
@@ -489,16 +513,23 @@ def _section(plan: RefreshPlan, kind: FindingKind, title: str) -> list[str]:
     return [title, *found] if found else []
 
 
+def _row_lines(plan: RefreshPlan) -> list[str]:
+    rows = [f"  + {r.file} [[{r.table}]] {r.label}: {_row_summary(r)}" for r in plan.rows]
+    return ["new rows:", *rows] if rows else []
+
+
+def _up_to_date(plan: RefreshPlan) -> bool:
+    return not plan.rows and all(f.kind == "info" for f in plan.findings)
+
+
 def plan_text(plan: RefreshPlan) -> str:
     """The report ``envsolve refresh`` prints (deterministic: rows and findings in survey order)."""
     lines = [f"index: {plan.index_url}", "newest on the index (matrices):"]
     lines += [f"  {name} {newest or '-'} ({known or '-'})" for name, newest, known in plan.newest]
-    if plan.rows:
-        lines += ["new rows:", *(f"  + {r.file} [[{r.table}]] {r.label}: {_row_summary(r)}" for r in plan.rows)]
+    lines += _row_lines(plan)
     for kind, title in _SECTIONS:
         lines += _section(plan, kind, title)
-    if not plan.rows and all(f.kind == "info" for f in plan.findings):
-        lines.append("the matrices are up to date with the index")
+    lines += ["the matrices are up to date with the index"] if _up_to_date(plan) else []
     return "\n".join(lines) + "\n"
 
 
