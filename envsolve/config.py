@@ -21,6 +21,7 @@ import configparser
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from .domain import DEFAULT_INDEXES
@@ -33,24 +34,28 @@ _ENV_PREFIX = "ENVSOLVE_INDEX_"
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
 
+_PIP_KEYS = ("index-url", "extra-index-url", "cert")
+_PIP_VARIABLES = (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"), ("cert", "PIP_CERT"))
+
+
+def _pip_file_settings(path: Path) -> dict[str, tuple[str, str, str]]:
+    """The settings one pip configuration file gives ({} when it cannot be read)."""
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (OSError, configparser.Error, UnicodeDecodeError):
+        return {}
+    return {key: (parser.get(section, key).strip(), f"{path} [{section}]", key)
+            for section in ("global", "install") for key in _PIP_KEYS if parser.has_option(section, key)}
+
+
 def _pip_settings(env: Mapping[str, str]) -> dict[str, tuple[str, str, str]]:
     """``index-url`` / ``extra-index-url`` / ``cert`` -> (value, the file or variable pip read it
     from, key)."""
     out: dict[str, tuple[str, str, str]] = {}
-    if env.get("PIP_CONFIG_FILE") != os.devnull:
-        for path in pip_config_files(env):
-            parser = configparser.RawConfigParser()
-            try:
-                parser.read(path, encoding="utf-8")
-            except (OSError, configparser.Error, UnicodeDecodeError):
-                continue
-            for section in ("global", "install"):
-                for key in ("index-url", "extra-index-url", "cert"):
-                    if parser.has_option(section, key):
-                        out[key] = (parser.get(section, key).strip(), f"{path} [{section}]", key)
-    for key, var in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"), ("cert", "PIP_CERT")):
-        if env.get(var):
-            out[key] = (env[var].strip(), var, "")
+    for path in pip_config_files(env) if env.get("PIP_CONFIG_FILE") != os.devnull else ():
+        out.update(_pip_file_settings(path))
+    out.update({key: (env[var].strip(), var, "") for key, var in _PIP_VARIABLES if env.get(var)})
     return out
 
 

@@ -76,16 +76,22 @@ def row_text(r: Row) -> str:
 # ---------------------------------------------------------------------------- into a file
 
 
+def _last_item(body: Container) -> Item | None:
+    return next((item for key, item in reversed(body.body) if key is not None), None)
+
+
+def _inner(item: Item | None) -> Container | None:
+    """The body of a sub-table (``[release.companions]``) or of an array's last entry; None for a value."""
+    if isinstance(item, Table) and not item.is_super_table():
+        return item.value
+    return item.body[-1].value if isinstance(item, AoT) and item.body else None
+
+
 def _innermost(table: Table) -> Container:
     """The container the last lines of an array-of-tables entry belong to (its last sub-table's)."""
     body = table.value
-    while (last := next((item for key, item in reversed(body.body) if key is not None), None)) is not None:
-        if isinstance(last, Table) and not last.is_super_table():
-            body = last.value
-        elif isinstance(last, AoT) and last.body:
-            body = last.body[-1].value
-        else:
-            break
+    while (inner := _inner(_last_item(body))) is not None:
+        body = inner
     return body
 
 
@@ -160,14 +166,19 @@ def _with_data_version(text: str, data_version: str) -> str:
     return doc.as_string()
 
 
+def _tables(rows: Sequence[Row], name: str) -> list[Table]:
+    """The rows of table ``name``, each to be written after a blank line."""
+    tables = [_table(r) for r in rows if r.table == name]
+    for t in tables:
+        t.trivia.indent = "\n"
+    return tables
+
+
 def with_rows(text: str, rows: Sequence[Row], data_version: str) -> str:
     """``text`` with ``rows`` added, each after the last entry of its table (or, for a table the
     file lacks, at its end), a blank line before each, and ``data_version`` raised to the given one."""
     runs = _runs(text if text.endswith("\n") or not text else text + "\n")
-    for name in ("release", "build"):
-        tables = [_table(r) for r in rows if r.table == name]
-        for t in tables:
-            t.trivia.indent = "\n"
+    for name, tables in ((name, _tables(rows, name)) for name in ("release", "build")):
         if tables:
             _with_table(runs, name, tables)
     runs[0] = ("", _with_data_version(runs[0][1], data_version))
@@ -194,17 +205,19 @@ def _validated(root: Path, texts: dict[Path, str]) -> None:
                                tip=f"fix the rows named above in {root}, then run refresh again") from None
 
 
+def _new_text(root: Path, name: str, rows: Sequence[Row], data_version: str) -> str:
+    path = root / name
+    text = path.read_text(encoding="utf-8") if path.exists() else new_file_text(name, data_version)
+    return with_rows(text, [r for r in rows if r.file == name], data_version)
+
+
 def write_rows(rows: Sequence[Row], root: Path, data_version: str) -> list[Path]:
     """Add ``rows`` to the matrices under ``root`` as data version ``data_version``.
 
     Every changed file is validated together with the rest (``load_dir``) before any is written;
     each is then replaced atomically. Returns the files written.
     """
-    texts: dict[Path, str] = {}
-    for name in dict.fromkeys(r.file for r in rows):
-        path = root / name
-        text = path.read_text(encoding="utf-8") if path.exists() else new_file_text(name, data_version)
-        texts[path] = with_rows(text, [r for r in rows if r.file == name], data_version)
+    texts = {root / name: _new_text(root, name, rows, data_version) for name in dict.fromkeys(r.file for r in rows)}
     if texts:
         _validated(root, texts)
     for path, text in texts.items():

@@ -176,6 +176,11 @@ def _combined(reqs: Iterable[Requirement]) -> dict[str, str]:
     return {n: md_.exact_version(sp) or str(sp) for n, sp in specs.items()}
 
 
+def _admits(page: Page, spec: SpecifierSet) -> set[Version]:
+    """The releases of ``page`` that ``spec`` admits."""
+    return {v for v in page if v in spec}
+
+
 def _same_pin(ctx: _Ctx, name: str, data: str, index: str) -> bool:
     """Whether the data's pin and the index's requirement admit the same releases of ``name`` (when
     its page has been read), else whether they are written alike."""
@@ -183,9 +188,7 @@ def _same_pin(ctx: _Ctx, name: str, data: str, index: str) -> bool:
     if not (page and data and index):
         return _same_spec(data, index)
     want, have = _pin_spec(index), _pin_spec(data)
-    if want is None or have is None:
-        return False
-    return {v for v in page if v in have} == {v for v in page if v in want}
+    return want is not None and have is not None and _admits(page, have) == _admits(page, want)
 
 
 def _is_version(text: str) -> bool:
@@ -329,6 +332,11 @@ def _jax_label(rel: Release, b: Build) -> str:
     return f"jax.toml jax {rel.raw} {b.variant}" + (f" [{b.extra}]" if b.extra else "")
 
 
+def _jax_named(every: dict[str, str]) -> dict[str, str]:
+    """The pins jax's own requirements name: jaxlib and the plugins."""
+    return {n: v for n, v in every.items() if n == "jaxlib" or _PLUGIN.fullmatch(n)}
+
+
 def _jax_build(ctx: _Ctx, rel: Release, b: Build, md: md_.Metadata) -> None:
     """jax's own requirements name jaxlib and the plugins; a pin jax does not name (the pjrt, a
     plugin installed beside it) is the plugin's fact, not jax's."""
@@ -337,8 +345,7 @@ def _jax_build(ctx: _Ctx, rel: Release, b: Build, md: md_.Metadata) -> None:
         ctx.compare(label, f"extra {b.extra}", "exists", "not declared")
         return
     every = _combined(md_.requirements(md, python=rel.python[-1] if rel.python else "3.12", extra=b.extra))
-    named = {n: v for n, v in every.items() if n == "jaxlib" or _PLUGIN.fullmatch(n)}
-    _pins(ctx, label, {k: v for k, v in b.pins if k in every}, named)
+    _pins(ctx, label, {k: v for k, v in b.pins if k in every}, _jax_named(every))
     for name, pin in filter(lambda pin: _PLUGIN.fullmatch(pin[0]), b.pins):
         _plugin_pythons(ctx, rel, b, label, name, pin)
 
@@ -359,7 +366,7 @@ def _plugin_pythons(ctx: _Ctx, rel: Release, b: Build, label: str, name: str, pi
     spec = _pin_spec(pin)
     if page is None or spec is None:
         return
-    matching = [files for v, files in page.items() if v in spec]
+    matching = [page[v] for v in _admits(page, spec)]
     if not matching:
         ctx.compare(label, f"{name} {pin} on the index", "released", "not found")
         return

@@ -39,6 +39,19 @@ class Member:
     header_offset: int  # of its local file header
 
 
+def _zip64_directory(tail: bytes, at: int, tail_start: int) -> tuple[int, int]:
+    """(offset, size) from the zip64 end-of-central-directory record the locator before ``at`` names."""
+    loc = at - 20
+    if loc < 0 or tail[loc:loc + 4] != _LOCATOR64:
+        raise WheelFormatError("a zip64 file without its zip64 locator")
+    (eocd64,) = struct.unpack_from("<Q", tail, loc + 8)
+    rel = eocd64 - tail_start
+    if rel < 0 or tail[rel:rel + 4] != _EOCD64:
+        raise WheelFormatError("the zip64 end-of-central-directory record is not where its locator says")
+    size, offset = struct.unpack_from("<QQ", tail, rel + 40)
+    return offset, size
+
+
 def central_directory(tail: bytes, tail_start: int) -> tuple[int, int]:
     """(offset, size) of the central directory, from the last ``len(tail)`` bytes of the file,
     which begin at file offset ``tail_start`` (zip64 included)."""
@@ -46,15 +59,8 @@ def central_directory(tail: bytes, tail_start: int) -> tuple[int, int]:
     if at < 0 or len(tail) - at < 22:
         raise WheelFormatError("no end-of-central-directory record in the last bytes of the file")
     size, offset = struct.unpack_from("<II", tail, at + 12)
-    if offset == 0xFFFFFFFF or size == 0xFFFFFFFF:
-        loc = at - 20
-        if loc < 0 or tail[loc:loc + 4] != _LOCATOR64:
-            raise WheelFormatError("a zip64 file without its zip64 locator")
-        (eocd64,) = struct.unpack_from("<Q", tail, loc + 8)
-        rel = eocd64 - tail_start
-        if rel < 0 or tail[rel:rel + 4] != _EOCD64:
-            raise WheelFormatError("the zip64 end-of-central-directory record is not where its locator says")
-        size, offset = struct.unpack_from("<QQ", tail, rel + 40)
+    if 0xFFFFFFFF in (offset, size):
+        return _zip64_directory(tail, at, tail_start)
     return offset, size
 
 
@@ -78,18 +84,14 @@ def _members(directory: bytes) -> list[Member]:
 
 
 def _zip64(extra: bytes, csize: int, size: int, offset: int) -> tuple[int, int, int]:
-    """Sizes and offset from the zip64 extra field, for those the directory marks as 0xFFFFFFFF."""
+    """Sizes and offset from the zip64 extra field, for those the directory marks as 0xFFFFFFFF
+    (in the field's order: size, compressed size, offset)."""
     at = 0
     while at + 4 <= len(extra):
         tag, length = struct.unpack_from("<HH", extra, at)
         if tag == 1:
-            values = list(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
-            if size == 0xFFFFFFFF and values:
-                size = values.pop(0)
-            if csize == 0xFFFFFFFF and values:
-                csize = values.pop(0)
-            if offset == 0xFFFFFFFF and values:
-                offset = values.pop(0)
+            values = iter(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
+            size, csize, offset = (next(values, v) if v == 0xFFFFFFFF else v for v in (size, csize, offset))
         at += 4 + length
     return csize, size, offset
 
