@@ -122,18 +122,20 @@ class _OfflineAdapter(CacheControlAdapter, _NoNetwork):
     """The cache, and nothing behind it (CacheControl's send falls through to ``_NoNetwork``)."""
 
 
-def _session(cache: Path | None, retry: Retry, *, offline: bool, cache_first: bool, cert: str) -> requests.Session:
+def _adapter(cache: Path | None, retry: Retry, *, offline: bool, cache_first: bool) -> HTTPAdapter:
+    """The cache in front of the network (nothing behind it offline), or the network alone."""
+    if cache is None:
+        return _NoNetwork() if offline else HTTPAdapter(max_retries=retry)
+    kind = _OfflineAdapter if offline else CacheControlAdapter
+    adapter = kind(cache=FileCache(str(cache)), controller_class=_Controller, max_retries=retry)
+    adapter.controller.cache_first = cache_first or offline  # type: ignore[attr-defined]
+    return adapter
+
+
+def _session(adapter: HTTPAdapter, cert: str) -> requests.Session:
     session = requests.Session()
     if cert:
         session.verify = cert  # pip's ``cert``; REQUESTS_CA_BUNDLE still wins, as requests does
-    adapter: HTTPAdapter = HTTPAdapter(max_retries=retry)
-    if cache is not None:
-        kind = _OfflineAdapter if offline else CacheControlAdapter
-        adapter = kind(cache=FileCache(str(cache)), controller_class=_Controller, max_retries=retry)
-        assert isinstance(adapter, CacheControlAdapter)
-        adapter.controller.cache_first = cache_first or offline  # type: ignore[attr-defined]
-    elif offline:
-        adapter = _NoNetwork()
     for scheme in ("http://", "https://"):
         session.mount(scheme, adapter)
     return session
@@ -213,8 +215,9 @@ class IndexClient:
         root = cache_dir / "index" if cache_dir is not None else None
         self.blobs = _Blobs(root)
         self.cache_first = not revalidate  # False: a cached answer is used as is, however old
-        self.session = _session(root / "http" if root is not None else None, retry, offline=offline,
-                                cache_first=self.cache_first, cert=_pip_cert() if cert is None else cert)
+        adapter = _adapter(root / "http" if root is not None else None, retry, offline=offline,
+                           cache_first=self.cache_first)
+        self.session = _session(adapter, _pip_cert() if cert is None else cert)
         self._checked: dict[str, tuple[ix.DistFile, ...]] = {}  # pages revalidated in this run
 
     # ------------------------------------------------------------------ requests

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from email.message import Message
 from email.parser import HeaderParser
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
@@ -43,19 +44,22 @@ class Metadata:
     provides_extra: tuple[str, ...] = ()
 
 
+def _header(msg: Message, name: str) -> str:
+    return str(msg.get(name) or "").strip()
+
+
+def _headers(msg: Message, name: str) -> tuple[str, ...]:
+    return tuple(str(v).strip() for v in msg.get_all(name) or ())
+
+
 def parse_metadata(text: str) -> Metadata:
     """Parse a core metadata file (RFC 822 headers); the description body is ignored."""
     msg = HeaderParser().parsestr(text)
-    name, version = msg.get("Name"), msg.get("Version")
-    if not name or not version:
+    name, version = _header(msg, "Name"), _header(msg, "Version")
+    if not (name and version):
         raise IndexFormatError("the metadata file has no Name or Version header")
-    return Metadata(
-        name=str(name).strip(),
-        version=str(version).strip(),
-        requires_python=str(msg.get("Requires-Python") or "").strip(),
-        requires_dist=tuple(str(r).strip() for r in msg.get_all("Requires-Dist") or ()),
-        provides_extra=tuple(str(e).strip() for e in msg.get_all("Provides-Extra") or ()),
-    )
+    return Metadata(name=name, version=version, requires_python=_header(msg, "Requires-Python"),
+                    requires_dist=_headers(msg, "Requires-Dist"), provides_extra=_headers(msg, "Provides-Extra"))
 
 
 def marker_environment(python: str, platform: Platform = DEFAULT_PLATFORM, extra: str = "") -> dict[str, str]:

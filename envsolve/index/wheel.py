@@ -120,6 +120,16 @@ def metadata_text(m: Member, chunk: bytes) -> str:
     return member_text(m, chunk)
 
 
+def _inflated(m: Member, data: bytes) -> bytes:
+    """The member's bytes, stored (0) or deflated (8), the two methods wheels use."""
+    if m.method not in (0, 8):
+        raise WheelFormatError(f"{m.name} uses zip compression method {m.method} (wheels use 0 or 8)")
+    try:
+        return data if m.method == 0 else zlib.decompressobj(-15).decompress(data)
+    except zlib.error as e:
+        raise WheelFormatError(f"{m.name} does not inflate ({e})") from None
+
+
 def member_text(m: Member, chunk: bytes) -> str:
     """The member's text from ``chunk``, the bytes from its local header on (CRC-32 checked)."""
     if chunk[:4] != _LOCAL or len(chunk) < LOCAL_HEADER:
@@ -129,15 +139,7 @@ def member_text(m: Member, chunk: bytes) -> str:
     data = chunk[start:start + m.compressed_size]
     if len(data) != m.compressed_size:
         raise WheelFormatError(f"{m.name} is cut short")
-    if m.method == 0:
-        raw = data
-    elif m.method == 8:
-        try:
-            raw = zlib.decompressobj(-15).decompress(data)
-        except zlib.error as e:
-            raise WheelFormatError(f"{m.name} does not inflate ({e})") from None
-    else:
-        raise WheelFormatError(f"{m.name} uses zip compression method {m.method} (wheels use 0 or 8)")
+    raw = _inflated(m, data)
     if zlib.crc32(raw) != m.crc32:
         raise WheelFormatError(f"{m.name} does not match its CRC-32")
     return raw.decode("utf-8", errors="replace")
