@@ -487,15 +487,13 @@ def _runtime_package(s: _Survey, name: str, rels: Sequence[Version], toolkits: s
 
 def _cuda_package(s: _Survey, name: str) -> None:
     """New cuDNN, CUDA runtime and toolkit releases: facts the matrices need from NVIDIA's documents."""
-    rels = [v for v, fs in s.pages[name].items() if not _all_yanked(fs)]
+    rels = list(_on_index(s.pages[name]))
     toolkits = {Version(t.version.raw) for t in s.m.toolkits}
-    cudnn = re.fullmatch(r"nvidia-cudnn-cu(\d+)", name)
-    runtime = re.fullmatch(r"nvidia-cuda-runtime(?:-cu(\d+))?", name)
-    if cudnn:
+    if cudnn := re.fullmatch(r"nvidia-cudnn-cu(\d+)", name):
         _cudnn_package(s, name, rels, int(cudnn.group(1)))
     elif toolkits and name == "cuda-toolkit":
         _toolkit_package(s, name, rels, toolkits)
-    elif toolkits and runtime:
+    elif toolkits and (runtime := re.fullmatch(r"nvidia-cuda-runtime(?:-cu(\d+))?", name)):
         _runtime_package(s, name, rels, toolkits, runtime.group(1))
 
 

@@ -225,8 +225,9 @@ def _versions(ctx: _Ctx, fw: str, rels: Sequence[Release]) -> None:
 
 def _elsewhere(rel: Release, builds: Sequence[Build]) -> set[str]:
     """The Pythons only another index's build of ``rel`` serves (nvidia-tensorflow 1.15.5's 3.8)."""
-    here = {p for b in builds if b.index == "pypi" for p in (b.python or rel.python)}
-    return {p for b in builds if b.index != "pypi" for p in b.python} - here
+    ours = [b.python or rel.python for b in builds if b.index == "pypi"]
+    theirs = [b.python for b in builds if b.index != "pypi"]
+    return set().union(*theirs) - set().union(*ours)
 
 
 def _this_index_pythons(ctx: _Ctx, rel: Release) -> tuple[str, ...]:
@@ -269,7 +270,7 @@ def _companions(ctx: _Ctx, rel: Release) -> None:
             has = ix.cpython_minors(files, ctx.known_pythons)
             data = dict(rel.companion_python).get(comp, rel.python)
             ctx.compare(label, f"Python with companion {comp} {version}", _show(data),
-                        _show(p for p in rel.python if p in has))
+                        _show(set(has).intersection(rel.python)))
 
 
 def _pins(ctx: _Ctx, label: str, data: dict[str, str], index: dict[str, str]) -> None:
@@ -371,8 +372,7 @@ def _plugin_pythons(ctx: _Ctx, rel: Release, b: Build, label: str, name: str, pi
         ctx.compare(label, f"{name} {pin} on the index", "released", "not found")
         return
     has = set().union(*(ix.cpython_minors(files, ctx.known_pythons) for files in matching))
-    usable = [p for p in rel.python if p in has]
-    ctx.compare(label, f"Python with {name} {pin}", _show(b.python or rel.python), _show(usable))
+    ctx.compare(label, f"Python with {name} {pin}", _show(b.python or rel.python), _show(has.intersection(rel.python)))
 
 
 def _tensorflow_build(ctx: _Ctx, label: str, b: Build, md: md_.Metadata, py: str) -> None:
@@ -546,8 +546,9 @@ def verify(reader: Reader, m: Matrices, packages: Sequence[str] = (*FRAMEWORKS, 
     ctx.known_pythons = _known_pythons(m, ctx.pages.values())
     for fw in fws:
         _framework(ctx, fw)
-    for data_check in (check for name, check in DATA_CHECKS.items() if name in wanted):
-        data_check(ctx)
+    for name, data_check in DATA_CHECKS.items():
+        if name in wanted:
+            data_check(ctx)
     return Report(index_url=index_url, checked=ctx.checked, mismatches=tuple(ctx.mismatches),
                   warnings=tuple(reader.warnings) + tuple(ctx.warnings))
 

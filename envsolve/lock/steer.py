@@ -218,9 +218,14 @@ def _any(raw: str) -> bool:
     return raw.strip() in ("", "*")
 
 
+def _asks_of(name: str, steers: Sequence[Steer]) -> list[tuple[str, str]]:
+    """(the release that asks, its range) for each range the steers ask of framework ``name``."""
+    return [(s.package, raw) for s in steers for n, raw in s.frameworks if n == name and raw]
+
+
 def _asked(f: FrameworkReq, steers: Sequence[Steer]) -> FrameworkReq:
     """``f`` with the ranges the steers ask of its framework added, remembering who asked."""
-    asked = [(s.package, raw) for s in steers for n, raw in s.frameworks if n == f.name and raw]
+    asked = _asks_of(f.name, steers)
     if not asked:
         return f
     raw = ",".join(([] if _any(f.raw) else [f.raw]) + [raw for _, raw in asked])
