@@ -31,6 +31,7 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
 
+from ..config import pip_config
 from ..errors import EnvsolveError, MissingProject, RefreshError
 from ..files import write_atomic
 from . import pages as ix
@@ -141,12 +142,6 @@ def _session(adapter: HTTPAdapter, cert: str) -> requests.Session:
     return session
 
 
-def _pip_cert() -> str:
-    from ..config import pip_config  # noqa: PLC0415 - read once, by the client only
-
-    return pip_config().get("cert", "")
-
-
 def _reason(e: requests.RequestException) -> str:
     text = str(e)
     m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text) or re.search(r"(Connection refused|Name or service "
@@ -217,7 +212,7 @@ class IndexClient:
         self.cache_first = not revalidate  # False: a cached answer is used as is, however old
         adapter = _adapter(root / "http" if root is not None else None, retry, offline=offline,
                            cache_first=self.cache_first)
-        self.session = _session(adapter, _pip_cert() if cert is None else cert)
+        self.session = _session(adapter, pip_config().get("cert", "") if cert is None else cert)
         self._checked: dict[str, tuple[ix.DistFile, ...]] = {}  # pages revalidated in this run
 
     # ------------------------------------------------------------------ requests

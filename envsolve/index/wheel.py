@@ -1,7 +1,7 @@
 """Pure reading of a wheel's zip structure from byte ranges: where the central directory is, where
 one member is (``.dist-info/METADATA``, or any path), and its text from the bytes of that member alone.
 
-``refresh.IndexClient`` asks the server for just these ranges (the way pip's lazy wheels and uv
+``client.IndexClient`` asks the server for just these ranges (the way pip's lazy wheels and uv
 read metadata), so a wheel is never downloaded whole. Nothing here touches the network.
 """
 
