@@ -282,9 +282,14 @@ def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
     ``cpXY`` tags name their minor; ``abi3`` wheels and pure ``py3`` wheels serve every minor of
     ``known`` from theirs on that ``Requires-Python`` (the file's, else ``requires_python``) admits.
     """
-    found = {m for f in files for tag in _tags(f) if _linux_wheel(tag, machine)
-             for m in _tag_minors(tag, known, f.requires_python or requires_python)}
-    return tuple(sorted((p for p in found if python_admits_minor(requires_python, p)), key=parse_python_minor))
+    found: set[str] = set().union(*(_file_minors(f, known, requires_python, machine) for f in files))
+    return tuple(admitted(sorted(found, key=parse_python_minor), requires_python))
+
+
+def _file_minors(f: DistFile, known: Sequence[str], requires_python: str, machine: str) -> set[str]:
+    """The minors one file's Linux wheel tags for ``machine`` serve (its own Requires-Python first)."""
+    rp = f.requires_python or requires_python
+    return {m for tag in _tags(f) if _linux_wheel(tag, machine) for m in _tag_minors(tag, known, rp)}
 
 
 def requires_python_of(files: Iterable[DistFile]) -> str:
