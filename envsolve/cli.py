@@ -364,7 +364,8 @@ def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool,
                   retries: int, backoff: float, progress: Callable[[str], None]) -> Any:
     """The package-index client of `refresh` and `data --verify` (URL from pip's settings by default)."""
     from .config import pip_index_url
-    from .refresh import IndexClient, default_cache_dir
+    from .index.client import IndexClient
+    from .paths import cache_dir as default_cache_dir
 
     url = index_url or pip_index_url()
     if not url:
@@ -405,7 +406,6 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
          no_cache: bool, timeout: float, retries: int, backoff: float) -> None:
     """Show the data version, counts per kind and the newest release of each framework."""
     from .data import data_dir, load
-    from .domain import FRAMEWORKS
 
     root = click.get_current_context().find_root().params.get("matrices") or data_dir()
     m = load(root)
@@ -413,41 +413,27 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
         click.echo(f"{root}: valid (data {m.data_version}, {m.digest})")
         return
     if verify:
-        from .verify import DATA_CHECKS
-        from .verify import render as render_report
+        from .verify import checked_packages, report_text
         from .verify import verify as verify_rows
 
-        known = (*FRAMEWORKS, *DATA_CHECKS)
-        unknown = [p for p in packages if p not in known]
-        if unknown:
-            raise SpecError([Problem("--package", p, "is not something --verify checks") for p in unknown],
-                            tip=f"pass one of: {', '.join(known)}")
-
-        def progress(line: str) -> None:
-            click.echo(f"verify: {line}", err=True)
-
-        client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
-        report = verify_rows(client, m, packages or known, client.index_url)
-        click.echo(render_report(report), nl=False)
+        wanted = checked_packages(packages)
+        client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff,
+                               lambda line: click.echo(f"verify: {line}", err=True))
+        report = verify_rows(client, m, wanted, client.index_url)
+        click.echo(report_text(report), nl=False)
         if report.mismatches:
             raise CheckFailed(f"{len(report.mismatches)} fact(s) in {root} disagree with the index",
                               tip="correct the rows named above from their sources, then run "
                                   "`envsolve data --verify` again")
         return
     click.echo(f"data version {m.data_version} ({m.digest})")
-    counts = {"GPU models": len(m.gpus), "architectures": len(m.archs), "CUDA toolkits": len(m.toolkits),
-              "driver branches": len(m.branches), "cuDNN releases": len(m.cudnn),
-              "ROCm releases": len(m.rocm), "framework releases": len(m.releases),
-              "framework builds": len(m.builds), "base images": len(m.images)}
-    for k, v in counts.items():
-        click.echo(f"  {k}: {v}")
-    low = sum(1 for rows in (m.archs, m.gpus, m.toolkits, m.branches, m.cudnn, m.rocm, m.releases,
-                             m.builds, m.images) for r in rows if r.confidence == "low")
+    kinds = {"GPU models": m.gpus, "architectures": m.archs, "CUDA toolkits": m.toolkits,
+             "driver branches": m.branches, "cuDNN releases": m.cudnn, "ROCm releases": m.rocm,
+             "framework releases": m.releases, "framework builds": m.builds, "base images": m.images}
+    for kind, rows in kinds.items():
+        click.echo(f"  {kind}: {len(rows)}")
+    low = sum(r.confidence == "low" for rows in kinds.values() for r in rows)
     click.echo(f"  rows marked confidence = low: {low}")
-    for fw in FRAMEWORKS:
-        versions = sorted((r.version for r in m.releases if r.package == fw), reverse=True)
-        if versions:
-            click.echo(f"  newest {fw}: {versions[0]}")
     _echo_newest_packages(m)
 
 
@@ -530,20 +516,13 @@ def doctor(lock_path: Path, target: str | None) -> None:
 
 
 def _echo_newest_packages(m: Any) -> None:
-    """The newest companion, CUDA toolkit and cuDNN release the data knows (`envsolve data`)."""
-    from packaging.version import InvalidVersion, Version
+    """The newest framework, companion, CUDA toolkit and cuDNN release the data knows (`envsolve data`)."""
+    from .domain import COMPANIONS, FRAMEWORKS
+    from .refresh import known_newest
 
-    from .domain import COMPANIONS
-
-    for comp in COMPANIONS:
-        found = []
-        for v in (v for r in m.releases for name, v in r.companions if name == comp):
-            try:
-                found.append(Version(v))
-            except InvalidVersion:
-                continue
-        if found:
-            click.echo(f"  newest {comp}: {max(found)}")
+    for name in (*FRAMEWORKS, *COMPANIONS):
+        if newest := known_newest(m, name):
+            click.echo(f"  newest {name}: {newest}")
     if m.toolkits:
         click.echo(f"  newest CUDA toolkit: {max(m.toolkits, key=lambda t: t.version).version}")
     for major in sorted({c.cuda_major for c in m.cudnn}):
@@ -568,38 +547,34 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
     """Compare the matrices with the package index; with --write, add the new releases."""
     import datetime
 
+    from .curate import write_rows
     from .data import data_dir, load_dir
-    from .refresh import DEFAULT_PACKAGES, apply, render, survey
+    from .refresh import DEFAULT_PACKAGES, plan_text, survey
 
-    if data_version is not None:
-        try:
-            datetime.date.fromisoformat(data_version)
-        except ValueError:
-            raise SpecError([Problem("--data-version", data_version, "is not a date such as 2026-11-22")]) from None
+    version = data_version or datetime.date.today().isoformat()
+    try:
+        datetime.date.fromisoformat(version)
+    except ValueError:
+        raise SpecError([Problem("--data-version", version, "is not a date such as 2026-11-22")]) from None
     root = click.get_current_context().find_root().params.get("matrices") or data_dir()
 
     def progress(line: str) -> None:
         click.echo(f"refresh: {line}", err=True)
 
     client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
-    m = load_dir(root)
-    plan = survey(client, m, packages or DEFAULT_PACKAGES, progress)
-    click.echo(render(plan), nl=False)
+    plan = survey(client, load_dir(root), packages or DEFAULT_PACKAGES, progress)
+    click.echo(plan_text(plan), nl=False)
     for w in plan.warnings:
         click.echo(f"WARNING: {w}", err=True)
-    if diff_only:
-        if plan.rows:
-            click.echo(f"{len(plan.rows)} new row(s); run `envsolve refresh --write` to add them")
-        if exit_code and (plan.rows or any(f.kind == "changed" for f in plan.findings)):
-            raise CheckFailed(f"the index has {len(plan.rows)} new row(s) and "
-                              f"{sum(f.kind == 'changed' for f in plan.findings)} change(s) for {root}",
-                              tip="run `envsolve refresh --write` to add the new rows; correct changed rows by hand")
+    if not diff_only:
+        written = write_rows(plan.rows, root, version)
+        click.echo("".join(f"wrote {path}\n" for path in written) or "nothing to write\n", nl=False)
         return
-    written = apply(plan, root, data_version or datetime.date.today().isoformat())
-    for path in written:
-        click.echo(f"wrote {path}")
-    if not written:
-        click.echo("nothing to write")
+    if plan.rows:
+        click.echo(f"{len(plan.rows)} new row(s); run `envsolve refresh --write` to add them")
+    if exit_code and len(plan.rows) + plan.changed:
+        raise CheckFailed(f"the index has {len(plan.rows)} new row(s) and {plan.changed} change(s) for {root}",
+                          tip="run `envsolve refresh --write` to add the new rows; correct changed rows by hand")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ import configparser
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from .domain import DEFAULT_INDEXES
@@ -33,24 +34,28 @@ _ENV_PREFIX = "ENVSOLVE_INDEX_"
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
 
+_PIP_KEYS = ("index-url", "extra-index-url", "cert")
+_PIP_VARIABLES = (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"), ("cert", "PIP_CERT"))
+
+
+def _pip_file_settings(path: Path) -> dict[str, tuple[str, str, str]]:
+    """The settings one pip configuration file gives ({} when it cannot be read)."""
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (OSError, configparser.Error, UnicodeDecodeError):
+        return {}
+    return {key: (parser.get(section, key).strip(), f"{path} [{section}]", key)
+            for section in ("global", "install") for key in _PIP_KEYS if parser.has_option(section, key)}
+
+
 def _pip_settings(env: Mapping[str, str]) -> dict[str, tuple[str, str, str]]:
     """``index-url`` / ``extra-index-url`` / ``cert`` -> (value, the file or variable pip read it
     from, key)."""
     out: dict[str, tuple[str, str, str]] = {}
-    if env.get("PIP_CONFIG_FILE") != os.devnull:
-        for path in pip_config_files(env):
-            parser = configparser.RawConfigParser()
-            try:
-                parser.read(path, encoding="utf-8")
-            except (OSError, configparser.Error, UnicodeDecodeError):
-                continue
-            for section in ("global", "install"):
-                for key in ("index-url", "extra-index-url", "cert"):
-                    if parser.has_option(section, key):
-                        out[key] = (parser.get(section, key).strip(), f"{path} [{section}]", key)
-    for key, var in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"), ("cert", "PIP_CERT")):
-        if env.get(var):
-            out[key] = (env[var].strip(), var, "")
+    for path in pip_config_files(env) if env.get("PIP_CONFIG_FILE") != os.devnull else ():
+        out.update(_pip_file_settings(path))
+    out.update({key: (env[var].strip(), var, "") for key, var in _PIP_VARIABLES if env.get(var)})
     return out
 
 
@@ -97,6 +102,37 @@ def strip_credentials(url: str) -> tuple[str, bool]:
     return url, False
 
 
+def _env_sources(env: Mapping[str, str], problems: list[Problem]) -> dict[str, tuple[str, str]]:
+    """``ENVSOLVE_INDEX_<NAME>`` variables: name -> (URL, where it was read); a bad name is a problem."""
+    out: dict[str, tuple[str, str]] = {}
+    for key in (k for k in sorted(env) if k.startswith(_ENV_PREFIX) and env[k].strip()):
+        name = key[len(_ENV_PREFIX):].lower()
+        if _INDEX_NAME.fullmatch(name):
+            out[name] = (env[key].strip(), f"environment variable {key}")
+        else:
+            problems.append(Problem("environment", key, "is not an index variable such as ENVSOLVE_INDEX_PYTORCH"))
+    return out
+
+
+_DROPPED = ("credentials (user, password, query or fragment) were dropped from the index URL; nothing generated "
+            "carries them. Give them to pip at install time (pip.conf or .netrc, a BuildKit secret in Docker "
+            "builds: see README 'Index URLs')")
+
+
+def _checked(sources: Mapping[str, tuple[str, str]], problems: list[Problem],
+             warnings: list[str]) -> dict[str, str]:
+    """Each source's URL, checked (a bad one is a problem) and without its credentials (a warning)."""
+    urls: dict[str, str] = {}
+    for name, (value, where) in sorted(sources.items()):
+        if (why := check_url(value)) is not None:
+            problems.append(Problem(where.removeprefix("environment variable "), "", why))
+            continue
+        clean, dropped = strip_credentials(value)
+        warnings += [f"{where}: {_DROPPED}"] if dropped else []
+        urls[name] = clean.rstrip("/")
+    return urls
+
+
 def index_urls(spec_indexes: Mapping[str, str], environ: Mapping[str, str] | None = None,
                spec_path: str = "project.toml") -> tuple[dict[str, str], list[str]]:
     """(symbolic index name -> URL for the lock, warnings).
@@ -108,29 +144,9 @@ def index_urls(spec_indexes: Mapping[str, str], environ: Mapping[str, str] | Non
     env = os.environ if environ is None else environ
     problems: list[Problem] = []
     warnings: list[str] = []
-    sources: dict[str, tuple[str, str]] = {k: (v, "") for k, v in DEFAULT_INDEXES.items()}
-    for key in sorted(env):
-        value = env[key].strip()
-        if not key.startswith(_ENV_PREFIX) or not value:
-            continue
-        name = key[len(_ENV_PREFIX):].lower()
-        if not _INDEX_NAME.fullmatch(name):
-            problems.append(Problem("environment", key, "is not an index variable such as ENVSOLVE_INDEX_PYTORCH"))
-        else:
-            sources[name] = (value, f"environment variable {key}")
-    for name, value in spec_indexes.items():
-        sources[name] = (value, f"{spec_path} [indexes] {name}")
-    urls: dict[str, str] = {}
-    for name, (value, where) in sorted(sources.items()):
-        if (why := check_url(value)) is not None:
-            problems.append(Problem(where.removeprefix("environment variable "), "", why))
-            continue
-        clean, dropped = strip_credentials(value)
-        if dropped:
-            warnings.append(f"{where}: credentials (user, password, query or fragment) were dropped from the "
-                            "index URL; nothing generated carries them. Give them to pip at install time "
-                            "(pip.conf or .netrc, a BuildKit secret in Docker builds: see README 'Index URLs')")
-        urls[name] = clean.rstrip("/")
+    sources = {k: (v, "") for k, v in DEFAULT_INDEXES.items()} | _env_sources(env, problems)
+    sources |= {name: (value, f"{spec_path} [indexes] {name}") for name, value in spec_indexes.items()}
+    urls = _checked(sources, problems, warnings)
     if problems:
         raise SpecError(problems, tip="set each index to an http(s) URL without whitespace, quotes or shell "
                                       "metacharacters, e.g. ENVSOLVE_INDEX_PYTORCH=https://your.mirror/whl")

@@ -24,9 +24,11 @@ from werkzeug import Request, Response
 from envsolve.cli import main
 from envsolve.data import data_dir, load_dir
 from envsolve.errors import RefreshError
+from envsolve.index import metadata as md_
 from envsolve.index import pages as ix
+from envsolve.index.client import IndexClient
 from envsolve.provider import Provider
-from envsolve.refresh import IndexClient, survey
+from envsolve.refresh import survey
 from tests.conftest import FIXTURE
 
 if sys.version_info >= (3, 11):
@@ -40,8 +42,8 @@ REAL_ENV = dict(os.environ)  # before the autouse fixture points every index at 
 TORCH_214 = "torch-2.14.0-cp312-cp312-manylinux_2_28_x86_64.whl"
 
 
-def metadata(filename: str) -> ix.Metadata:
-    return ix.parse_metadata((INDEX / "files" / f"{filename}.metadata").read_text())
+def metadata(filename: str) -> md_.Metadata:
+    return md_.parse_metadata((INDEX / "files" / f"{filename}.metadata").read_text())
 
 
 def page(name: str, base: str = "http://127.0.0.1:1/simple/") -> tuple[ix.DistFile, ...]:
@@ -96,7 +98,7 @@ def test_python_minors_before_3_8_carry_the_pymalloc_abi_suffix() -> None:
 
 def test_cuda_toolkit_style_pins_match_the_shipped_row() -> None:
     md = metadata(TORCH_214)
-    facts = ix.bundled_facts(ix.requirements(md, python="3.12"))
+    facts = md_.bundled_facts(md_.requirements(md, python="3.12"))
     assert (facts.cuda, facts.cudnn, facts.nccl, facts.triton) == ("13.0", "9.24.0.43", "2.30.7", "~=3.8.0")
     shipped = next(b for b in load_dir(data_dir()).builds
                    if b.package == "torch" and b.raw == "2.14.0" and b.default)
@@ -105,7 +107,7 @@ def test_cuda_toolkit_style_pins_match_the_shipped_row() -> None:
 
 def test_nvidia_cu12_style_pins() -> None:
     md = metadata("torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl")
-    facts = ix.bundled_facts(ix.requirements(md, python="3.12"))
+    facts = md_.bundled_facts(md_.requirements(md, python="3.12"))
     assert (facts.cuda, facts.cudnn, facts.nccl, facts.triton) == ("12.8", "9.10.2.21", "2.27.5", "3.5.0")
     assert facts.cuda_runtime == "nvidia-cuda-runtime-cu12==12.8.90"
     shipped = next(b for b in load_dir(data_dir()).builds
@@ -115,18 +117,18 @@ def test_nvidia_cu12_style_pins() -> None:
 
 def test_markers_are_evaluated_for_linux_x86_64_and_the_python() -> None:
     md = metadata(TORCH_214)
-    assert ix.requirement_of(ix.requirements(md, python="3.14"), "triton") is not None
-    assert ix.requirement_of(ix.requirements(md, python="3.15"), "triton") is None  # python_version < "3.15"
+    assert md_.requirement_of(md_.requirements(md, python="3.14"), "triton") is not None
+    assert md_.requirement_of(md_.requirements(md, python="3.15"), "triton") is None  # python_version < "3.15"
 
 
 def test_gpu_extras_and_their_ranges() -> None:
     tf = metadata("tensorflow-2.21.0-cp313-cp313-manylinux_2_27_x86_64.whl")
-    assert ix.gpu_extras(tf, "3.13") == ("and-cuda",)
-    assert ix.bundled_facts(ix.requirements(tf, python="3.13")).empty
-    facts = ix.bundled_facts(ix.requirements(tf, python="3.13", extra="and-cuda"))
+    assert md_.gpu_extras(tf, "3.13") == ("and-cuda",)
+    assert md_.bundled_facts(md_.requirements(tf, python="3.13")).empty
+    facts = md_.bundled_facts(md_.requirements(tf, python="3.13", extra="and-cuda"))
     assert (facts.cuda, facts.cudnn) == ("", "<10.0,>=9.3.0.75")
     jax = metadata("jax-0.11.0-py3-none-any.whl")
-    assert ix.gpu_extras(jax, "3.12") == ("cuda", "cuda12", "cuda12-local", "cuda13", "cuda13-local")
+    assert md_.gpu_extras(jax, "3.12") == ("cuda", "cuda12", "cuda12-local", "cuda13", "cuda13-local")
 
 
 # ---------------------------------------------------------------------------- the server
@@ -418,3 +420,35 @@ def test_real_index_has_keras_with_metadata(tmp_path: Path) -> None:
         raise
     newest = dict((n, v) for n, v, _ in plan.newest)["keras"]
     assert Version(newest) >= Version("3.15.1")
+
+
+# ---------------------------------------------------------------------------- writing rows
+
+
+def test_rows_go_after_the_last_run_of_their_table_and_nothing_else_moves() -> None:
+    from envsolve.curate import Row, row_text, with_rows
+
+    text = (data_dir() / "torch.toml").read_text()  # its legacy [[release]] rows follow the builds
+    row = Row(file="torch.toml", table="release", label="torch 9.9.9", fields=(
+        ("version", "9.9.9"), ("python", ["3.12"]), ("companions", {"torchvision": "9.9.9", "a-b": "1"}),
+        ("note", 'a "quoted" word'), ("source", "package metadata of torch==9.9.9")))
+    got = with_rows(text, [row], "9999-01-01")
+    block = row_text(row)
+    assert block == ('[[release]]\nversion = "9.9.9"\npython = ["3.12"]\n'
+                     'companions = { torchvision = "9.9.9", "a-b" = "1" }\nnote = "a \\"quoted\\" word"\n'
+                     'source = "package metadata of torch==9.9.9"\n')
+    last = text.rindex("[[release]]")
+    end = text.index("\n\n", last) + 1
+    assert got == (text[:end] + "\n" + block + text[end:]).replace(
+        f'data_version = "{load_dir(data_dir()).data_version}"', 'data_version = "9999-01-01"', 1)
+
+
+def test_a_row_goes_before_the_comments_that_open_the_next_section() -> None:
+    from envsolve.curate import Row, with_rows
+
+    text = ('schema = 1\ndata_version = "2000-01-01"\n\n[[release]]\nversion = "1"\n\n[release.companions]\n'
+            'x = "1"\n# builds\n[[build]]\nversion = "1"\n')
+    row = Row(file="t.toml", table="release", label="t 2", fields=(("version", "2"),))
+    assert with_rows(text, [row], "1999-01-01") == (
+        'schema = 1\ndata_version = "2000-01-01"\n\n[[release]]\nversion = "1"\n\n[release.companions]\n'
+        'x = "1"\n\n[[release]]\nversion = "2"\n\n# builds\n[[build]]\nversion = "1"\n')

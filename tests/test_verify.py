@@ -149,8 +149,8 @@ def test_the_shipped_matrices_agree_with_the_real_index(tmp_path: Path) -> None:
     from envsolve.config import pip_index_url
     from envsolve.data import load_dir
     from envsolve.errors import RefreshError
-    from envsolve.refresh import IndexClient
-    from envsolve.verify import render
+    from envsolve.index.client import IndexClient
+    from envsolve.verify import report_text
     from envsolve.verify import verify as verify_rows
     from tests.test_refresh import REAL_ENV
 
@@ -164,7 +164,7 @@ def test_the_shipped_matrices_agree_with_the_real_index(tmp_path: Path) -> None:
         if "cannot reach" in e.message or "did not answer" in e.message or "HTTP 5" in e.message:
             pytest.skip(f"index unreachable: {e.message}")
         raise
-    assert not report.mismatches, render(report)
+    assert not report.mismatches, report_text(report)
     assert report.checked > 500
 
 

@@ -19,7 +19,7 @@ from werkzeug import Request, Response
 
 from envsolve.index import pages as ix
 from envsolve.index import wheel
-from envsolve.refresh import IndexClient
+from envsolve.index.client import IndexClient
 
 WHEEL = Path(__file__).parent / "fixtures" / "index" / "wheels" / "tomli_w-1.2.0-py3-none-any.whl"
 BLOB = WHEEL.read_bytes()

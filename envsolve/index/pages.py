@@ -1,25 +1,20 @@
-"""Pure reading of package-index answers: project pages, wheel tags and core metadata.
+"""Pure reading of package-index answers: project pages, their files, and which Pythons a release has.
 
 Project pages come in the JSON simple API (PEP 691) or the HTML one (PEP 503, with the PEP 658 /
-PEP 714 metadata attributes); wheel filenames give CPython minors through their tags; a wheel's
-core metadata (``Requires-Python``, ``Requires-Dist``) gives the bundled CUDA, cuDNN, NCCL and
-triton pins of its Linux x86_64 install. Nothing here touches the network (see ``refresh.py``).
+PEP 714 metadata attributes); wheel filenames give CPython minors through their tags, parsed by
+packaging (:func:`cpython_minors` is the one rule steering, ``data --verify`` and ``refresh`` use).
+Nothing here touches the network (see ``client.py``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import (
     InvalidSdistFilename,
@@ -34,23 +29,21 @@ from ..versions import parse_python_minor, python_admits_minor
 
 __all__ = [
     "ACCEPT",
-    "BundledFacts",
     "DistFile",
     "IndexFormatError",
-    "Metadata",
-    "bundled_facts",
     "cpython_minors",
-    "exact_version",
-    "is_bundled",
-    "requirement_of",
+    "cpython_tag_minors",
     "file_version",
-    "gpu_extras",
+    "admitted",
+    "has_cpython_wheels",
+    "installable_pythons",
     "metadata_candidates",
-    "parse_metadata",
     "parse_project_page",
     "project_url",
+    "release_pythons",
     "releases",
-    "requirements",
+    "requires_python_of",
+    "wheel_python",
 ]
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -87,6 +80,14 @@ def project_url(index_url: str, name: str) -> str:
 # ---------------------------------------------------------------------------- project pages
 
 
+def _is_json(ctype: str) -> bool:
+    return ctype in (JSON_TYPE, "application/json") or ctype.endswith("+json")
+
+
+def _is_html(ctype: str, text: str) -> bool:
+    return "html" in ctype or text.lstrip().lower().startswith(("<!doctype html", "<html"))
+
+
 def parse_project_page(body: bytes, content_type: str, page_url: str) -> tuple[DistFile, ...]:
     """The files of a project page, by the answer's content type (JSON, else HTML)."""
     ctype = content_type.split(";")[0].strip().lower()
@@ -94,9 +95,9 @@ def parse_project_page(body: bytes, content_type: str, page_url: str) -> tuple[D
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
         raise IndexFormatError(f"the page is not UTF-8 text ({e})") from None
-    if ctype == JSON_TYPE or ctype.endswith("+json") or ctype == "application/json":
+    if _is_json(ctype):
         return _parse_json(text, page_url)
-    if "html" in ctype or text.lstrip().lower().startswith(("<!doctype html", "<html")):
+    if _is_html(ctype, text):
         return _parse_html(text, page_url)
     raise IndexFormatError(f"the page has content type {content_type or 'none'!r}, "
                            "neither the JSON nor the HTML simple API")
@@ -111,33 +112,32 @@ def _meta_hash(value: Any) -> tuple[bool | None, str]:
     return bool(value), ""
 
 
+def _json_file(f: Any, page_url: str) -> DistFile:
+    """One PEP 691 file entry (PEP 714: ``core-metadata`` is the current key, ``dist-info-metadata``
+    the older one)."""
+    if not (isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("url"), str)):
+        raise IndexFormatError("a file entry lacks 'filename' or 'url' (PEP 691)")
+    has_meta, meta_sha = _meta_hash(f.get("core-metadata", f.get("dist-info-metadata")))
+    hashes = f.get("hashes")
+    return DistFile(
+        filename=f["filename"],
+        url=urldefrag(urljoin(page_url, f["url"])).url,
+        sha256=str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower(),
+        requires_python=str(f.get("requires-python") or ""),
+        metadata=has_meta,
+        metadata_sha256=meta_sha,
+        yanked=bool(f.get("yanked", False)),
+    )
+
+
 def _parse_json(text: str, page_url: str) -> tuple[DistFile, ...]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise IndexFormatError(f"the JSON page does not parse ({e})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+    if not (isinstance(data, dict) and isinstance(data.get("files"), list)):
         raise IndexFormatError("the JSON page has no 'files' list (PEP 691)")
-    out = []
-    for f in data["files"]:
-        if not isinstance(f, dict) or not isinstance(f.get("filename"), str) or not isinstance(f.get("url"), str):
-            raise IndexFormatError("a file entry lacks 'filename' or 'url' (PEP 691)")
-        # PEP 714: core-metadata is the current key; dist-info-metadata the older one
-        raw_meta = f.get("core-metadata", f.get("dist-info-metadata"))
-        has_meta, meta_sha = _meta_hash(raw_meta)
-        hashes = f.get("hashes")
-        if not isinstance(hashes, dict):
-            hashes = {}
-        out.append(DistFile(
-            filename=f["filename"],
-            url=urldefrag(urljoin(page_url, f["url"])).url,
-            sha256=str(hashes.get("sha256", "")).lower(),
-            requires_python=str(f.get("requires-python") or ""),
-            metadata=has_meta,
-            metadata_sha256=meta_sha,
-            yanked=bool(f.get("yanked", False)),
-        ))
-    return tuple(out)
+    return tuple(_json_file(f, page_url) for f in data["files"])
 
 
 class _Anchors(HTMLParser):
@@ -215,14 +215,16 @@ def file_version(filename: str) -> Version | None:
     return None
 
 
+def _wanted(v: Version, pre: bool) -> bool:
+    return pre or not (v.is_prerelease or v.is_devrelease)
+
+
 def releases(files: Iterable[DistFile], *, pre: bool = False) -> dict[Version, tuple[DistFile, ...]]:
     """Files by release version; pre- and dev releases only with ``pre``."""
     out: dict[Version, list[DistFile]] = {}
-    for f in files:
-        v = file_version(f.filename)
-        if v is None or (not pre and (v.is_prerelease or v.is_devrelease)):
-            continue
-        out.setdefault(v, []).append(f)
+    for v, f in ((file_version(f.filename), f) for f in files):
+        if v is not None and _wanted(v, pre):
+            out.setdefault(v, []).append(f)
     return {v: tuple(fs) for v, fs in sorted(out.items())}
 
 
@@ -246,183 +248,106 @@ def _own_abi(tag: Tag) -> bool:
     return tag.abi == tag.interpreter or tag.abi in (f"{tag.interpreter}m", f"{tag.interpreter}mu")
 
 
-def _cp_minor(interpreter: str) -> str:
-    m = re.fullmatch(r"cp(\d)(\d+)", interpreter)
-    return f"{m.group(1)}.{m.group(2)}" if m else ""
+def _cp_minor(tag: Tag) -> str:
+    """The CPython minor a ``cpXY`` interpreter tag names ("" for another interpreter)."""
+    digits = tag.interpreter.removeprefix("cp")
+    return f"{digits[0]}.{digits[1:]}" if tag.interpreter.startswith("cp") and digits.isdigit() else ""
+
+
+def _pure(tag: Tag) -> bool:
+    return tag.interpreter in ("py3", "py2.py3") or (tag.interpreter.startswith("py3") and tag.abi == "none")
+
+
+def admitted(known: Sequence[str], requires_python: str) -> list[str]:
+    """The minors of ``known`` a ``Requires-Python`` admits (any patch of them)."""
+    return [k for k in known if python_admits_minor(requires_python, k)]
+
+
+def _tag_minors(tag: Tag, known: Sequence[str], requires_python: str) -> set[str]:
+    """The minors one Linux wheel tag serves: its own (``cp312-cp312``), every admitted one from
+    its own on (``cp39-abi3``), or every admitted one (``py3-none``)."""
+    minor = _cp_minor(tag)
+    if minor and _own_abi(tag):
+        return {minor}
+    if minor and tag.abi == "abi3":
+        return {k for k in admitted(known, requires_python) if parse_python_minor(k) >= parse_python_minor(minor)}
+    return set(admitted(known, requires_python)) if _pure(tag) else set()
 
 
 def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
                    requires_python: str = "", machine: str = "x86_64") -> tuple[str, ...]:
-    """CPython minors with a Linux wheel for ``machine`` (x86_64, aarch64) among ``files``
-    (free-threaded builds aside).
+    """THE rule for which Pythons a release has: the CPython minors with a Linux wheel for
+    ``machine`` (x86_64, aarch64) among ``files`` (free-threaded builds aside).
 
     ``cpXY`` tags name their minor; ``abi3`` wheels and pure ``py3`` wheels serve every minor of
     ``known`` from theirs on that ``Requires-Python`` (the file's, else ``requires_python``) admits.
     """
-    found: set[str] = set()
-    for f in files:
-        rp = f.requires_python or requires_python
-        for tag in _tags(f):
-            if not _linux_wheel(tag, machine):
-                continue
-            minor = _cp_minor(tag.interpreter)
-            if minor and _own_abi(tag):
-                found.add(minor)
-            elif minor and tag.abi == "abi3":
-                floor = parse_python_minor(minor)
-                found.update(k for k in known if parse_python_minor(k) >= floor and python_admits_minor(rp, k))
-            elif tag.interpreter in ("py3", "py2.py3") or (tag.interpreter.startswith("py3") and tag.abi == "none"):
-                found.update(k for k in known if python_admits_minor(rp, k))
-    return tuple(sorted((p for p in found if python_admits_minor(requires_python, p)), key=parse_python_minor))
+    found: set[str] = set().union(*(_file_minors(f, known, requires_python, machine) for f in files))
+    return tuple(admitted(sorted(found, key=parse_python_minor), requires_python))
 
 
-def metadata_candidates(files: Iterable[DistFile], pythons: Sequence[str] = ()) -> list[DistFile]:
+def _file_minors(f: DistFile, known: Sequence[str], requires_python: str, machine: str) -> set[str]:
+    """The minors one file's Linux wheel tags for ``machine`` serve (its own Requires-Python first)."""
+    rp = f.requires_python or requires_python
+    return {m for tag in _tags(f) if _linux_wheel(tag, machine) for m in _tag_minors(tag, known, rp)}
+
+
+def requires_python_of(files: Iterable[DistFile]) -> str:
+    """The first ``Requires-Python`` the page gives for one of ``files`` ("" when none)."""
+    return next((f.requires_python for f in files if f.requires_python), "")
+
+
+def release_pythons(files: Sequence[DistFile], known: Sequence[str],
+                    source: Sequence[DistFile] | None = None) -> tuple[str, ...]:
+    """The Pythons a framework release has: its wheels' (:func:`cpython_minors`), or, for a release
+    whose Pythons are another package's (jax's are its jaxlib's: ``domain.PYTHONS_FROM``), that
+    package's wheels of ``source`` within the release's own ``Requires-Python``."""
+    if source is None:
+        return cpython_minors(files, known)
+    return cpython_minors(source, known, requires_python_of(files))
+
+
+def installable_pythons(files: Sequence[DistFile], known: Sequence[str], requires_python: str,
+                        machines: Sequence[str]) -> tuple[str, ...]:
+    """Pythons a release installs on from wheels alone on every one of ``machines``; for an
+    sdist-only release, what ``requires_python`` admits."""
+    wheels = [f for f in files if f.filename.endswith(".whl")]
+    if not wheels:
+        return tuple(admitted(known, requires_python))
+    everywhere = set(known).intersection(*(cpython_minors(wheels, known, requires_python, m) for m in machines))
+    return tuple(p for p in known if p in everywhere)
+
+
+def has_cpython_wheels(files: Iterable[DistFile]) -> bool:
+    """Whether any of ``files`` is built for one CPython minor's own ABI (keras's pure wheels are not)."""
+    return any(_cp_minor(t) and _own_abi(t) for f in files for t in _tags(f))
+
+
+def cpython_tag_minors(files: Iterable[DistFile]) -> set[str]:
+    """The CPython minors ``files`` are built for, on any platform."""
+    return {m for f in files for t in _tags(f) if _own_abi(t) and (m := _cp_minor(t))}
+
+
+def wheel_python(f: DistFile, fallback: str) -> str:
+    """The newest CPython minor wheel ``f`` is tagged for (``fallback`` for a pure wheel): the
+    Python whose markers its metadata is read with."""
+    minors = [m for t in _tags(f) if (m := _cp_minor(t))]
+    return max(minors, key=parse_python_minor) if minors else fallback
+
+
+def _metadata_rank(f: DistFile) -> tuple[int, int, int, str]:
+    """Those the index says have a metadata file first, then the newest regular CPython, then pure."""
+    minors = [parse_python_minor(m) for t in _tags(f) if _linux_wheel(t) and (m := _cp_minor(t)) and _own_abi(t)]
+    newest = max(minors, default=(0, 0))
+    return (0 if f.metadata else 1 if f.metadata is None else 2, -newest[0], -newest[1], f.filename)
+
+
+def _regular_linux_wheel(f: DistFile) -> bool:
+    return f.filename.endswith(".whl") and not f.yanked and any(
+        _linux_wheel(t) and not t.abi.endswith("t") for t in _tags(f))
+
+
+def metadata_candidates(files: Iterable[DistFile]) -> list[DistFile]:
     """The Linux x86_64 wheels whose metadata says what a default install brings, best first:
     those the index says have a metadata file, then the newest regular CPython, then pure wheels."""
-    def rank(f: DistFile) -> tuple[int, int, int, str]:
-        tags = [t for t in _tags(f) if _linux_wheel(t)]
-        minors = [parse_python_minor(m) for t in tags if (m := _cp_minor(t.interpreter)) and _own_abi(t)]
-        newest = max(minors, default=(0, 0))
-        return (0 if f.metadata else 1 if f.metadata is None else 2, -newest[0], -newest[1], f.filename)
-
-    wheels = [f for f in files if f.filename.endswith(".whl") and not f.yanked
-              and any(_linux_wheel(t) and not t.abi.endswith("t") for t in _tags(f))]
-    return sorted(wheels, key=rank)
-
-
-# ---------------------------------------------------------------------------- core metadata
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Metadata:
-    """The parts of a core metadata file envsolve reads."""
-
-    name: str
-    version: str
-    requires_python: str = ""
-    requires_dist: tuple[str, ...] = ()
-    provides_extra: tuple[str, ...] = ()
-
-
-def parse_metadata(text: str) -> Metadata:
-    """Parse a core metadata file (RFC 822 headers); the description body is ignored."""
-    msg = HeaderParser().parsestr(text)
-    name, version = msg.get("Name"), msg.get("Version")
-    if not name or not version:
-        raise IndexFormatError("the metadata file has no Name or Version header")
-    return Metadata(
-        name=str(name).strip(),
-        version=str(version).strip(),
-        requires_python=str(msg.get("Requires-Python") or "").strip(),
-        requires_dist=tuple(str(r).strip() for r in msg.get_all("Requires-Dist") or ()),
-        provides_extra=tuple(str(e).strip() for e in msg.get_all("Provides-Extra") or ()),
-    )
-
-
-_LINUX_X86_64 = {"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux",
-                 "platform_machine": "x86_64", "implementation_name": "cpython",
-                 "platform_python_implementation": "CPython"}
-
-
-def requirements(md: Metadata, *, python: str, extra: str = "") -> tuple[Requirement, ...]:
-    """The requirements a Linux x86_64 CPython ``python`` install of ``md`` (with ``extra``) pulls."""
-    env = dict(_LINUX_X86_64, python_version=python, python_full_version=f"{python}.0",
-               implementation_version=f"{python}.0", extra=extra)
-    out = []
-    for raw in md.requires_dist:
-        try:
-            req = Requirement(raw)
-        except InvalidRequirement:
-            continue
-        try:
-            if req.marker is not None and not req.marker.evaluate(env):
-                continue
-        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-            continue
-        out.append(req)
-    return tuple(out)
-
-
-_BUNDLED = re.compile(r"^(nvidia-|cuda-toolkit$|triton$)")
-
-
-def is_bundled(name: str) -> bool:
-    """Whether ``name`` is a library a framework wheel pins for its GPU stack (NVIDIA, triton)."""
-    return bool(_BUNDLED.match(canonicalize_name(name)))
-
-
-def gpu_extras(md: Metadata, python: str) -> tuple[str, ...]:
-    """Extras that add NVIDIA/CUDA packages or a CUDA plugin over the plain install."""
-    plain = {canonicalize_name(r.name) for r in requirements(md, python=python)}
-    out = []
-    for extra in md.provides_extra:
-        added = {canonicalize_name(r.name) for r in requirements(md, python=python, extra=extra)} - plain
-        if any(_BUNDLED.match(n) or re.match(r"^jax-cuda\d+-plugin$", n) for n in added):
-            out.append(extra)
-    return tuple(sorted(out))
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BundledFacts:
-    """What a set of requirements says about the CUDA stack it brings."""
-
-    cuda: str = ""  # CUDA major.minor of an exact runtime pin ("12.8"), else ""
-    cuda_runtime: str = ""  # the runtime requirement as written, e.g. "cuda-toolkit==13.0.3"
-    cudnn: str = ""  # "9.10.2.21", or a range such as ">=9.3.0.75,<10.0"
-    nccl: str = ""
-    triton: str = ""
-    pins: tuple[tuple[str, str], ...] = ()  # exact pins of bundled libraries (name -> version)
-    ranges: tuple[tuple[str, str], ...] = ()  # every bundled requirement (name -> spec)
-
-    @property
-    def empty(self) -> bool:
-        return not self.ranges
-
-
-def exact_version(spec: SpecifierSet) -> str:
-    """The version of an ``==X`` (or ``===X``) specifier set, else ""."""
-    specs = list(spec)
-    if len(specs) == 1 and specs[0].operator in ("==", "===") and not specs[0].version.endswith(".*"):
-        return specs[0].version
-    return ""
-
-
-def _show(spec: SpecifierSet) -> str:
-    return exact_version(spec) or str(spec)
-
-
-def bundled_facts(reqs: Iterable[Requirement]) -> BundledFacts:
-    """CUDA runtime, cuDNN, NCCL and triton from requirements, in both the ``nvidia-*-cu12``
-    style and the ``cuda-toolkit[...]==13.x`` / ``nvidia-cuda-runtime==13.x`` style."""
-    pins: dict[str, str] = {}
-    ranges: dict[str, str] = {}
-    cuda = runtime = cudnn = nccl = triton = ""
-    for req in reqs:
-        name = canonicalize_name(req.name)
-        if not _BUNDLED.match(name):
-            continue
-        shown = _show(req.specifier)
-        ranges[name] = shown
-        exact = exact_version(req.specifier)
-        if exact:
-            pins[name] = exact
-        if name == "cuda-toolkit" or re.fullmatch(r"nvidia-cuda-runtime(-cu\d+)?", name):
-            if not runtime or name == "cuda-toolkit":
-                runtime = f"{name}{req.specifier}"
-                version = exact or (list(req.specifier)[0].version.removesuffix(".*")
-                                    if len(req.specifier) == 1 and list(req.specifier)[0].operator == "==" else "")
-                cuda = ".".join(version.split(".")[:2]) if version else ""
-        elif re.fullmatch(r"nvidia-cudnn(-cu\d+)?", name):
-            cudnn = shown
-        elif re.fullmatch(r"nvidia-nccl(-cu\d+)?", name):
-            nccl = shown
-        elif name == "triton":
-            triton = shown
-    return BundledFacts(cuda=cuda, cuda_runtime=runtime, cudnn=cudnn, nccl=nccl, triton=triton,
-                        pins=tuple(sorted(pins.items())), ranges=tuple(sorted(ranges.items())))
-
-
-def requirement_of(reqs: Iterable[Requirement], name: str) -> Requirement | None:
-    """The requirement on ``name`` among ``reqs`` (first match), if any."""
-    want = canonicalize_name(name)
-    return next((r for r in reqs if canonicalize_name(r.name) == want), None)
+    return sorted((f for f in files if _regular_linux_wheel(f)), key=_metadata_rank)

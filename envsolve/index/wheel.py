@@ -1,7 +1,7 @@
 """Pure reading of a wheel's zip structure from byte ranges: where the central directory is, where
 one member is (``.dist-info/METADATA``, or any path), and its text from the bytes of that member alone.
 
-``refresh.IndexClient`` asks the server for just these ranges (the way pip's lazy wheels and uv
+``client.IndexClient`` asks the server for just these ranges (the way pip's lazy wheels and uv
 read metadata), so a wheel is never downloaded whole. Nothing here touches the network.
 """
 
@@ -39,6 +39,19 @@ class Member:
     header_offset: int  # of its local file header
 
 
+def _zip64_directory(tail: bytes, at: int, tail_start: int) -> tuple[int, int]:
+    """(offset, size) from the zip64 end-of-central-directory record the locator before ``at`` names."""
+    loc = at - 20
+    if loc < 0 or tail[loc:loc + 4] != _LOCATOR64:
+        raise WheelFormatError("a zip64 file without its zip64 locator")
+    (eocd64,) = struct.unpack_from("<Q", tail, loc + 8)
+    rel = eocd64 - tail_start
+    if rel < 0 or tail[rel:rel + 4] != _EOCD64:
+        raise WheelFormatError("the zip64 end-of-central-directory record is not where its locator says")
+    size, offset = struct.unpack_from("<QQ", tail, rel + 40)
+    return offset, size
+
+
 def central_directory(tail: bytes, tail_start: int) -> tuple[int, int]:
     """(offset, size) of the central directory, from the last ``len(tail)`` bytes of the file,
     which begin at file offset ``tail_start`` (zip64 included)."""
@@ -46,15 +59,8 @@ def central_directory(tail: bytes, tail_start: int) -> tuple[int, int]:
     if at < 0 or len(tail) - at < 22:
         raise WheelFormatError("no end-of-central-directory record in the last bytes of the file")
     size, offset = struct.unpack_from("<II", tail, at + 12)
-    if offset == 0xFFFFFFFF or size == 0xFFFFFFFF:
-        loc = at - 20
-        if loc < 0 or tail[loc:loc + 4] != _LOCATOR64:
-            raise WheelFormatError("a zip64 file without its zip64 locator")
-        (eocd64,) = struct.unpack_from("<Q", tail, loc + 8)
-        rel = eocd64 - tail_start
-        if rel < 0 or tail[rel:rel + 4] != _EOCD64:
-            raise WheelFormatError("the zip64 end-of-central-directory record is not where its locator says")
-        size, offset = struct.unpack_from("<QQ", tail, rel + 40)
+    if 0xFFFFFFFF in (offset, size):
+        return _zip64_directory(tail, at, tail_start)
     return offset, size
 
 
@@ -78,18 +84,14 @@ def _members(directory: bytes) -> list[Member]:
 
 
 def _zip64(extra: bytes, csize: int, size: int, offset: int) -> tuple[int, int, int]:
-    """Sizes and offset from the zip64 extra field, for those the directory marks as 0xFFFFFFFF."""
+    """Sizes and offset from the zip64 extra field, for those the directory marks as 0xFFFFFFFF
+    (in the field's order: size, compressed size, offset)."""
     at = 0
     while at + 4 <= len(extra):
         tag, length = struct.unpack_from("<HH", extra, at)
         if tag == 1:
-            values = list(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
-            if size == 0xFFFFFFFF and values:
-                size = values.pop(0)
-            if csize == 0xFFFFFFFF and values:
-                csize = values.pop(0)
-            if offset == 0xFFFFFFFF and values:
-                offset = values.pop(0)
+            values = iter(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
+            size, csize, offset = (next(values, v) if v == 0xFFFFFFFF else v for v in (size, csize, offset))
         at += 4 + length
     return csize, size, offset
 
@@ -118,6 +120,16 @@ def metadata_text(m: Member, chunk: bytes) -> str:
     return member_text(m, chunk)
 
 
+def _inflated(m: Member, data: bytes) -> bytes:
+    """The member's bytes, stored (0) or deflated (8), the two methods wheels use."""
+    if m.method not in (0, 8):
+        raise WheelFormatError(f"{m.name} uses zip compression method {m.method} (wheels use 0 or 8)")
+    try:
+        return data if m.method == 0 else zlib.decompressobj(-15).decompress(data)
+    except zlib.error as e:
+        raise WheelFormatError(f"{m.name} does not inflate ({e})") from None
+
+
 def member_text(m: Member, chunk: bytes) -> str:
     """The member's text from ``chunk``, the bytes from its local header on (CRC-32 checked)."""
     if chunk[:4] != _LOCAL or len(chunk) < LOCAL_HEADER:
@@ -127,15 +139,7 @@ def member_text(m: Member, chunk: bytes) -> str:
     data = chunk[start:start + m.compressed_size]
     if len(data) != m.compressed_size:
         raise WheelFormatError(f"{m.name} is cut short")
-    if m.method == 0:
-        raw = data
-    elif m.method == 8:
-        try:
-            raw = zlib.decompressobj(-15).decompress(data)
-        except zlib.error as e:
-            raise WheelFormatError(f"{m.name} does not inflate ({e})") from None
-    else:
-        raise WheelFormatError(f"{m.name} uses zip compression method {m.method} (wheels use 0 or 8)")
+    raw = _inflated(m, data)
     if zlib.crc32(raw) != m.crc32:
         raise WheelFormatError(f"{m.name} does not match its CRC-32")
     return raw.decode("utf-8", errors="replace")

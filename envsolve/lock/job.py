@@ -1,7 +1,7 @@
 """The job of `envsolve lock`, between the command line and the modules that do the work.
 
 1. What ``[packages] pip`` asks of the frameworks and Python is read from the default index
-   (:mod:`envsolve.lock.steer`, through :class:`envsolve.refresh.IndexClient` and envsolve's cache).
+   (:mod:`envsolve.lock.steer`, through :class:`envsolve.index.client.IndexClient` and envsolve's cache).
 2. The compatibility solve, keeping the versions of the lock on disk where they still fit (and
    one version of each framework on every target where the project asks:
    :mod:`envsolve.solve.uniform`).
@@ -128,19 +128,15 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
     if not spec.pip:
         return ()
     from ..config import pip_index_url
+    from ..index.client import IndexClient
     from ..paths import cache_dir
-    from ..refresh import IndexClient
     from .resolve import WAYS_OUT
-    from .steer import Reader, steer
+    from .steer import steer
 
     index = urls.get("pypi", "") or pip_index_url()
     client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.refresh)
-    fresh = None if opts.offline or opts.refresh else IndexClient(index, cache_dir=cache_dir(), retries=1)
-    reader = Reader(files=client.project,
-                    metadata=lambda files: got[1] if (got := client.first_metadata(files)) else None,
-                    fresh_files=fresh.project if fresh is not None else None)
     try:
-        return steer(spec, reader, provider.pythons(), provider.releases)
+        return steer(spec, client, provider.pythons(), provider.releases)
     except RefreshError as e:
         raise ResolveError(f"the [packages] pip requirements cannot be read from the index: {e.message}",
                            tip=e.tip if opts.offline else WAYS_OUT) from None

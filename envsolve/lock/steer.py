@@ -7,7 +7,7 @@ choose), its ``Requires-Dist`` on the frameworks the project names (``vllm==0.11
 Linux wheels: ``scipy==1.11.4`` has wheels up to cp312). Those become extra ranges on the
 spec, each remembering which package asked for it, so the solver's explanations can say so.
 
-Pure: the index is read through a :class:`Reader` (``refresh.IndexClient`` in the command).
+Pure: the index is read through an :class:`envsolve.index.reader.Reader` (``IndexClient`` in the command).
 """
 
 from __future__ import annotations
@@ -22,24 +22,16 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from ..data import Release
-from ..domain import COMPANIONS, COMPANIONS_OF, FRAMEWORKS, WHEEL_MACHINE
+from ..domain import COMPANIONS, COMPANIONS_OF, DEFAULT_PLATFORM, FRAMEWORKS, PLATFORMS, WHEEL_MACHINE, Platform
 from ..index import pages as ix
+from ..index.metadata import Metadata, requirements
+from ..index.reader import Reader
 from ..spec import FrameworkReq, ProjectSpec
 from ..versions import parse_python_minor, python_admits_minor
 
-__all__ = ["Reader", "Steer", "apply", "steer"]
+__all__ = ["Steer", "apply", "steer"]
 
 _TRIES = 12  # releases of one package looked at, newest first, before taking the newest as is
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Reader:
-    """How the index is read: a project's files, and a release's core metadata (None if none)."""
-
-    files: Callable[[str], tuple[ix.DistFile, ...]]
-    metadata: Callable[[Sequence[ix.DistFile]], ix.Metadata | None]
-    # the files read anew, for a line no release of ``files`` (a cached page) matches; None: no other
-    fresh_files: Callable[[str], tuple[ix.DistFile, ...]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -69,18 +61,6 @@ def _managed(spec: ProjectSpec) -> set[str]:
     return names | {c for n in names for c in COMPANIONS_OF.get(n, ())}
 
 
-def _pythons(files: Sequence[ix.DistFile], known: Sequence[str], requires_python: str,
-             platforms: Sequence[str]) -> tuple[str, ...]:
-    """Pythons a release installs on from wheels alone, on every platform of the project's targets;
-    for an sdist-only release, Requires-Python."""
-    wheels = [f for f in files if f.filename.endswith(".whl")]
-    if not wheels:
-        return tuple(p for p in known if python_admits_minor(requires_python, p))
-    each = [set(ix.cpython_minors(wheels, known, requires_python, WHEEL_MACHINE.get(pl, "x86_64"))) for pl in platforms]
-    both = set.intersection(*each) if each else set()
-    return tuple(p for p in known if p in both)
-
-
 def _owner_range(companion: str, raw: str, releases: Callable[[str], Sequence[Release]]) -> str:
     """A companion's range (``torchvision==0.23.0``) as its framework's (``torch>=2.8.0,<=2.8.0``):
     the span of the data's releases whose companion version it admits ("" when none does, which
@@ -100,17 +80,19 @@ def _choosable(spec: ProjectSpec, known: Sequence[str]) -> list[str]:
             and python_admits_minor(spec.python, p)]
 
 
+def _has_release(spec: ProjectSpec, name: str, raw: str, releases: Callable[[str], Sequence[Release]]) -> bool:
+    """Whether a release of framework ``name`` is in both ``raw`` and the project's own range."""
+    own = spec.framework(name)
+    want = SpecifierSet(raw) & (own.specifier if own else SpecifierSet())
+    return any(want.contains(r.version, prereleases=True) for r in releases(name))
+
+
 def _fits(spec: ProjectSpec, frameworks: Sequence[tuple[str, str]], pythons: Sequence[str],
           releases: Callable[[str], Sequence[Release]]) -> bool:
     """Whether a release leaves the project's ranges something to choose."""
     if pythons and not any(python_admits_minor(spec.python, p) for p in pythons):
         return False
-    for name, raw in frameworks:
-        own = spec.framework(name)
-        want = SpecifierSet(raw) & (own.specifier if own else SpecifierSet())
-        if not any(want.contains(r.version, prereleases=True) for r in releases(name)):
-            return False
-    return True
+    return all(_has_release(spec, name, raw, releases) for name, raw in frameworks)
 
 
 def _matching(files: tuple[ix.DistFile, ...], req: Requirement) -> dict[Version, tuple[ix.DistFile, ...]]:
@@ -119,39 +101,105 @@ def _matching(files: tuple[ix.DistFile, ...], req: Requirement) -> dict[Version,
     return {v: by_version[v] for v in sorted(by_version, reverse=True) if req.specifier.contains(v, prereleases=True)}
 
 
+def _platform(text: str) -> Platform:
+    return next((p for p in PLATFORMS if p == text), DEFAULT_PLATFORM)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Context:
     spec: ProjectSpec
     reader: Reader
     known: Sequence[str]  # every Python minor the data knows
     releases: Callable[[str], Sequence[Release]]
-    platforms: tuple[str, ...]  # of the spec's targets
+    platforms: tuple[Platform, ...]  # of the spec's targets
+
+    @classmethod
+    def of(cls, spec: ProjectSpec, reader: Reader, known: Sequence[str],
+           releases: Callable[[str], Sequence[Release]]) -> _Context:
+        platforms = tuple(sorted({_platform(t.platform) for t in spec.targets})) or (DEFAULT_PLATFORM,)
+        return cls(spec=spec, reader=reader, known=known, releases=releases, platforms=platforms)
+
+
+def _pythons(ctx: _Context, files: Sequence[ix.DistFile], md: Metadata | None) -> tuple[str, ...]:
+    """The Pythons a release limits the solve to; () when it leaves every choosable one."""
+    machines = [WHEEL_MACHINE[p] for p in ctx.platforms]
+    pythons = ix.installable_pythons(files, ctx.known, md.requires_python if md else "", machines)
+    return () if set(_choosable(ctx.spec, ctx.known)) <= set(pythons) else pythons
+
+
+def _pulled(ctx: _Context, req: Requirement, md: Metadata) -> list[Requirement]:
+    """What the release pulls with the line's extras, on the newest Python and every target platform."""
+    newest = max(ctx.known, key=parse_python_minor)
+    return [r for p in ctx.platforms for extra in ("", *sorted(req.extras))
+            for r in requirements(md, python=newest, extra=extra, platform=p)]
+
+
+def _asks(ctx: _Context, req: Requirement, md: Metadata | None) -> dict[str, list[str]]:
+    """framework or companion -> the specifiers the release's Requires-Dist asks of it."""
+    everything = set(FRAMEWORKS) | set(COMPANIONS)
+    asks: dict[str, dict[str, None]] = {}
+    for r in _pulled(ctx, req, md) if md else ():
+        if (dep := str(canonicalize_name(r.name))) in everything:
+            asks.setdefault(dep, {}).update({str(r.specifier): None} if r.specifier else {})
+    return {dep: list(specs) for dep, specs in asks.items()}
+
+
+def _joined(specs: Sequence[str]) -> str:
+    """Specifier sets as one, each clause once."""
+    return ",".join(dict.fromkeys(x for s in specs for x in s.split(",") if x))
+
+
+def _framework_ranges(ctx: _Context, ranges: dict[str, list[str]]) -> tuple[tuple[str, str], ...]:
+    """The ranges asked of the project's frameworks, a companion's asked of its framework."""
+    own = {n: list(specs) for n, specs in ranges.items() if n not in COMPANIONS}
+    for comp, specs in ((n, specs) for n, specs in ranges.items() if n in COMPANIONS and specs):
+        own.setdefault(COMPANIONS[comp], []).append(_owner_range(comp, ",".join(specs), ctx.releases))
+    return tuple(sorted((n, _joined(specs)) for n, specs in own.items()))
 
 
 def _ask(ctx: _Context, req: Requirement, line: str, version: Version, files: Sequence[ix.DistFile]) -> Steer:
     """What one release of a ``[packages] pip`` line asks of the frameworks and Python."""
-    md = ctx.reader.metadata(files)
-    pythons = _pythons(files, ctx.known, md.requires_python if md else "", ctx.platforms)
-    if set(_choosable(ctx.spec, ctx.known)) <= set(pythons):
-        pythons = ()  # every Python the solve could choose: no limit worth saying
-    everything = set(FRAMEWORKS) | set(COMPANIONS)
-    newest = max(ctx.known, key=parse_python_minor)
-    asks: dict[str, list[str]] = {}
-    for extra in ("", *sorted(req.extras)):
-        for r in ix.requirements(md, python=newest, extra=extra) if md else ():
-            if (dep := str(canonicalize_name(r.name))) in everything:
-                asks.setdefault(dep, []).extend([str(r.specifier)] if r.specifier else [])
+    got = ctx.reader.first_metadata(files)
+    md = got[1] if got else None
+    asks = _asks(ctx, req, md)
     managed = _managed(ctx.spec)
-    ranges = {n: specs for n, specs in asks.items() if n in managed}
-    for comp in [n for n in ranges if n in COMPANIONS]:  # a companion's range is its framework's
-        specs = ranges.pop(comp)
-        if specs:
-            ranges.setdefault(COMPANIONS[comp], []).append(_owner_range(comp, ",".join(specs), ctx.releases))
-    frameworks = tuple(sorted((n, ",".join(dict.fromkeys(x for s in specs for x in s.split(",") if x)))
-                              for n, specs in ranges.items()))
+    frameworks = _framework_ranges(ctx, {n: specs for n, specs in asks.items() if n in managed})
     unmanaged = tuple(sorted((n, ",".join(specs)) for n, specs in asks.items() if n not in managed))
     return Steer(line=line, package=f"{canonicalize_name(req.name)}=={version}", frameworks=frameworks,
-                 pythons=pythons, unmanaged=unmanaged)
+                 pythons=_pythons(ctx, files, md), unmanaged=unmanaged)
+
+
+def _requirement(line: str) -> Requirement | None:
+    """A ``[packages] pip`` line the steering reads: a plain requirement on a package envsolve does
+    not choose itself (not a URL, an option, a framework or a companion)."""
+    try:
+        req = Requirement(line)
+    except InvalidRequirement:
+        return None
+    name = canonicalize_name(req.name)
+    return None if req.url or name in FRAMEWORKS or name in COMPANIONS else req
+
+
+def _releases(reader: Reader, req: Requirement) -> list[tuple[Version, tuple[ix.DistFile, ...]]]:
+    """The releases a line admits, newest first: from the page as read, else the page asked anew
+    (a release newer than a cached page)."""
+    name = canonicalize_name(req.name)
+    matching = _matching(reader.project(name), req) or _matching(reader.project(name, revalidate=True), req)
+    return list(matching.items())[:_TRIES]
+
+
+def _fits_ask(ctx: _Context, asked: Steer) -> bool:
+    return _fits(ctx.spec, asked.frameworks, asked.pythons, ctx.releases)
+
+
+def _steer_line(ctx: _Context, req: Requirement, line: str) -> Steer | None:
+    """The newest release of the line that fits the project's ranges, else the newest."""
+    asked: list[Steer] = []
+    for v, files in _releases(ctx.reader, req):
+        asked.append(_ask(ctx, req, line, v, files))
+        if _fits_ask(ctx, asked[-1]):
+            return asked[-1]
+    return asked[0] if asked else None
 
 
 def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
@@ -161,50 +209,43 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
     ``torch==2.8.0``). Lines that are not plain requirements (URLs, options) ask nothing. Of the
     releases a line admits, the newest that leaves the project's ranges something to choose is
     read (else the newest, whose clash the solve then explains)."""
-    ctx = _Context(spec=spec, reader=reader, known=known_pythons, releases=releases,
-                   platforms=tuple(sorted({t.platform or "linux/amd64" for t in spec.targets})) or ("linux/amd64",))
-    out = []
-    for line in spec.pip:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        name = canonicalize_name(req.name)
-        if req.url or name in FRAMEWORKS or name in COMPANIONS:
-            continue
-        matching = _matching(reader.files(name), req)
-        if not matching and reader.fresh_files is not None:  # released after the page was cached
-            matching = _matching(reader.fresh_files(name), req)
-        asked = [_ask(ctx, req, line, v, files) for v, files in list(matching.items())[:1]]
-        for v, files in list(matching.items())[1:_TRIES]:
-            if _fits(spec, asked[-1].frameworks, asked[-1].pythons, releases):
-                break
-            asked.append(_ask(ctx, req, line, v, files))
-        fitting = [a for a in asked if _fits(spec, a.frameworks, a.pythons, releases)]
-        if asked:
-            out.append(fitting[0] if fitting else asked[0])
-    return tuple(out)
+    ctx = _Context.of(spec, reader, known_pythons, releases)
+    lines = [(req, line) for line in spec.pip if (req := _requirement(line)) is not None]
+    return tuple(s for req, line in lines if (s := _steer_line(ctx, req, line)) is not None)
+
+
+def _any(raw: str) -> bool:
+    return raw.strip() in ("", "*")
+
+
+def _asks_of(name: str, steers: Sequence[Steer]) -> list[tuple[str, str]]:
+    """(the release that asks, its range) for each range the steers ask of framework ``name``."""
+    return [(s.package, raw) for s in steers for n, raw in s.frameworks if n == name and raw]
+
+
+def _asked(f: FrameworkReq, steers: Sequence[Steer]) -> FrameworkReq:
+    """``f`` with the ranges the steers ask of its framework added, remembering who asked."""
+    asked = _asks_of(f.name, steers)
+    if not asked:
+        return f
+    raw = ",".join(([] if _any(f.raw) else [f.raw]) + [raw for _, raw in asked])
+    return FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
+                        asked_by=", ".join(p for p, _ in asked))
+
+
+def _python_bounds(steers: Sequence[Steer]) -> list[str]:
+    """The Python range each steer that limits the Pythons asks for."""
+    return [f">={s.pythons[0]},<{_next_minor(s.pythons[-1])}" for s in steers if s.pythons]
 
 
 def apply(spec: ProjectSpec, steers: Sequence[Steer]) -> ProjectSpec:
     """``spec`` with each steer's framework and Python ranges added (the ranges of both must hold)."""
-    frameworks = []
-    for f in spec.frameworks:
-        asked = [(s.package, raw) for s in steers for n, raw in s.frameworks if n == f.name and raw]
-        if not asked:
-            frameworks.append(f)
-            continue
-        parts = ([] if f.raw.strip() in ("", "*") else [f.raw]) + [raw for _, raw in asked]
-        raw = ",".join(parts)
-        frameworks.append(FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
-                                       asked_by=", ".join(p for p, _ in asked)))
     python, python_raw = spec.python, spec.python_raw
-    for s in steers:
-        if s.pythons:
-            bound = f">={s.pythons[0]},<{_next_minor(s.pythons[-1])}"
-            python = python & SpecifierSet(bound)
-            python_raw = bound if python_raw.strip() in ("", "*") else f"{python_raw},{bound}"
-    return dataclasses.replace(spec, frameworks=tuple(frameworks), python=python, python_raw=python_raw)
+    for bound in _python_bounds(steers):
+        python = python & SpecifierSet(bound)
+        python_raw = bound if _any(python_raw) else f"{python_raw},{bound}"
+    frameworks = tuple(_asked(f, steers) for f in spec.frameworks)
+    return dataclasses.replace(spec, frameworks=frameworks, python=python, python_raw=python_raw)
 
 
 def _next_minor(minor: str) -> str:

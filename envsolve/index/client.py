@@ -1,0 +1,393 @@
+"""The one client that reads a package index over HTTP: project pages, metadata files, wheel members.
+
+Requests go through one requests session with urllib3's ``Retry`` (connection errors, timeouts
+and 429/5xx, with exponential backoff) and CacheControl's HTTP cache on disk (ETag /
+Last-Modified revalidation, ``max-age``, as pip and uv do). Every 200 answer is kept, so a lock
+that reads the cache first (``revalidate=False``) and ``--offline`` read them back. Files the
+index names by hash (metadata files with their sha256, members of a wheel by the wheel's sha256)
+are kept by that hash and never asked for again. TLS is verified with the CA bundle pip is
+configured with (``cert``, ``REQUESTS_CA_BUNDLE``), so an intercepting proxy's system bundle works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import requests
+from cachecontrol import CacheControlAdapter
+from cachecontrol.caches import FileCache
+from cachecontrol.controller import CacheController
+from requests.adapters import HTTPAdapter
+from urllib3 import BaseHTTPResponse
+from urllib3.connectionpool import ConnectionPool
+from urllib3.exceptions import MaxRetryError, NewConnectionError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
+from urllib3.util.retry import Retry
+
+from ..config import pip_config
+from ..errors import EnvsolveError, MissingProject, RefreshError
+from ..files import write_atomic
+from . import pages as ix
+from . import wheel
+from .metadata import Metadata, parse_metadata
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["IndexClient"]
+
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+METADATA_TRIES = 3  # wheels of one release whose metadata file is tried before giving up
+_AGENT = "envsolve-refresh"
+_OTHER_INDEX = "try again later, or use another index with --index-url"
+_OFFLINE_TIP = "lock once with the network to fill the cache, or use --frameworks-only"
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+class _Uncached(requests.RequestException):
+    """An answer ``--offline`` would have to ask the network for."""
+
+
+class _Retry(Retry):
+    """urllib3's retries, reporting each one and waiting ``backoff`` before the first, doubled for
+    each further one (urllib3's own first retry waits nothing)."""
+
+    progress: Callable[[str], None] = _quiet
+    where = ""
+
+    def new(self, **kw: Any) -> Self:
+        out = super().new(**kw)
+        out.progress, out.where = self.progress, self.where
+        return out
+
+    def increment(self, method: str | None = None, url: str | None = None, response: BaseHTTPResponse | None = None,
+                  error: Exception | None = None, _pool: ConnectionPool | None = None,
+                  _stacktrace: TracebackType | None = None) -> Self:
+        out = super().increment(method, url, response, error, _pool, _stacktrace)
+        out.where = f"{_pool.scheme}://{_pool.host}:{_pool.port}{url}" if _pool is not None else str(url)
+        return out
+
+    def get_backoff_time(self) -> float:
+        return min(self.backoff_max, self.backoff_factor * 2 ** (len(self.history) - 1)) if self.history else 0.0
+
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+        self.progress(f"retrying {self.where} in {self.get_backoff_time():g} s")
+        super().sleep(response)
+
+
+class _Controller(CacheController):
+    """CacheControl's rules, plus: keep every 200 answer (``--offline`` reads them back), and, when
+    reading the cache first, answer from any kept one unless the request asks ``max-age=0``."""
+
+    cache_first = False
+
+    def cached_request(self, request: requests.PreparedRequest) -> Any:
+        if self.cache_first and "max-age=0" not in request.headers.get("Cache-Control", ""):
+            return self._load_from_cache(request) or False
+        return super().cached_request(request)
+
+    def cache_response(self, request: requests.PreparedRequest, response_or_ref: Any, body: bytes | None = None,
+                       status_codes: Any = None) -> None:
+        response = response_or_ref() if isinstance(response_or_ref, weakref.ReferenceType) else response_or_ref
+        if response is not None and _keep_anyway(request, response, body, self.parse_cache_control(response.headers)):
+            self._cache_set(self.cache_url(str(request.url)), request, response, body)
+            return
+        super().cache_response(request, response_or_ref, body, status_codes)
+
+
+def _keep_anyway(request: requests.PreparedRequest, response: Any, body: bytes | None,
+                 cc: Mapping[str, Any]) -> bool:
+    """A whole 200 answer HTTP caching would drop for want of validators: kept all the same."""
+    if response.status != 200 or body is None or "no-store" in cc:
+        return False
+    length = response.headers.get("Content-Length", "")
+    return "Range" not in request.headers and (not length.isdigit() or int(length) == len(body))
+
+
+class _NoNetwork(HTTPAdapter):
+    def send(self, request: requests.PreparedRequest, *args: Any, **kw: Any) -> requests.Response:
+        raise _Uncached(str(request.url))
+
+
+class _OfflineAdapter(CacheControlAdapter, _NoNetwork):
+    """The cache, and nothing behind it (CacheControl's send falls through to ``_NoNetwork``)."""
+
+
+def _adapter(cache: Path | None, retry: Retry, *, offline: bool, cache_first: bool) -> HTTPAdapter:
+    """The cache in front of the network (nothing behind it offline), or the network alone."""
+    if cache is None:
+        return _NoNetwork() if offline else HTTPAdapter(max_retries=retry)
+    kind = _OfflineAdapter if offline else CacheControlAdapter
+    adapter = kind(cache=FileCache(str(cache)), controller_class=_Controller, max_retries=retry)
+    adapter.controller.cache_first = cache_first or offline  # type: ignore[attr-defined]
+    return adapter
+
+
+def _session(adapter: HTTPAdapter, cert: str) -> requests.Session:
+    session = requests.Session()
+    if cert:
+        session.verify = cert  # pip's ``cert``; REQUESTS_CA_BUNDLE still wins, as requests does
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, adapter)
+    return session
+
+
+def _reason(e: requests.RequestException) -> str:
+    text = str(e)
+    m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text) or re.search(r"(Connection refused|Name or service "
+                                                                     r"not known|No route to host)", text)
+    return m.group(1).strip() if m else type(e).__name__
+
+
+def _timed_out(e: requests.RequestException) -> bool:
+    reason = e.args[0].reason if e.args and isinstance(e.args[0], MaxRetryError) else None
+    refused = isinstance(reason, NewConnectionError)  # urllib3 counts it as a connect timeout
+    return isinstance(e, requests.Timeout) or (isinstance(reason, Urllib3Timeout) and not refused)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _content_range_total(header: str) -> int | None:
+    m = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", header.strip())
+    return int(m.group(3)) if m else None
+
+
+class _Blobs:
+    """Files named by a hash the index gives: written once, read back without asking."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+
+    def path(self, kind: str, key: str) -> Path | None:
+        return self.root / kind / key if self.root is not None and key else None
+
+    def load(self, kind: str, key: str) -> bytes | None:
+        path = self.path(kind, key)
+        return path.read_bytes() if path is not None and path.is_file() else None
+
+    def store(self, kind: str, key: str, body: bytes) -> None:
+        path = self.path(kind, key)
+        if path is None:
+            return
+        try:  # a cache that cannot be written only costs a later request
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, body)
+        except OSError:
+            pass
+
+
+class IndexClient:
+    """Reads project pages, metadata files and wheel members from one simple-API index (the
+    :class:`envsolve.index.reader.Reader` of steering, ``data --verify`` and ``refresh``)."""
+
+    def __init__(self, index_url: str, *, cache_dir: Path | None = None, timeout: float = 30.0,
+                 retries: int = 3, backoff: float = 1.0, progress: Callable[[str], None] = _quiet,
+                 offline: bool = False, revalidate: bool = True, cert: str | None = None) -> None:
+        if urlparse(index_url).scheme not in ("http", "https"):
+            raise EnvsolveError(f"index URL {index_url!r} is not an http(s) URL",
+                                tip="pass the simple-API root of an index with --index-url")
+        self.index_url = index_url.rstrip("/")
+        self.timeout = timeout
+        self.tries = max(0, retries) + 1
+        self.progress = progress
+        self.offline = offline  # answers from the cache only; a missing one is an error naming it
+        self.warnings: list[str] = []  # files that failed and were skipped (see first_metadata)
+        retry = _Retry(total=self.tries - 1, backoff_factor=backoff, status_forcelist=sorted(RETRY_STATUS),
+                       raise_on_status=False, respect_retry_after_header=False)
+        retry.progress = progress
+        root = cache_dir / "index" if cache_dir is not None else None
+        self.blobs = _Blobs(root)
+        self.cache_first = not revalidate  # False: a cached answer is used as is, however old
+        adapter = _adapter(root / "http" if root is not None else None, retry, offline=offline,
+                           cache_first=self.cache_first)
+        self.session = _session(adapter, pip_config().get("cert", "") if cert is None else cert)
+        self._checked: dict[str, tuple[ix.DistFile, ...]] = {}  # pages revalidated in this run
+
+    # ------------------------------------------------------------------ requests
+
+    def _send(self, url: str, headers: Mapping[str, str], *, stream: bool = False) -> requests.Response:
+        try:
+            return self.session.get(url, headers={"User-Agent": _AGENT, **headers},
+                                    timeout=(self.timeout, self.timeout), stream=stream)
+        except _Uncached:
+            raise RefreshError(f"{url} is not in envsolve's cache, and --offline reads nothing else",
+                               tip=_OFFLINE_TIP) from None
+        except requests.RequestException as e:
+            raise self._unreachable(url, e) from None
+
+    def _unreachable(self, url: str, e: requests.RequestException) -> RefreshError:
+        tries = f"{self.tries} {'try' if self.tries == 1 else 'tries'}"
+        if _timed_out(e):
+            return RefreshError(f"the package index at {self.index_url} did not answer within {self.timeout:g} s "
+                                f"({url}; {tries})",
+                                tip="try again later, raise --timeout, or use another index with --index-url")
+        return RefreshError(f"cannot reach the package index at {self.index_url} ({_reason(e)}; {tries})",
+                            tip="check the network or proxy, or pass another index with --index-url "
+                                "(or set PIP_INDEX_URL)")
+
+    def _failed(self, status: int, url: str) -> RefreshError:
+        return RefreshError(f"the package index answered HTTP {status} for {url}", tip=_OTHER_INDEX)
+
+    # ------------------------------------------------------------------ pages
+
+    def _page_headers(self, revalidate: bool) -> dict[str, str]:
+        """A cache-first client asks anew (``max-age=0``) for a page it must revalidate; offline, never."""
+        again = revalidate and self.cache_first and not self.offline
+        return {"Accept": ix.ACCEPT, **({"Cache-Control": "max-age=0"} if again else {})}
+
+    def project(self, name: str, *, revalidate: bool = False) -> tuple[ix.DistFile, ...]:
+        """The files of ``name``'s project page; a missing project is a :class:`MissingProject`.
+        ``revalidate``: ask the index even when this client reads its cache first (a page cached
+        before the release a line asks for); once per page and run."""
+        if revalidate and name in self._checked:
+            return self._checked[name]
+        url = ix.project_url(self.index_url, name)
+        resp = self._send(url, self._page_headers(revalidate))
+        if resp.status_code == 404:
+            raise MissingProject(f"the package index at {self.index_url} has no project {name!r}",
+                                 tip="check the name given to --package, or use an index that carries it "
+                                     "(--index-url)")
+        files = _page_files(name, url, resp)
+        if revalidate or not self.cache_first:
+            self._checked[name] = files
+        return files
+
+    # ------------------------------------------------------------------ metadata
+
+    def metadata(self, f: ix.DistFile) -> Metadata | None:
+        """The core metadata of ``f`` (None when the index serves no metadata file for it)."""
+        if f.metadata is False:
+            return self.wheel_metadata(f)
+        body = self.blobs.load("metadata", f.metadata_sha256)
+        if body is None:
+            self.progress(f"reading metadata of {f.filename}")
+            resp = self._send(f.metadata_url, {"Accept": "*/*"})
+            if resp.status_code in (404, 410):
+                return self.wheel_metadata(f)
+            if resp.status_code != 200:
+                raise self._failed(resp.status_code, f.metadata_url)
+            body = self._checked_body(f, resp.content)
+        return _parsed(f"the metadata file of {f.filename}", body.decode("utf-8", errors="replace"))
+
+    def _checked_body(self, f: ix.DistFile, body: bytes) -> bytes:
+        got = _sha256(body)
+        if f.metadata_sha256 and got != f.metadata_sha256:
+            raise RefreshError(
+                f"the metadata file of {f.filename} does not match the sha256 the index gives for it "
+                f"(index: {f.metadata_sha256[:16]}..., file: {got[:16]}...)",
+                tip="the index or a proxy serves altered files; nothing was written. Try again, "
+                    "or use another index with --index-url")
+        self.blobs.store("metadata", f.metadata_sha256, body)
+        return body
+
+    def wheel_metadata(self, f: ix.DistFile) -> Metadata | None:
+        """The METADATA member of wheel ``f``, read with HTTP range requests on its zip central
+        directory (PEP 658 files are not served for it); cached by the wheel's sha256. None, with a
+        warning, when the server does not serve ranges."""
+        text = self.wheel_member(f, wheel.METADATA, "no metadata file, so its metadata")
+        return None if text is None else _parsed(f"the METADATA of {f.filename}", text)
+
+    def first_metadata(self, files: Iterable[ix.DistFile]) -> tuple[ix.DistFile, Metadata] | None:
+        """The metadata of the best Linux wheel whose metadata can be read. A file that fails (HTTP
+        error, timeout, hash mismatch) is a warning and the next one is tried."""
+        for f in ix.metadata_candidates(files)[:METADATA_TRIES]:
+            md = self._metadata_or_warn(f)
+            if md is not None:
+                return f, md
+        return None
+
+    def _metadata_or_warn(self, f: ix.DistFile) -> Metadata | None:
+        try:
+            return self.metadata(f)
+        except RefreshError as e:
+            if self.offline:
+                raise  # what the cache lacks is the answer, not a file to skip
+            self.warnings.append(f"{f.filename}: {e.message}; skipped")
+            return None
+
+    # ------------------------------------------------------------------ wheel members
+
+    def wheel_member(self, f: ix.DistFile, pattern: str, what: str = "") -> str | None:
+        """The text of the one member of wheel ``f`` whose path matches ``pattern`` (a regular
+        expression), read with HTTP range requests (the zip directory, then that member alone) and
+        cached by the wheel's sha256. None, with a warning, when the server does not serve ranges."""
+        if not f.filename.endswith(".whl"):
+            return None
+        key = f"{f.sha256}-{_sha256(pattern.encode())[:16]}.txt" if f.sha256 else ""
+        kept = self.blobs.load("members", key)
+        if kept is not None:
+            return kept.decode("utf-8")
+        self.progress(f"reading {pattern} out of {f.filename} (range requests)")
+        try:
+            text = self._range_member(f, pattern)
+        except wheel.WheelFormatError as e:
+            raise RefreshError(f"{f.filename} cannot be read as a wheel: {e}") from None
+        if text is None:
+            self.warnings.append(f"{f.filename}: the server does not serve byte ranges and "
+                                 f"{what or f'its member {pattern}'} was not read (wheels are never downloaded whole)")
+            return None
+        self.blobs.store("members", key, text.encode("utf-8"))
+        return text
+
+    def _range(self, url: str, spec: str) -> tuple[bytes, int] | None:
+        """The bytes of ``Range: bytes=spec`` and the file's full length; None when the server
+        ignores ranges (its answer is closed unread: a wheel is never downloaded whole)."""
+        resp = self._send(url, {"Range": f"bytes={spec}", "Accept-Encoding": "identity"}, stream=True)
+        with resp:
+            if resp.status_code == 200:
+                return None
+            if resp.status_code != 206:
+                raise RefreshError(f"the package index answered HTTP {resp.status_code} for {url} "
+                                   f"(bytes {spec})", tip=_OTHER_INDEX)
+            total = _content_range_total(resp.headers.get("Content-Range", ""))
+            if total is None:
+                raise RefreshError(f"{url} answered a range request without a usable Content-Range")
+            return resp.content, total
+
+    def _directory(self, url: str, tail: bytes, total: int) -> bytes | None:
+        """The zip central directory, out of the tail already read or with one more range."""
+        tail_start = total - len(tail)
+        offset, size = wheel.central_directory(tail, tail_start)
+        if offset >= tail_start:
+            return tail[offset - tail_start:offset - tail_start + size]
+        more = self._range(url, f"{offset}-{offset + size - 1}")
+        return more[0] if more is not None else None
+
+    def _range_member(self, f: ix.DistFile, pattern: str) -> str | None:
+        got = self._range(f.url, f"-{wheel.TAIL}")
+        directory = self._directory(f.url, *got) if got is not None else None
+        if got is None or directory is None:
+            return None
+        member = wheel.find_member(directory, pattern)
+        end = min(member.header_offset + wheel.member_bytes(member), got[1]) - 1
+        chunk = self._range(f.url, f"{member.header_offset}-{end}")
+        return wheel.member_text(member, chunk[0]) if chunk is not None else None
+
+
+def _page_files(name: str, url: str, resp: requests.Response) -> tuple[ix.DistFile, ...]:
+    if resp.status_code != 200:
+        raise RefreshError(f"the package index answered HTTP {resp.status_code} for {url}", tip=_OTHER_INDEX)
+    try:
+        return ix.parse_project_page(resp.content, resp.headers.get("Content-Type", ""), url)
+    except ix.IndexFormatError as e:
+        raise RefreshError(f"the page of {name!r} at {url} is not a simple-API page: {e}",
+                           tip="pass the simple-API root of the index with --index-url") from None
+
+
+def _parsed(what: str, text: str) -> Metadata:
+    try:
+        return parse_metadata(text)
+    except ix.IndexFormatError as e:
+        raise RefreshError(f"{what} cannot be read: {e}") from None
