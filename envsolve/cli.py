@@ -445,9 +445,9 @@ def _host_facts(provider: Provider) -> HostFacts:
 
 
 def _for_host(spec: ProjectSpec, provider: Provider) -> ProjectSpec:
-    """The spec with its default target describing this machine (see :func:`envsolve.spec.for_host`)."""
+    """The spec with its default target describing this machine (see :func:`envsolve.host.target.for_host`)."""
     from .host.facts import hardware_table
-    from .spec import for_host
+    from .host.target import for_host
 
     facts = _host_facts(provider)
     for w in facts.warnings:

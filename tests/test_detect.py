@@ -10,8 +10,9 @@ from click.testing import CliRunner
 from envsolve.cli import main
 from envsolve.host import detect as det
 from envsolve.host.facts import GpuInfo, HostFacts, MigDevice, complete, hardware_table
+from envsolve.host.target import for_host
 from envsolve.provider import Provider
-from envsolve.spec import for_host, parse_spec
+from envsolve.spec import parse_spec
 from envsolve.versions import parse_driver
 
 HOSTS = Path(__file__).parent / "fixtures" / "hosts"

@@ -1,0 +1,108 @@
+"""``envsolve lock --host``: a spec's default target made from this host's facts (its GPUs, driver,
+vendor, platform and, on a Jetson, its JetPack), keeping the ``[hardware]`` pins that fit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..domain import DOCKER_PLATFORM, Platform, Vendor
+from ..errors import SpecError
+from ..provider import Provider
+from ..spec import GpuReq, ProjectSpec, SectionParser, Target
+from ..versions import Dotted, parse_driver
+from .facts import GpuInfo, HostFacts
+
+__all__ = ["for_host"]
+
+_JETSON_PLATFORM: Platform = "linux/arm64"  # a Jetson module is an Arm computer
+_HOST_VENDOR: dict[str, Vendor] = {"nvidia": "nvidia", "amd": "amd"}  # the vendors whose GPUs a host can serve
+
+
+def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[ProjectSpec, list[str]]:
+    """``spec`` with its default target describing this host (GPUs, driver, vendor); a CUDA or
+    ROCm pin of ``[hardware]`` is kept when it fits the host's vendor. A GPU the data does not
+    know is taken by the architecture the tools reported (with a warning, returned beside the
+    spec); one with neither is an error naming where it came from, with a "did you mean"."""
+    gpus, warnings = _host_gpus(facts, provider)
+    base = spec.targets[0]
+    jetson = facts.platform == "jetson"
+    if jetson and not gpus:  # a Jetson lists no GPU (no nvidia-smi): the spec's Jetson modules stand
+        gpus = [g for g in base.gpus if provider.is_jetson(g.name)]
+    vendor = _host_vendor(facts, gpus, jetson)
+    jetpack, warning = _host_jetpack(facts, gpus, base, provider) if jetson and gpus else (None, "")
+    platform, why = _host_platform(facts, gpus, jetson, base)
+    cuda, rocm, rocm_driver = _kept_pins(base, vendor, jetson)
+    host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=_host_driver(facts, vendor, jetson),
+                  cuda=cuda, rocm=rocm, rocm_driver=rocm_driver, platform=platform, jetpack=jetpack, platform_why=why)
+    return replace(spec, targets=(host, *spec.targets[1:])), warnings + ([warning] if warning else [])
+
+
+def _host_gpus(facts: HostFacts, provider: Provider) -> tuple[list[GpuReq], list[str]]:
+    """The host's GPUs (each once) and a warning for each taken by its architecture; a GPU known by
+    neither is a :class:`SpecError` naming where it came from."""
+    parser = SectionParser(facts.source or "this host", provider)
+    gpus: list[GpuReq] = []
+    warnings = []
+    for g in facts.gpus:
+        label = _host_label(g, provider)
+        if label != g.name:
+            warnings.append(f"GPU {g.index} {g.name!r} is not in envsolve's data; solving for its architecture "
+                            f"{label} as the driver reported it")
+        if (req := parser.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
+            gpus.append(req)
+    parser.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
+                                 "(or gfx942), or update envsolve's data")
+    return gpus, warnings
+
+
+def _host_label(g: GpuInfo, provider: Provider) -> str:
+    """The name a host GPU is solved by: its model's, else the architecture the tools reported."""
+    return g.name if provider.gpu(g.name) is not None or not g.arch else g.arch
+
+
+def _host_driver(facts: HostFacts, vendor: Vendor, jetson: bool) -> Dotted | None:
+    """The NVIDIA driver the host reported (a Jetson's comes with its JetPack)."""
+    if vendor != "nvidia" or not facts.driver or jetson:
+        return None
+    try:
+        return parse_driver(facts.driver)
+    except ValueError:
+        return None
+
+
+def _host_jetpack(facts: HostFacts, gpus: list[GpuReq], base: Target, provider: Provider) -> tuple[Dotted | None, str]:
+    """(JetPack, warning) of a Jetson host: its L4T release's, else the spec's, else the newest its
+    modules support (with a warning)."""
+    row = provider.jetpack_of_l4t(facts.l4t)
+    if row is not None:
+        return row.version, ""
+    warning = (f"L4T {facts.l4t or '(unknown)'} is no JetPack release in envsolve's data; "
+               + (f"keeping jetpack = {base.jetpack.raw}" if base.jetpack else "solving for the newest "
+                  "JetPack the modules support"))
+    fits = provider.jetpacks_for([g.name for g in gpus]) if base.jetpack is None else []
+    return (fits[-1].version if fits else base.jetpack), warning
+
+
+def _host_platform(facts: HostFacts, gpus: list[GpuReq], jetson: bool, base: Target) -> tuple[Platform, str]:
+    """(platform, why): the host CPU's (a Jetson's when unknown), else the one its GPUs imply, else the spec's."""
+    platform = DOCKER_PLATFORM.get(facts.machine) or (_JETSON_PLATFORM if jetson else None)
+    if platform is not None:
+        return platform, f"this host's CPU ({facts.machine})" if facts.machine else "a Jetson (/etc/nv_tegra_release)"
+    implied = {g.platform for g in gpus if g.platform}
+    if len(implied) == 1:
+        return implied.pop(), "the host's GPUs"
+    return base.platform, base.platform_why
+
+
+def _host_vendor(facts: HostFacts, gpus: list[GpuReq], jetson: bool) -> Vendor:
+    """The vendor of the host's GPUs (a Jetson's is NVIDIA); cpu without GPUs."""
+    if not gpus:
+        return "cpu"
+    return "nvidia" if jetson else _HOST_VENDOR.get(facts.vendor, "cpu")
+
+
+def _kept_pins(base: Target, vendor: Vendor, jetson: bool) -> tuple[Dotted | None, Dotted | None, Dotted | None]:
+    """(CUDA, ROCm, ROCm kernel driver) of ``base`` ([hardware]) that fit the host's vendor."""
+    nvidia = vendor == "nvidia" and not jetson
+    amd = vendor == "amd"
+    return base.cuda if nvidia else None, base.rocm if amd else None, base.rocm_driver if amd else None
