@@ -171,7 +171,7 @@ def test_solving_is_deterministic(fixture_graph: Provider) -> None:
 def test_explain_lists_choices_and_rejections(fixture_graph: Provider) -> None:
     rep = ExplainReporter()
     rs = solve_explained(fixture_graph, spec_of('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', fixture_graph), rep)
-    text = rep.render(rs, verbose=True)
+    text = rep.text(rs, verbose=True)
     assert "chose torch 2.7.1 (cu128): newest release that fits, the newest usable build (the default build does not fit)" in text
     assert "torch 2.7.1 (cu126): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8" in text
 
@@ -257,7 +257,7 @@ def test_an_unknown_native_driver_floor_is_not_claimed_and_the_lock_says_so(tmp_
     found = solve_explained(graph, spec_of('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', graph),
                             reporter)
     assert ("  driver >= 570.00 (native support of CUDA 12.8)\n  note: the native minimum driver of CUDA 12.8 is "
-            "not known (cuda.toml marks it low); taken as R570 or newer") in reporter.render(found)
+            "not known (cuda.toml marks it low); taken as R570 or newer") in reporter.text(found)
 
 
 def test_a_python_range_from_a_patch_admits_that_minor(real_graph: Provider) -> None:
