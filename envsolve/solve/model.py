@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..data import Build, Gpu, Release
+from ..domain import DEFAULT_PLATFORM, Accelerator, Platform
 from ..spec import Target
 from ..versions import Dotted
 
@@ -60,8 +61,8 @@ class PackagePin:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Resolution:
     target: Target
-    accelerator: str
-    platform: str = "linux/amd64"  # Docker's name of the platform the environment runs on
+    accelerator: Accelerator
+    platform: Platform = DEFAULT_PLATFORM  # Docker's name of the platform the environment runs on
     jetpack: str = ""  # a Jetson's JetPack release
     python: str
     cuda: str
@@ -79,7 +80,6 @@ class Resolution:
     tools: tuple[tuple[str, str], ...] = ()  # tools the images install, name -> version
     warnings: tuple[str, ...] = ()
     choices: tuple[Candidate, ...] = field(default=(), compare=False)
-
 
 
 @dataclass(frozen=True, slots=True)
