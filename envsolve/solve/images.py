@@ -189,10 +189,14 @@ def _nearest_running(ask: _Ask, version: Dotted) -> list[Image]:
     of its major, else the oldest newer one (the least it asks of the driver)."""
     runs = [i for i in _plain_cuda_images(ask) if _runs(ask, i)]
     older = [i for i in runs if i.version.major == version.major and i.version < version]
+    if older:
+        return _of_version(older, max(i.version for i in older))
     newer = [i for i in runs if i.version > version]
-    near = older or newer
-    pick = max(i.version for i in near) if older else min((i.version for i in near), default=None)
-    return [i for i in near if i.version == pick]
+    return _of_version(newer, min(i.version for i in newer)) if newer else []
+
+
+def _of_version(rows: list[Image], version: Dotted) -> list[Image]:
+    return [i for i in rows if i.version == version]
 
 
 def _no_newer_image(ask: _Ask, version: Dotted, gone: str) -> str:
@@ -246,8 +250,7 @@ def _newest(ask: _Ask, usable: _Rows) -> BaseImage:
 def _newest_row(ask: _Ask, rows: list[Image]) -> tuple[Image, str]:
     """The row of the newest version and its OS: one version may span several rows (one per group
     of OSes), so the OS is chosen across all of them."""
-    newest = max(i.version for i in rows)
-    same = [i for i in rows if i.version == newest]
+    same = _of_version(rows, max(i.version for i in rows))
     os = ask.spec.os or _default_os(tuple(o for i in same for o in i.os))
     return next(i for i in same if os in i.os), os
 

@@ -99,16 +99,21 @@ def _with_python_image(provider: Provider, spec: ProjectSpec, pythons: frozenset
 
 def _stack(t: Target, found: list[Candidate]) -> _Stack:
     builds = [c.build for c in found if c.build]
-    driver_mins = [c.driver_min for c in found if c.driver_min]
     return _Stack(
         accel=ACCELERATOR[t.vendor],
         cuda=max((b.cuda for b in builds if b.cuda), default=None),
         rocm=max((b.rocm for b in builds if b.rocm), default=None),
         cudnn=next((b.cudnn for b in builds if b.cudnn), ""),
-        driver_min=max(driver_mins).raw if driver_mins else "",
+        driver_min=_driver_min(found),
         compat=_compat(t, found),
         system_cuda=any(b.system_cuda for b in builds),
     )
+
+
+def _driver_min(found: list[Candidate]) -> str:
+    """The highest driver floor of the chosen builds ("" when none has one)."""
+    floors = [c.driver_min for c in found if c.driver_min]
+    return max(floors).raw if floors else ""
 
 
 def _compat(t: Target, found: list[Candidate]) -> str:
