@@ -166,12 +166,18 @@ def _frameworks(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
     empty = [r for r in reqs if not search.lists[r.name]]
     if empty:
         raise Unsatisfiable(t.name, [why_none_shared(provider, cache, spec, t, r) for r in empty])
+    return _together(t, search, [r.name for r in reqs]), backend
+
+
+def _together(t: Target, search: _Search, order: list[str]) -> list[Candidate]:
+    """The first combination of candidates that share an environment; or :class:`Unsatisfiable`
+    with the first clashes met."""
     search.prune()
-    found = search.run([r.name for r in reqs]) if all(search.lists.values()) else None
+    found = search.run(order) if all(search.lists.values()) else None
     if found is None:
         raise Unsatisfiable(t.name, [Clash(subject="frameworks together", reason=w)
                                      for w in list(search.clashes)[:5]])
-    return found, backend
+    return found
 
 
 def _check_driver(provider: Provider, t: Target, driver: Dotted) -> None:
