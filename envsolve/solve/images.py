@@ -91,11 +91,20 @@ def _candidates(ask: _Ask) -> _Rows | str:
         return _cpu_rows(ask)
     if ask.version is None:
         # no framework brings a CUDA/ROCm: the newest plain image whose CUDA the target can run
-        return _Rows([i for i in ask.provider.images(ask.accel) if not i.python and _runs(ask, i)], _flavor(ask))
+        return _Rows(_running(ask, _plain(ask.provider.images(ask.accel))), _flavor(ask))
     found = _stack_rows(ask, ask.version)
-    if ask.accel == "cuda" and not any(not i.removed for i in found.rows):
+    if ask.accel == "cuda" and all(i.removed for i in found.rows):
         return _replacement(ask, ask.version, found.rows)
     return found
+
+
+def _plain(images: list[Image]) -> list[Image]:
+    """The images that bring no Python of their own (not the python images)."""
+    return [i for i in images if not i.python]
+
+
+def _running(ask: _Ask, images: list[Image]) -> list[Image]:
+    return [i for i in images if _runs(ask, i)]
 
 
 def _flavor(ask: _Ask) -> str:
@@ -106,29 +115,34 @@ def _cpu_rows(ask: _Ask) -> _Rows:
     """A CPU environment runs on the python image of its Python, else on a plain image of the asked OS."""
     cpu = ask.provider.images("cpu")
     rows = [i for i in cpu if i.python == ask.python]
-    if ask.spec.os and not any(ask.spec.os in i.os for i in rows):
-        # a distribution image of the asked OS (ubuntu22.04); the pinned uv brings Python
-        return _Rows([i for i in cpu if not i.python and ask.spec.os in i.os], "base")
-    return _Rows(rows, "slim")
+    if _has_os(ask, rows):
+        return _Rows(rows, "slim")
+    # a distribution image of the asked OS (ubuntu22.04); the pinned uv brings Python
+    return _Rows([i for i in _plain(cpu) if _os_fits(ask, i)], "base")
+
+
+def _has_os(ask: _Ask, rows: list[Image]) -> bool:
+    """Whether some of ``rows`` has the asked OS (any does when none is asked)."""
+    return not ask.spec.os or any(ask.spec.os in i.os for i in rows)
 
 
 def _stack_rows(ask: _Ask, version: Dotted) -> _Rows:
     """The images of the build's CUDA/ROCm major.minor published for the target's platform."""
-    rows = [i for i in ask.provider.images(ask.accel)
-            if i.version.prefix(2) == version.prefix(2) and ask.provider.image_on_platform(i, ask.target.platform)]
+    if ask.accel == "cuda" and ask.compat == "minor-version":
+        return _Rows(_minor_version_rows(ask, version), _flavor(ask))
+    same = [i for i in ask.provider.images(ask.accel) if i.version.prefix(2) == version.prefix(2)]
+    rows = [i for i in same if ask.provider.image_on_platform(i, ask.target.platform)]
     if ask.accel == "rocm" and not rows and not ask.needs_cudnn:
         return _without_system_rocm(ask, version)
-    if ask.accel == "cuda" and ask.compat == "minor-version":
-        rows = _minor_version_rows(ask, version)
     return _Rows(rows, _flavor(ask))
 
 
 def _without_system_rocm(ask: _Ask, version: Dotted) -> _Rows:
     """No image of the wheel's ROCm: one of another ROCm would disagree with the wheel, so a plain
     OS image with no system ROCm, the wheel's own user space the only ROCm in it."""
-    rows = [i for i in ask.provider.images("cpu") if not i.python]
-    return _Rows(rows, "base", f"no ROCm {version} image in the data: the base image has no system ROCm, and the "
-                               f"ROCm {version} user space is the one the wheels bring")
+    return _Rows(_plain(ask.provider.images("cpu")), "base",
+                 f"no ROCm {version} image in the data: the base image has no system ROCm, and the "
+                 f"ROCm {version} user space is the one the wheels bring")
 
 
 def _minor_version_rows(ask: _Ask, version: Dotted) -> list[Image]:
@@ -136,10 +150,15 @@ def _minor_version_rows(ask: _Ask, version: Dotted) -> list[Image]:
     refuses an image whose CUDA the driver does not run natively (NVIDIA_REQUIRE_CUDA). A Jetson's
     driver is its JetPack's: an image of at most the JetPack's CUDA."""
     same_major = [i for i in ask.provider.images("cuda") if i.version.major == version.major]
+    return [i for i in same_major if _driver_runs_natively(ask, i)]
+
+
+def _driver_runs_natively(ask: _Ask, image: Image) -> bool:
+    """Whether the target's driver runs ``image``'s CUDA natively (a Jetson's: at most its JetPack's CUDA)."""
     if ask.jetpack is not None:
-        return [i for i in same_major if i.version.prefix(2) <= ask.jetpack.cuda.prefix(2)]
-    return [i for i in same_major if (need := ask.provider.native_driver_min(i.version)) is not None
-            and _driver_runs(ask, need)]
+        return image.version.prefix(2) <= ask.jetpack.cuda.prefix(2)
+    need = ask.provider.native_driver_min(image.version)
+    return need is not None and _driver_runs(ask, need)
 
 
 def _driver_runs(ask: _Ask, need: Dotted) -> bool:
@@ -155,11 +174,13 @@ def _runs(ask: _Ask, image: Image) -> bool:
     if image.accelerator != "cuda":
         return True
     if ask.jetpack is not None:
-        return image.version.prefix(2) <= ask.jetpack.cuda.prefix(2)
-    need = ask.provider.native_driver_min(image.version)
-    if need is None or not _driver_runs(ask, need):
-        return False
-    return all(ask.provider.toolkit_knows(image.version, x.arch) for x in ask.target.gpus if x.vendor == "nvidia")
+        return _driver_runs_natively(ask, image)
+    return _driver_runs_natively(ask, image) and _knows_gpus(ask, image.version)
+
+
+def _knows_gpus(ask: _Ask, cuda: Dotted) -> bool:
+    """Whether CUDA ``cuda`` can target every NVIDIA GPU of the target."""
+    return all(ask.provider.toolkit_knows(cuda, x.arch) for x in ask.target.gpus if x.vendor == "nvidia")
 
 
 def _replacement(ask: _Ask, version: Dotted, rows: list[Image]) -> _Rows | str:
@@ -181,13 +202,13 @@ def _replacement(ask: _Ask, version: Dotted, rows: list[Image]) -> _Rows | str:
 
 def _plain_cuda_images(ask: _Ask) -> list[Image]:
     """The nvidia/cuda images (no python image) whose tags the registry still has."""
-    return [i for i in ask.provider.images("cuda") if not i.python and not i.removed]
+    return [i for i in _plain(ask.provider.images("cuda")) if not i.removed]
 
 
 def _nearest_running(ask: _Ask, version: Dotted) -> list[Image]:
     """The rows of the image nearest to CUDA ``version`` that the target runs: the newest older one
     of its major, else the oldest newer one (the least it asks of the driver)."""
-    runs = [i for i in _plain_cuda_images(ask) if _runs(ask, i)]
+    runs = _running(ask, _plain_cuda_images(ask))
     older = [i for i in runs if i.version.major == version.major and i.version < version]
     if older:
         return _of_version(older, max(i.version for i in older))
@@ -201,22 +222,31 @@ def _of_version(rows: list[Image], version: Dotted) -> list[Image]:
 
 def _no_newer_image(ask: _Ask, version: Dotted, gone: str) -> str:
     """Why no image replaces the build's CUDA, with the driver the oldest newer image needs."""
+    what = f"driver {ask.target.driver}" if ask.target.driver is not None else "the drivers these GPUs can use"
+    return (f"no nvidia/cuda image of CUDA {version} ({gone}), and no newer CUDA image runs on {what} "
+            f"(the container toolkit refuses an image whose CUDA the driver does not run natively)"
+            + _driver_hint(ask, version))
+
+
+def _driver_hint(ask: _Ask, version: Dotted) -> str:
+    """``: a driver >= 525.60.13 runs the CUDA 12.0.1 image``: the oldest image newer than ``version``."""
     first = min((i for i in _plain_cuda_images(ask) if i.version > version), key=lambda i: i.version, default=None)
     need = ask.provider.native_driver_min(first.version) if first else None
-    what = f"driver {ask.target.driver}" if ask.target.driver is not None else "the drivers these GPUs can use"
-    hint = f": a driver >= {need} runs the CUDA {first.version} image" if first and need else ""
-    return (f"no nvidia/cuda image of CUDA {version} ({gone}), and no newer CUDA image runs on {what} "
-            f"(the container toolkit refuses an image whose CUDA the driver does not run natively){hint}")
+    return f": a driver >= {need} runs the CUDA {first.version} image" if first and need else ""
 
 
 def _usable(ask: _Ask, found: _Rows) -> _Rows:
     """The rows still published for the target's platform, in the flavour and OS asked."""
     rows = [i for i in found.rows if _published(ask, i)]
-    flavor = found.flavor
-    if ask.needs_cudnn and ask.accel == "cuda":
-        flavor = _cudnn_flavor(rows, "devel" if flavor == "devel" else "runtime") or flavor
-    rows = [i for i in rows if _os_and_flavor_fit(ask, i, flavor)]
-    return _Rows(rows, flavor, found.fallback)
+    flavor = _with_cudnn(ask, rows, found.flavor)
+    return _Rows([i for i in rows if _os_and_flavor_fit(ask, i, flavor)], flavor, found.fallback)
+
+
+def _with_cudnn(ask: _Ask, rows: list[Image], flavor: str) -> str:
+    """The flavour asked; for a build that uses the image's cuDNN, the cuDNN flavour of its kind."""
+    if not ask.needs_cudnn or ask.accel != "cuda":
+        return flavor
+    return _cudnn_flavor(rows, "devel" if flavor == "devel" else "runtime") or flavor
 
 
 def _published(ask: _Ask, image: Image) -> bool:
@@ -226,8 +256,11 @@ def _published(ask: _Ask, image: Image) -> bool:
 
 def _os_and_flavor_fit(ask: _Ask, image: Image, flavor: str) -> bool:
     """Whether ``image`` has the asked OS and (any flavour of a CPU image serves) the flavour."""
-    os_fits = not ask.spec.os or ask.spec.os in image.os
-    return os_fits and (flavor in image.flavors or ask.accel == "cpu")
+    return _os_fits(ask, image) and (flavor in image.flavors or ask.accel == "cpu")
+
+
+def _os_fits(ask: _Ask, image: Image) -> bool:
+    return not ask.spec.os or ask.spec.os in image.os
 
 
 def _no_image(ask: _Ask, flavor: str) -> str:
