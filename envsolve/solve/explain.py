@@ -64,15 +64,22 @@ def _why_builds(provider: Provider, t: Target, name: str, nos: list[_Misfit]) ->
     if not wanted:
         return _no_build_of(t, name, nos)
     if not unpinned:
-        have = ", ".join(b.variant for b, _ in wanted)
-        return f"{name} has no {_pin_text(t)} build (it has {have})"
+        return f"{name} has no {_pin_text(t)} build (it has {_variants(wanted)})"
     codes = {n.code for _, n in unpinned}
     if codes == {"python"}:
         return f"{name} {unpinned[0][1].text}"
     if codes == {"arch-cuda"}:
         return _needs_newer_cuda(provider, t, name, unpinned)
-    texts = dict.fromkeys(f"{b.variant}: {n.text}" for b, n in unpinned)
-    return f"no {name} build serves {_hardware(t)}: " + "; ".join(texts)
+    return f"no {name} build serves {_hardware(t)}: " + "; ".join(dict.fromkeys(_each(unpinned)))
+
+
+def _variants(misfits: list[_Misfit]) -> str:
+    return ", ".join(b.variant for b, _ in misfits)
+
+
+def _each(misfits: list[_Misfit]) -> list[str]:
+    """``cu126: driver 525.60.13 is too old ...``: each build with why it does not fit."""
+    return [f"{b.variant}: {n.text}" for b, n in misfits]
 
 
 def _no_build_of(t: Target, name: str, nos: list[_Misfit]) -> str:
@@ -95,10 +102,9 @@ def _needs_newer_cuda(provider: Provider, t: Target, name: str, misfits: list[_M
     newest = max((b for b, _ in misfits), key=_stack_version)
     need = max(n.needs for _, n in misfits)
     gpus = [x for x in t.gpus if newest.cuda is None or not provider.toolkit_knows(newest.cuda, x.arch)]
-    named, archs = ", ".join(gpu_text(x) for x in gpus), ", ".join(x.arch.name for x in gpus)
+    named, archs = ", ".join(map(gpu_text, gpus)), ", ".join(x.arch.name for x in gpus)
     if t.cuda is not None:  # the pin chose the builds; the release may have newer ones
-        variants = ", ".join(b.variant for b, _ in misfits)
-        return f"{name} ({variants}) has no kernels for {named}: {archs} needs CUDA >= {need}"
+        return f"{name} ({_variants(misfits)}) has no kernels for {named}: {archs} needs CUDA >= {need}"
     return (f"{name} has no build for {named}: {archs} needs CUDA >= {need}, and {name} builds stop at "
             f"{newest.variant} (CUDA {newest.cuda})")
 

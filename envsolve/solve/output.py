@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..data import Build
+from ..data import Build, Gpu
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, PLATFORMS, Accelerator, Platform
 from ..provider import Provider
 from ..spec import ProjectSpec, Target
@@ -49,10 +49,10 @@ def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: 
         target=t,
         accelerator=stack.accel,
         platform=_platform(t),
-        jetpack=t.jetpack.raw if t.jetpack else "",
+        jetpack=_raw(t.jetpack),
         python=python,
-        cuda=stack.cuda.raw if stack.cuda else "",
-        rocm=stack.rocm.raw if stack.rocm else "",
+        cuda=_raw(stack.cuda),
+        rocm=_raw(stack.rocm),
         cudnn=stack.cudnn,
         driver_min=stack.driver_min,
         compat=stack.compat,
@@ -62,11 +62,21 @@ def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: 
         python_from=_python_from(provider, image, python),
         keras_backend=backend,
         packages=tuple(sorted(packages, key=lambda p: p.name)),
-        models=tuple(m for x in t.gpus if (m := provider.gpu(x.name)) is not None),
+        models=_models(provider, t),
         tools=tuple((tool.name, tool.version) for tool in provider.m.tools),
         warnings=_warnings(provider, found, stack, image_note),
         choices=tuple(found),
     )
+
+
+def _raw(version: Dotted | None) -> str:
+    """A version as written ("" for none)."""
+    return version.raw if version is not None else ""
+
+
+def _models(provider: Provider, t: Target) -> tuple[Gpu, ...]:
+    """The records of the target's GPU models (aliases, peak TFLOP/s); none for a bare arch."""
+    return tuple(m for x in t.gpus if (m := provider.gpu(x.name)) is not None)
 
 
 def _platform(t: Target) -> Platform:
@@ -125,9 +135,8 @@ def _compat(t: Target, found: list[Candidate]) -> str:
 def _image(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, stack: _Stack, python: str) -> BaseImage:
     """:func:`~envsolve.solve.images.base_image`, once per question (cells of a matrix share it)."""
     version = stack.cuda or stack.rocm
-    key = (stack.accel, version.raw if version else "", python, stack.compat, spec.os, spec.flavor,
-           t.driver.raw if t.driver else "", frozenset(x.family for x in t.gpus), stack.system_cuda, t.platform,
-           t.jetpack.raw if t.jetpack else "")
+    key = (stack.accel, _raw(version), python, stack.compat, spec.os, spec.flavor, _raw(t.driver),
+           frozenset(x.family for x in t.gpus), stack.system_cuda, t.platform, _raw(t.jetpack))
     images = cache.table("images")
     if key not in images:
         images[key] = base_image(provider, spec, t, stack.accel, version, python, stack.compat,
