@@ -65,8 +65,8 @@ def _fit_nvidia(provider: Provider, b: Build, t: Target) -> _Fit:
     """(compat, driver_min, None) when ``b`` serves ``t``; else ("", None, why)."""
     if b.cuda is None:  # the loader refuses CUDA builds without a CUDA version
         return _refused(No("accelerator", f"{b.variant} names no CUDA version"))
-    if t.cuda is not None and b.cuda.prefix(2)[: len(t.cuda.key[:2])] != t.cuda.key[:2]:
-        return _refused(No("pin", f"built for CUDA {b.cuda}, not the pinned CUDA {t.cuda}"))
+    if (no := _off_pin(b.cuda, t.cuda, "CUDA")) is not None:
+        return _refused(no)
     floors = _driver_floors(provider, b, b.cuda, t)
     if isinstance(floors, No):
         return _refused(floors)
@@ -181,9 +181,15 @@ def _given_driver(driver: Dotted, cuda: Dotted, native: Dotted, floor: Dotted | 
     if by_minor:
         return _refused(No("driver", f"driver {driver} runs CUDA {cuda} only by minor-version "
                            f"compatibility; needs >= {native}{_ptx_note(ptx_only)}"))
-    alt = (f" (or >= {floor} by minor-version compatibility)"
-           if floor is not None and floor < native and not ptx_only else "")
+    alt = _or_minor_version(native, floor, ptx_only)
     return _refused(No("driver", f"driver {driver} is too old for CUDA {cuda}: needs >= {native}{alt}"))
+
+
+def _or_minor_version(native: Dotted, floor: Dotted | None, ptx_only: list[GpuReq]) -> str:
+    """`` (or >= 450.80.02 by minor-version compatibility)`` where that floor is lower and serves."""
+    if floor is None or floor >= native or ptx_only:
+        return ""
+    return f" (or >= {floor} by minor-version compatibility)"
 
 
 def _newest_branch(provider: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted | None,
@@ -229,7 +235,7 @@ def _fit_jetson(provider: Provider, b: Build, t: Target, jp: JetPack) -> _Fit:
     major.minor; an SBSA build (JetPack 7) runs its major, newer minors by minor-version compatibility."""
     if b.cuda is None:
         return _refused(No("accelerator", f"{b.variant} names no CUDA version"))
-    if b.cuda.major != jp.cuda.major or (b.system_cuda and b.cuda.prefix(2) != jp.cuda.prefix(2)):
+    if not _links_to(b, b.cuda, jp):
         return _refused(No("jetpack", f"built for CUDA {b.cuda}; JetPack {jp.version} brings CUDA {jp.cuda}"))
     ptx_only = _kernels(provider, b, b.cuda, t)
     if isinstance(ptx_only, No):
@@ -241,13 +247,24 @@ def _fit_jetson(provider: Provider, b: Build, t: Target, jp: JetPack) -> _Fit:
     return ("minor-version" if newer else "native"), None, None
 
 
+def _links_to(b: Build, cuda: Dotted, jp: JetPack) -> bool:
+    """Whether ``b`` (CUDA ``cuda``) runs on JetPack's CUDA: its major, and its very major.minor
+    for a build that uses the system's CUDA."""
+    return cuda.major == jp.cuda.major and (not b.system_cuda or cuda.prefix(2) == jp.cuda.prefix(2))
+
+
 def _fit_amd(provider: Provider, b: Build, t: Target) -> No | None:
     """Why ROCm build ``b`` does not serve ``t``: the pinned ROCm, the kernel driver, the gfx targets."""
     if b.rocm is None:  # the loader refuses ROCm builds without a ROCm version
         return No("accelerator", f"{b.variant} names no ROCm version")
-    if t.rocm is not None and b.rocm.prefix(2)[: len(t.rocm.key[:2])] != t.rocm.key[:2]:
-        return No("pin", f"built for ROCm {b.rocm}, not the pinned ROCm {t.rocm}")
-    return _kmd(provider, b.rocm, t) or _gfx(provider, b, b.rocm, t)
+    return _off_pin(b.rocm, t.rocm, "ROCm") or _kmd(provider, b.rocm, t) or _gfx(provider, b, b.rocm, t)
+
+
+def _off_pin(version: Dotted, pin: Dotted | None, stack: str) -> No | None:
+    """Why a build of CUDA/ROCm ``version`` is not of the target's pinned ``pin`` (``12`` or ``12.8``)."""
+    if pin is None or version.prefix(2)[: len(pin.key[:2])] == pin.key[:2]:
+        return None
+    return No("pin", f"built for {stack} {version}, not the pinned {stack} {pin}")
 
 
 def _kmd(provider: Provider, rocm: Dotted, t: Target) -> No | None:
