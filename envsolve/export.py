@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-    from .data import Build, Cudnn, Release
+    from .data import Build, Cudnn, DriverBranch, Matrices, Release
     from .provider import Provider
 
 __all__ = ["edges", "neighbourhood", "node_id", "nodes", "to_dot", "to_json", "to_nx"]
@@ -27,6 +27,18 @@ def node_id(kind: str, *parts: str) -> str:
 
 def nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every node with its attributes, in a deterministic order."""
+    yield from _hardware_nodes(provider)
+    yield from _library_nodes(provider)
+    for rel in _releases(provider):
+        yield _release_id(rel), {"kind": "release", "python": list(rel.python), "source": rel.source}
+    for b in _builds(provider):
+        yield _build_id(b), {"kind": "build", "variant": b.variant, "default": b.default,
+                             "accelerator": b.accelerator, "source": b.source,
+                             "confidence": b.confidence}
+
+
+def _hardware_nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Archs, GPU models, CUDA toolkits and driver branches."""
     m = provider.m
     for info in sorted(m.archs, key=lambda x: x.name):
         yield node_id("arch", info.name), {"kind": "arch", "vendor": info.vendor,
@@ -39,16 +51,14 @@ def nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
     for br in m.branches:
         yield node_id("driver", f"R{br.branch}"), {"kind": "driver", "cuda_max": br.cuda_max.raw,
                                                    "source": br.source}
-    for c in m.cudnn:
+
+
+def _library_nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
+    """cuDNN and ROCm releases."""
+    for c in provider.m.cudnn:
         yield _cudnn_id(c), {"kind": "cudnn", "source": c.source}
-    for r in m.rocm:
+    for r in provider.m.rocm:
         yield node_id("rocm", r.version.raw), {"kind": "rocm", "source": r.source}
-    for rel in _releases(provider):
-        yield _release_id(rel), {"kind": "release", "python": list(rel.python), "source": rel.source}
-    for b in _builds(provider):
-        yield _build_id(b), {"kind": "build", "variant": b.variant, "default": b.default,
-                             "accelerator": b.accelerator, "source": b.source,
-                             "confidence": b.confidence}
 
 
 def edges(provider: Provider) -> Iterator[Edge]:
@@ -72,10 +82,13 @@ def _hardware_edges(provider: Provider) -> Iterator[Edge]:
         cuda = node_id("cuda", t.version.raw)
         yield from ((cuda, node_id("arch", a), "supports") for a in t.archs)
         yield cuda, node_id("driver", f"R{t.driver_min.major}"), "requires"
-    nvidia = [info for info in m.archs if info.vendor == "nvidia"]
     for br in m.branches:
-        yield from ((node_id("driver", f"R{br.branch}"), node_id("arch", info.name), "supports")
-                    for info in nvidia if info.family not in br.unsupported_families)
+        yield from ((node_id("driver", f"R{br.branch}"), node_id("arch", a), "supports") for a in _supported(m, br))
+
+
+def _supported(m: Matrices, branch: DriverBranch) -> list[str]:
+    """The NVIDIA archs a driver branch still supports (those of the families it has not dropped)."""
+    return [info.name for info in m.archs if info.vendor == "nvidia" and info.family not in branch.unsupported_families]
 
 
 def _library_edges(provider: Provider) -> Iterator[Edge]:
@@ -98,13 +111,12 @@ def _build_edges(provider: Provider, b: Build) -> Iterator[Edge]:
 
 def _needs(provider: Provider, b: Build) -> Iterator[tuple[str, str]]:
     """The CUDA toolkit, ROCm release and cuDNN row a build needs, those the data has."""
-    toolkits = provider.toolkits(b.cuda) if b.cuda is not None else []
+    if b.cuda is not None:
+        yield from ((node_id("cuda", t.version.raw), "requires") for t in provider.toolkits(b.cuda)[:1])
     rocm = provider.rocm_row(b.rocm) if b.rocm is not None else None
-    cudnn = provider.cudnn_row(b.cudnn, b.cuda.major) if b.cudnn and b.cuda is not None else None
-    if toolkits:
-        yield node_id("cuda", toolkits[0].version.raw), "requires"
     if rocm is not None:
         yield node_id("rocm", rocm.version.raw), "requires"
+    cudnn = provider.cudnn_row(b.cudnn, b.cuda.major) if b.cudnn and b.cuda is not None else None
     if cudnn is not None:
         yield _cudnn_id(cudnn), "bundles"
 
