@@ -52,6 +52,11 @@ def _grouped(rows: Iterable[_V], key: Callable[[_V], _K]) -> dict[_K, list[_V]]:
     return out
 
 
+def _all_low(toolkits: list[Toolkit]) -> bool:
+    """Whether every row of a CUDA minor is marked confidence = low (its driver floor is not known)."""
+    return all(t.confidence == "low" for t in toolkits)
+
+
 def _parts(text: str) -> tuple[int, ...]:
     """The numbers of a dotted release (``R36.4.3`` -> (36, 4, 3); non-numbers skipped)."""
     return tuple(int(p) for p in text.lstrip("Rr").split(".") if p.isdigit())
@@ -137,10 +142,10 @@ class Provider:
             return None
         before = self._previous_minor_floor(cuda)
         floor = max(own, before) if before is not None else own
-        branch = self._first_branch_for(cuda) if all(t.confidence == "low" for t in ts) else None
+        branch = self._first_branch_for(cuda) if _all_low(ts) else None
         if branch is not None and floor.major < branch:
             # drivers.toml: older branches stop at an older CUDA, so none of their drivers runs it natively
-            floor = parse_driver(f"{branch}.00")
+            return parse_driver(f"{branch}.00")
         return floor
 
     def _previous_minor_floor(self, cuda: Dotted) -> Dotted | None:
@@ -162,19 +167,29 @@ class Provider:
     def driver_floor_note(self, cuda: Dotted) -> str:
         """Why the native driver floor of CUDA ``major.minor`` is uncertain ("" when its rows are sourced)."""
         ts = self.toolkits(cuda)
-        if not ts or any(t.confidence != "low" for t in ts):
+        if not ts or not _all_low(ts):
             return ""
         mm = "{}.{}".format(*cuda.prefix(2))
-        unknown = f"the native minimum driver of CUDA {mm} is not known (cuda.toml marks it low); taken as "
         floor = self.native_driver_min(cuda)
+        taken = self._raised_to_branch(cuda, ts, floor) or self._raised_to_earlier(cuda, floor)
+        if taken:
+            return f"the native minimum driver of CUDA {mm} is not known (cuda.toml marks it low); taken as {taken}"
+        return f"the native minimum driver of CUDA {mm} ({floor}) rests on data marked confidence = low"
+
+    def _raised_to_branch(self, cuda: Dotted, ts: list[Toolkit], floor: Dotted | None) -> str:
+        """``R570 or newer, since ...`` when the floor is the first branch that reaches CUDA ``cuda``."""
         branch = self._first_branch_for(cuda)
-        if floor is not None and floor.raw == f"{branch}.00" and min(t.driver_min for t in ts).major < floor.major:
-            return unknown + f"R{branch} or newer" + self._older_branch_text(floor.major)
+        if floor is None or floor.raw != f"{branch}.00" or min(t.driver_min for t in ts).major >= floor.major:
+            return ""
+        return f"R{branch} or newer" + self._older_branch_text(floor.major)
+
+    def _raised_to_earlier(self, cuda: Dotted, floor: Dotted | None) -> str:
+        """``at least CUDA 12.8's 570.26`` when the floor is the previous minor's."""
         earlier = self._previous_minor(cuda)
         prev = self._previous_minor_floor(cuda)
-        if earlier is not None and prev is not None and floor == prev:
-            return unknown + f"at least CUDA {earlier.major}.{earlier.minor}'s {prev}"
-        return f"the native minimum driver of CUDA {mm} ({floor}) rests on data marked confidence = low"
+        if earlier is None or prev is None or floor != prev:
+            return ""
+        return f"at least CUDA {earlier.major}.{earlier.minor}'s {prev}"
 
     def _older_branch_text(self, branch: int) -> str:
         """``, since drivers.toml gives R535 CUDA up to 12.2``: the newest branch before ``branch``."""
