@@ -95,12 +95,9 @@ def keras_backend(spec: ProjectSpec) -> str:
 def needed(spec: ProjectSpec, cache: Cache) -> list[FrameworkReq]:
     """The frameworks to resolve: those asked for, the owners of companions, Keras' backend."""
     reqs = {f.name: f for f in spec.frameworks if f.name in FRAMEWORKS}
-    for f in spec.frameworks:
-        owner = COMPANIONS.get(f.name, f.name)
-        reqs.setdefault(owner, FrameworkReq(name=owner, specifier=cache.range("*"), raw="*"))
-    backend = keras_backend(spec)
-    if backend:
-        reqs.setdefault(backend, FrameworkReq(name=backend, specifier=cache.range("*"), raw="*"))
+    implied = [COMPANIONS.get(f.name, f.name) for f in spec.frameworks] + [keras_backend(spec)]
+    for name in filter(None, implied):
+        reqs.setdefault(name, FrameworkReq(name=name, specifier=cache.range("*"), raw="*"))
     return [reqs[n] for n in FRAMEWORKS if n in reqs]
 
 
@@ -127,10 +124,14 @@ def try_solve_target(provider: Provider, spec: ProjectSpec, t: Target, reporter:
         return got
     found, backend = got
     for c in found:
-        req = spec.framework(c.release.package)
-        asked = f" (asked by {req.asked_by}: {req.name} {req.raw})" if req is not None and req.asked_by else ""
-        rep.chosen(t.name, c.label, why_chosen(c) + asked)
+        rep.chosen(t.name, c.label, why_chosen(c) + _asked(spec, c))
     return resolution(provider, cache, spec, t, found, backend)
+
+
+def _asked(spec: ProjectSpec, c: Candidate) -> str:
+    """`` (asked by torchvision: torch >=2.6)`` when a companion's range brought the framework in."""
+    req = spec.framework(c.release.package)
+    return f" (asked by {req.asked_by}: {req.name} {req.raw})" if req is not None and req.asked_by else ""
 
 
 def _frameworks_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
@@ -138,20 +139,21 @@ def _frameworks_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: T
     """:func:`_frameworks`, once per (frameworks, Python range, target) when nobody traces the
     search: cells of a matrix that differ only in OS or image flavour share it."""
     if type(rep) is not Reporter:
-        try:
-            return _frameworks(provider, cache, spec, t, rep)
-        except Unsatisfiable as e:
-            return e
+        return _frameworks_or_why(provider, cache, spec, t, rep)
     key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t)
     table = cache.table("frameworks")
-    got = table.get(key)
-    if got is None:
-        try:
-            got = _frameworks(provider, cache, spec, t, rep)
-        except Unsatisfiable as e:
-            got = e.with_traceback(None)
-        table[key] = got
-    return got
+    if key not in table:
+        table[key] = _frameworks_or_why(provider, cache, spec, t, rep)
+    return table[key]  # type: ignore[no-any-return]
+
+
+def _frameworks_or_why(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
+                       rep: Reporter) -> tuple[list[Candidate], str] | Unsatisfiable:
+    """:func:`_frameworks`, with the :class:`Unsatisfiable` returned (without its traceback)."""
+    try:
+        return _frameworks(provider, cache, spec, t, rep)
+    except Unsatisfiable as e:
+        return e.with_traceback(None)
 
 
 def _frameworks(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
