@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import NoReturn
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -62,10 +63,22 @@ def _agreed(provider: Provider, spec: ProjectSpec, cache: Cache, fixed: dict[str
     if len(set(chosen.values())) <= 1:
         return next(iter(chosen.values()), "")
     newest_needed = min(Version(v) for v in chosen.values())  # each target took its newest
+    return _newest_for_all(provider, spec, cache, fixed, f, newest_needed) or _no_agreement(f, chosen)
+
+
+def _newest_for_all(provider: Provider, spec: ProjectSpec, cache: Cache, fixed: dict[str, str], f: FrameworkReq,
+                    newest_needed: Version) -> str:
+    """The newest release of ``f`` in range, no newer than ``newest_needed``, with which every target
+    solves (with the versions ``fixed`` so far); "" when none does."""
     for rel in provider.releases(f.name):
         in_range = rel.version <= newest_needed and f.specifier.contains(rel.version, prereleases=True)
         if in_range and _all_solve(provider, pinned(spec, {**fixed, f.name: rel.raw}), cache) is not None:
             return rel.raw
+    return ""
+
+
+def _no_agreement(f: FrameworkReq, chosen: dict[str, str]) -> NoReturn:
+    """No release of ``f`` runs on every target (each target's own choice told)."""
     each = ", ".join(f"{t} gets {v}" for t, v in sorted(chosen.items()))
     raise Unsatisfiable("(all)", [Clash(subject=f"{f.name} {f.raw} (same-versions)",
                                         reason=f"no release runs on every target ({each} alone)")],
