@@ -13,6 +13,7 @@ from packaging.specifiers import SpecifierSet
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, ProjectSpec, Target
+from ..versions import Dotted
 from .cache import Cache
 from .candidates import candidates
 from .model import Reporter, Resolution
@@ -52,15 +53,16 @@ def _span(name: str, versions: list[str], newest: str) -> str:
 
 def _lowest_driver(provider: Provider, spec: ProjectSpec, t: Target) -> tuple[str, Resolution] | None:
     """The oldest driver floor in the data, newer than the target's, with which it resolves."""
+    newer = [floor for floor in _driver_floors(provider) if t.driver is None or floor > t.driver]
+    tried = ((floor.raw, _try(provider, spec, replace(t, driver=floor))) for floor in newer)
+    return next(((floor, r) for floor, r in tried if r is not None), None)
+
+
+def _driver_floors(provider: Provider) -> list[Dotted]:
+    """Every driver floor the data names (toolkits' native floors, majors' minor-version floors), oldest first."""
     floors = {tk.driver_min for tk in provider.m.toolkits}
     floors |= {m.minor_compat_driver_min for m in provider.m.cuda_majors if m.minor_compat_driver_min}
-    for floor in sorted(floors):
-        if t.driver is not None and floor <= t.driver:
-            continue
-        r = _try(provider, spec, replace(t, driver=floor))
-        if r is not None:
-            return floor.raw, r
-    return None
+    return sorted(floors)
 
 
 def _packages(r: Resolution) -> str:

@@ -5,6 +5,7 @@ their text. The explanations of an unsatisfiable spec live in :mod:`envsolve.sol
 from __future__ import annotations
 
 from ..spec import Target
+from .fit import gpu_text
 from .model import Reporter, Resolution
 
 __all__ = ["ExplainReporter"]
@@ -53,7 +54,7 @@ class ExplainReporter(Reporter):
 
 
 def _hardware(t: Target) -> str:
-    return ", ".join(f"{x.name} ({x.arch.name})" if x.name != x.arch.name else x.name for x in t.gpus) or "CPU only"
+    return ", ".join(map(gpu_text, t.gpus)) or "CPU only"
 
 
 def _driver_lines(r: Resolution) -> list[str]:
