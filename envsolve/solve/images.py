@@ -12,6 +12,7 @@ and OS asked (:func:`_usable`), and the newest of those (:func:`_newest`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..data import Image, JetPack
@@ -130,11 +131,15 @@ def _stack_rows(ask: _Ask, version: Dotted) -> _Rows:
     """The images of the build's CUDA/ROCm major.minor published for the target's platform."""
     if ask.accel == "cuda" and ask.compat == "minor-version":
         return _Rows(_minor_version_rows(ask, version), _flavor(ask))
-    same = [i for i in ask.provider.images(ask.accel) if i.version.prefix(2) == version.prefix(2)]
-    rows = [i for i in same if ask.provider.image_on_platform(i, ask.target.platform)]
+    rows = [i for i in ask.provider.images(ask.accel) if _of_minor_here(ask, i, version)]
     if ask.accel == "rocm" and not rows and not ask.needs_cudnn:
         return _without_system_rocm(ask, version)
     return _Rows(rows, _flavor(ask))
+
+
+def _of_minor_here(ask: _Ask, image: Image, version: Dotted) -> bool:
+    """Whether ``image`` is of CUDA/ROCm ``version``'s major.minor and published for the target's platform."""
+    return image.version.prefix(2) == version.prefix(2) and ask.provider.image_on_platform(image, ask.target.platform)
 
 
 def _without_system_rocm(ask: _Ask, version: Dotted) -> _Rows:
@@ -210,14 +215,14 @@ def _nearest_running(ask: _Ask, version: Dotted) -> list[Image]:
     of its major, else the oldest newer one (the least it asks of the driver)."""
     runs = _running(ask, _plain_cuda_images(ask))
     older = [i for i in runs if i.version.major == version.major and i.version < version]
-    if older:
-        return _of_version(older, max(i.version for i in older))
     newer = [i for i in runs if i.version > version]
-    return _of_version(newer, min(i.version for i in newer)) if newer else []
+    return _of_version(older, max) or _of_version(newer, min)
 
 
-def _of_version(rows: list[Image], version: Dotted) -> list[Image]:
-    return [i for i in rows if i.version == version]
+def _of_version(rows: list[Image], pick: Callable[[list[Dotted]], Dotted]) -> list[Image]:
+    """The rows of the version ``pick`` (max, min) chooses among ``rows``' versions."""
+    chosen = pick([i.version for i in rows]) if rows else None
+    return [i for i in rows if i.version == chosen]
 
 
 def _no_newer_image(ask: _Ask, version: Dotted, gone: str) -> str:
@@ -283,7 +288,7 @@ def _newest(ask: _Ask, usable: _Rows) -> BaseImage:
 def _newest_row(ask: _Ask, rows: list[Image]) -> tuple[Image, str]:
     """The row of the newest version and its OS: one version may span several rows (one per group
     of OSes), so the OS is chosen across all of them."""
-    same = _of_version(rows, max(i.version for i in rows))
+    same = _of_version(rows, max)
     os = ask.spec.os or _default_os(tuple(o for i in same for o in i.os))
     return next(i for i in same if os in i.os), os
 

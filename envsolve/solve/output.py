@@ -4,6 +4,7 @@ conda-forge builds of the same versions)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..data import Build, Gpu
@@ -111,19 +112,22 @@ def _stack(t: Target, found: list[Candidate]) -> _Stack:
     builds = [c.build for c in found if c.build]
     return _Stack(
         accel=ACCELERATOR[t.vendor],
-        cuda=max((b.cuda for b in builds if b.cuda), default=None),
-        rocm=max((b.rocm for b in builds if b.rocm), default=None),
-        cudnn=next((b.cudnn for b in builds if b.cudnn), ""),
+        cuda=_newest(b.cuda for b in builds),
+        rocm=_newest(b.rocm for b in builds),
+        cudnn=next(filter(None, (b.cudnn for b in builds)), ""),
         driver_min=_driver_min(found),
         compat=_compat(t, found),
         system_cuda=any(b.system_cuda for b in builds),
     )
 
 
+def _newest(versions: Iterable[Dotted | None]) -> Dotted | None:
+    return max(filter(None, versions), default=None)
+
+
 def _driver_min(found: list[Candidate]) -> str:
     """The highest driver floor of the chosen builds ("" when none has one)."""
-    floors = [c.driver_min for c in found if c.driver_min]
-    return max(floors).raw if floors else ""
+    return _raw(_newest(c.driver_min for c in found))
 
 
 def _compat(t: Target, found: list[Candidate]) -> str:
@@ -155,9 +159,14 @@ def _python_from(provider: Provider, image: BaseImage, python: str) -> str:
 def _warnings(provider: Provider, found: list[Candidate], stack: _Stack, image_note: str) -> tuple[str, ...]:
     """The image's note, the choices resting on low-confidence rows, and an uncertain driver floor."""
     low = [f"{c.label} rests on data marked confidence = low" for c in found if _rests_on_low(c)]
-    native = stack.cuda is not None and stack.compat == "native"
-    floor = provider.driver_floor_note(stack.cuda) if native and stack.cuda is not None else ""
-    return tuple(w for w in (image_note, *low, floor) if w)
+    return tuple(filter(None, (image_note, *low, _floor_note(provider, stack))))
+
+
+def _floor_note(provider: Provider, stack: _Stack) -> str:
+    """Why the native driver floor is uncertain, when the environment runs its CUDA natively."""
+    if stack.cuda is None or stack.compat != "native":
+        return ""
+    return provider.driver_floor_note(stack.cuda)
 
 
 def _rests_on_low(c: Candidate) -> bool:
