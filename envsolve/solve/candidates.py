@@ -77,12 +77,12 @@ def _builds(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel:
     return sorted(fitting, key=_preference)
 
 
-def _preference(c: Candidate) -> tuple[int, int, tuple[int, ...], str]:
+def _preference(c: Candidate) -> tuple[bool, bool, tuple[int, ...], str]:
     """The default build first, then native driver support, then the newest CUDA/ROCm, then by name."""
     assert c.build is not None  # a build's candidate
     version = c.build.cuda or c.build.rocm
     newest = tuple(-k for k in version.key) if version else ()
-    return (0 if c.build.default else 1, 0 if c.compat != "minor-version" else 1, newest, c.build.variant)
+    return not c.build.default, c.compat == "minor-version", newest, c.build.variant
 
 
 def candidates_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq,

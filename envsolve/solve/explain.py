@@ -59,8 +59,8 @@ def _why_release(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
 def _why_builds(provider: Provider, t: Target, name: str, nos: list[_Misfit]) -> str:
     """Why none of a release's builds fits, told by the builds of the target's accelerator, and of
     the pinned CUDA/ROCm when some are: a missing build, Python, the GPUs' CUDA, or each build's reason."""
-    wanted = [(b, n) for b, n in nos if n.code != "accelerator"]
-    unpinned = [(b, n) for b, n in wanted if n.code != "pin"]
+    wanted = _except(nos, "accelerator")
+    unpinned = _except(wanted, "pin")
     if not wanted:
         return _no_build_of(t, name, nos)
     if not unpinned:
@@ -71,6 +71,11 @@ def _why_builds(provider: Provider, t: Target, name: str, nos: list[_Misfit]) ->
     if codes == {"arch-cuda"}:
         return _needs_newer_cuda(provider, t, name, unpinned)
     return f"no {name} build serves {_hardware(t)}: " + "; ".join(dict.fromkeys(_each(unpinned)))
+
+
+def _except(misfits: list[_Misfit], code: str) -> list[_Misfit]:
+    """The misfits for another reason than ``code``."""
+    return [(b, n) for b, n in misfits if n.code != code]
 
 
 def _variants(misfits: list[_Misfit]) -> str:

@@ -23,7 +23,7 @@ from ..versions import Dotted
 from .cache import Cache
 from .model import Candidate, No
 
-__all__ = ["fit", "gpu_driver_floor", "gpu_text", "pythons"]
+__all__ = ["families_text", "fit", "gpu_driver_floor", "gpu_text", "pythons"]
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
@@ -61,21 +61,19 @@ def gpu_driver_floor(provider: Provider, gpu: GpuReq) -> Dotted | None:
     return first.driver_min if first else None
 
 
-def _fit_nvidia(provider: Provider, b: Build, t: Target) -> _Fit:
-    """(compat, driver_min, None) when ``b`` serves ``t``; else ("", None, why)."""
-    if b.cuda is None:  # the loader refuses CUDA builds without a CUDA version
-        return _refused(No("accelerator", f"{b.variant} names no CUDA version"))
-    if (no := _off_pin(b.cuda, t.cuda, "CUDA")) is not None:
+def _fit_nvidia(provider: Provider, b: Build, cuda: Dotted, t: Target) -> _Fit:
+    """(compat, driver_min, None) when ``b`` (CUDA ``cuda``) serves ``t``; else ("", None, why)."""
+    if (no := _off_pin(cuda, t.cuda, "CUDA")) is not None:
         return _refused(no)
-    floors = _driver_floors(provider, b, b.cuda, t)
+    floors = _driver_floors(provider, b, cuda, t)
     if isinstance(floors, No):
         return _refused(floors)
-    ptx_only = _kernels(provider, b, b.cuda, t)
+    ptx_only = _kernels(provider, b, cuda, t)
     if isinstance(ptx_only, No):
         return _refused(ptx_only)
-    if (no := _cudnn(provider, b, b.cuda, t, ptx_only)) is not None:
+    if (no := _cudnn(provider, b, cuda, t, ptx_only)) is not None:
         return _refused(no)
-    return _driver(provider, b.cuda, t, *floors, ptx_only)
+    return _driver(provider, cuda, t, *floors, ptx_only)
 
 
 def _driver_floors(provider: Provider, b: Build, cuda: Dotted, t: Target) -> tuple[Dotted, Dotted | None] | No:
@@ -201,9 +199,13 @@ def _newest_branch(provider: Provider, cuda: Dotted, t: Target, native: Dotted, 
         return "native", native, None
     if floor is not None and floor.major <= limit and not ptx_only:
         return "minor-version", floor, None
-    fam = ", ".join(sorted(f.capitalize() for f in families))
-    return _refused(No("driver", f"{fam} GPUs are supported by drivers up to R{limit}, which cannot run "
-                       f"CUDA {cuda} (needs >= {native}){_ptx_note(ptx_only)}"))
+    return _refused(No("driver", f"{families_text(families)} GPUs are supported by drivers up to R{limit}, "
+                       f"which cannot run CUDA {cuda} (needs >= {native}){_ptx_note(ptx_only)}"))
+
+
+def families_text(families: set[str]) -> str:
+    """``Maxwell, Pascal``: GPU families as NVIDIA writes them, sorted."""
+    return ", ".join(sorted(f.capitalize() for f in families))
 
 
 def _platform(provider: Provider, b: Build, t: Target) -> No | None:
@@ -230,20 +232,18 @@ def _jetpack_build(b: Build, jp: JetPack) -> No | None:
               f"builds of NVIDIA's Jetson index for its JetPack ({jp.version}, CUDA {jp.cuda})")
 
 
-def _fit_jetson(provider: Provider, b: Build, t: Target, jp: JetPack) -> _Fit:
+def _fit_jetson(provider: Provider, b: Build, cuda: Dotted, t: Target, jp: JetPack) -> _Fit:
     """A Jetson's CUDA is its JetPack's: a build linked against JetPack's CUDA needs that very
     major.minor; an SBSA build (JetPack 7) runs its major, newer minors by minor-version compatibility."""
-    if b.cuda is None:
-        return _refused(No("accelerator", f"{b.variant} names no CUDA version"))
-    if not _links_to(b, b.cuda, jp):
-        return _refused(No("jetpack", f"built for CUDA {b.cuda}; JetPack {jp.version} brings CUDA {jp.cuda}"))
-    ptx_only = _kernels(provider, b, b.cuda, t)
+    if not _links_to(b, cuda, jp):
+        return _refused(No("jetpack", f"built for CUDA {cuda}; JetPack {jp.version} brings CUDA {jp.cuda}"))
+    ptx_only = _kernels(provider, b, cuda, t)
     if isinstance(ptx_only, No):
         return _refused(ptx_only)
-    newer = b.cuda.prefix(2) > jp.cuda.prefix(2)
+    newer = cuda.prefix(2) > jp.cuda.prefix(2)
     if ptx_only and newer:
-        return _refused(No("jetpack", f"{', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, "
-                           f"which needs CUDA {b.cuda} natively; JetPack {jp.version} brings CUDA {jp.cuda}"))
+        return _refused(No("jetpack", f"{', '.join(map(gpu_text, ptx_only))} runs only through PTX JIT, "
+                           f"which needs CUDA {cuda} natively; JetPack {jp.version} brings CUDA {jp.cuda}"))
     return ("minor-version" if newer else "native"), None, None
 
 
@@ -331,8 +331,8 @@ def _no_python(spec: ProjectSpec, rel: Release, b: Build) -> No:
 def _fit_stack(provider: Provider, b: Build, t: Target) -> _Fit:
     """How ``b``'s CUDA or ROCm runs on ``t``: a Jetson's JetPack, an NVIDIA driver, an AMD driver."""
     jp = _jetpack(provider, t)
-    if jp is not None:
-        return _fit_jetson(provider, b, t, jp)
-    if t.vendor == "nvidia":
-        return _fit_nvidia(provider, b, t)
-    return "", None, _fit_amd(provider, b, t) if t.vendor == "amd" else None
+    if jp is None and t.vendor != "nvidia":
+        return "", None, _fit_amd(provider, b, t) if t.vendor == "amd" else None
+    if b.cuda is None:  # the loader refuses CUDA builds without a CUDA version
+        return _refused(No("accelerator", f"{b.variant} names no CUDA version"))
+    return _fit_jetson(provider, b, b.cuda, t, jp) if jp is not None else _fit_nvidia(provider, b, b.cuda, t)

@@ -18,7 +18,7 @@ from ..versions import Dotted
 from .cache import Cache
 from .candidates import candidates_shared
 from .explain import why_chosen, why_none_shared
-from .fit import gpu_driver_floor, gpu_text
+from .fit import families_text, gpu_driver_floor, gpu_text
 from .model import Candidate, Reporter, Resolution
 from .output import resolution
 from .together import clash
@@ -200,8 +200,7 @@ def _refuse_dropped(provider: Provider, t: Target, driver: Dotted, dropped: set[
     raise Unsatisfiable(t.name, [Clash(
         subject=f"driver {driver}",
         reason=(f"driver branch R{driver.major} no longer supports "
-                f"{', '.join(sorted(f.capitalize() for f in dropped))} GPUs "
-                f"({', '.join(gpu_text(x) for x in gpus)})"))],
+                f"{families_text(dropped)} GPUs ({', '.join(map(gpu_text, gpus))})"))],
         [f"run those GPUs on a driver of branch R{limit} or older" if limit else
          "move those GPUs to a target of their own"])
 
