@@ -8,7 +8,7 @@ from __future__ import annotations
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..versions import parse_python_minor
+from ..versions import Dotted, parse_python_minor
 from .model import Candidate
 
 __all__ = ["clash"]
@@ -26,13 +26,27 @@ def _pin_clash(a: Candidate, b: Candidate) -> str:
 
 def _cudnn_clash(a: Candidate, b: Candidate) -> str:
     """Both install the cuDNN wheel of one CUDA major, at different exact versions."""
-    ba, bb = a.build, b.build
-    if ba is None or bb is None or ba.cuda is None or bb.cuda is None or ba.cuda.major != bb.cuda.major:
+    majors = _cuda_majors(a, b)
+    da, db = _bundled_cudnn(a), _bundled_cudnn(b)
+    if majors is None or majors[0] != majors[1] or not (da and db) or da == db:
         return ""
-    if not (_exact(ba.cudnn) and _exact(bb.cudnn)) or ba.cudnn == bb.cudnn:
-        return ""
-    return (f"{a.label} bundles cuDNN {ba.cudnn} but {b.label} bundles cuDNN {bb.cudnn}: "
-            f"one environment holds one nvidia-cudnn-cu{ba.cuda.major}")
+    return (f"{a.label} bundles cuDNN {da} but {b.label} bundles cuDNN {db}: "
+            f"one environment holds one nvidia-cudnn-cu{majors[0]}")
+
+
+def _bundled_cudnn(c: Candidate) -> str:
+    """The exact cuDNN wheel version ``c``'s build installs ("" for none, or a range)."""
+    return c.build.cudnn if c.build is not None and _exact(c.build.cudnn) else ""
+
+
+def _cuda_majors(a: Candidate, b: Candidate) -> tuple[int, int] | None:
+    """The CUDA majors of both builds (None unless both have a CUDA)."""
+    ca, cb = _cuda_of(a), _cuda_of(b)
+    return (ca.major, cb.major) if ca is not None and cb is not None else None
+
+
+def _cuda_of(c: Candidate) -> Dotted | None:
+    return c.build.cuda if c.build is not None else None
 
 
 def _shared_pins(a: Candidate, b: Candidate) -> list[str]:
@@ -86,8 +100,8 @@ def clash(a: Candidate, b: Candidate, backend: str) -> str:
 
 def _cuda_clash(a: Candidate, b: Candidate) -> str:
     """Two CUDA majors in one environment."""
-    ca = a.build.cuda if a.build else None
-    cb = b.build.cuda if b.build else None
-    if ca is None or cb is None or ca.major == cb.major:
+    majors = _cuda_majors(a, b)
+    if majors is None or majors[0] == majors[1]:
         return ""
-    return f"{a.label} uses CUDA {ca} and {b.label} uses CUDA {cb}: one environment needs one CUDA major"
+    return (f"{a.label} uses CUDA {_cuda_of(a)} and {b.label} uses CUDA {_cuda_of(b)}: "
+            "one environment needs one CUDA major")
