@@ -278,11 +278,16 @@ def _no_image(ask: _Ask, flavor: str) -> str:
 
 def _newest(ask: _Ask, usable: _Rows) -> BaseImage:
     """The newest of ``usable``'s rows not marked low (else of all), in the asked OS or the default."""
-    best, os = _newest_row(ask, [i for i in usable.rows if i.confidence != "low"] or usable.rows)
+    best, os = _newest_row(ask, _confident(usable.rows))
     low = f"base image {best.repository} {best.version} is marked confidence = low" if best.confidence == "low" else ""
-    note = "; ".join(n for n in (usable.fallback, low) if n)
+    note = "; ".join(filter(None, (usable.fallback, low)))
     flavor = usable.flavor if usable.flavor in best.flavors else best.flavors[0]
     return best.ref(flavor, os), note, os, best.python
+
+
+def _confident(rows: list[Image]) -> list[Image]:
+    """The rows not marked confidence = low; all of them when every one is."""
+    return [i for i in rows if i.confidence != "low"] or rows
 
 
 def _newest_row(ask: _Ask, rows: list[Image]) -> tuple[Image, str]:

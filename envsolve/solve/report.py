@@ -31,19 +31,20 @@ class ExplainReporter(Reporter):
     def _target(self, r: Resolution, verbose: bool, per_target: int) -> list[str]:
         """One target's lines: its hardware, platform, choices, Python, driver, image, rejections."""
         t = r.target
-        out = [f"target {t.name}: {_hardware(t)}" + (f", driver {t.driver}" if t.driver else "")]
-        out += [f"  platform {t.platform}: {t.platform_why}"] if t.platform_why else []
-        out += [f"  chose {subject}: {reason}" for kind, subject, reason in self.lines.get(t.name, [])
-                if kind == "chose"]
+        out = [*_hardware_lines(t), *(f"  chose {s}: {why}" for s, why in self._decisions(t.name, "chose"))]
         out.append(f"  python {r.python}: the newest Python every chosen package supports")
         out += _driver_lines(r)
         out += [f"  note: {w}" for w in r.warnings if w.startswith("the native minimum driver")]
         out.append(f"  base image {r.base_image}")
         return out + self.rejections(t.name, verbose, per_target)
 
+    def _decisions(self, target: str, kind: str) -> list[tuple[str, str]]:
+        """(subject, reason) of each decision of ``kind`` (chose, rejected) for ``target``, in order."""
+        return [(s, why) for k, s, why in self.lines.get(target, []) if k == kind]
+
     def rejections(self, target: str, verbose: bool = False, limit: int = 12) -> list[str]:
         """The alternatives ruled out for ``target``, with their reasons, as indented lines."""
-        rejected = [(s, why) for k, s, why in self.lines.get(target, []) if k == "rejected"]
+        rejected = self._decisions(target, "rejected")
         if not rejected:
             return []
         shown = rejected if verbose else rejected[:limit]
@@ -51,6 +52,12 @@ class ExplainReporter(Reporter):
         if len(shown) < len(rejected):
             out.append(f"    ... {len(rejected) - len(shown)} more (--all shows every one)")
         return out
+
+
+def _hardware_lines(t: Target) -> list[str]:
+    """The target's GPUs and driver, and why its platform is the one it is."""
+    out = [f"target {t.name}: {_hardware(t)}" + (f", driver {t.driver}" if t.driver else "")]
+    return out + ([f"  platform {t.platform}: {t.platform_why}"] if t.platform_why else [])
 
 
 def _hardware(t: Target) -> str:
