@@ -116,9 +116,16 @@ def _needs(provider: Provider, b: Build) -> Iterator[tuple[str, str]]:
     rocm = provider.rocm_row(b.rocm) if b.rocm is not None else None
     if rocm is not None:
         yield node_id("rocm", rocm.version.raw), "requires"
-    cudnn = provider.cudnn_row(b.cudnn, b.cuda.major) if b.cudnn and b.cuda is not None else None
+    cudnn = _bundled_cudnn(provider, b)
     if cudnn is not None:
         yield _cudnn_id(cudnn), "bundles"
+
+
+def _bundled_cudnn(provider: Provider, b: Build) -> Cudnn | None:
+    """The support-matrix row of the cuDNN a build bundles, when the data has it."""
+    if not b.cudnn or b.cuda is None:
+        return None
+    return provider.cudnn_row(b.cudnn, b.cuda.major)
 
 
 def _releases(provider: Provider) -> list[Release]:

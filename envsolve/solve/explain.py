@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..data import Build, Release
 from ..errors import Clash
 from ..provider import Provider
-from ..spec import FrameworkReq, ProjectSpec, Target
+from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from .cache import Cache
 from .candidates import companion_problem, memo_key
 from .fit import fit, gpu_text
@@ -106,12 +106,17 @@ def _needs_newer_cuda(provider: Provider, t: Target, name: str, misfits: list[_M
     """The GPUs need a newer CUDA than the builds (of the pinned CUDA, or all of them) have."""
     newest = max((b for b, _ in misfits), key=_stack_version)
     need = max(n.needs for _, n in misfits)
-    gpus = [x for x in t.gpus if newest.cuda is None or not provider.toolkit_knows(newest.cuda, x.arch)]
+    gpus = _beyond(provider, t, newest)
     named, archs = ", ".join(map(gpu_text, gpus)), ", ".join(x.arch.name for x in gpus)
     if t.cuda is not None:  # the pin chose the builds; the release may have newer ones
         return f"{name} ({_variants(misfits)}) has no kernels for {named}: {archs} needs CUDA >= {need}"
     return (f"{name} has no build for {named}: {archs} needs CUDA >= {need}, and {name} builds stop at "
             f"{newest.variant} (CUDA {newest.cuda})")
+
+
+def _beyond(provider: Provider, t: Target, b: Build) -> list[GpuReq]:
+    """The GPUs of ``t`` that the CUDA of build ``b`` cannot target."""
+    return [x for x in t.gpus if b.cuda is None or not provider.toolkit_knows(b.cuda, x.arch)]
 
 
 def _stack_version(b: Build) -> tuple[tuple[int, ...], str]:

@@ -23,7 +23,7 @@ from ..versions import Dotted
 from .cache import Cache
 from .model import Candidate, No
 
-__all__ = ["families_text", "fit", "gpu_driver_floor", "gpu_text", "pythons"]
+__all__ = ["families_text", "fit", "gpu_driver_floor", "gpu_families", "gpu_text", "pythons"]
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
@@ -33,6 +33,11 @@ _NEED = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm 
 def gpu_text(gpu: GpuReq) -> str:
     """``RTX 5090 (sm_120)``, or the bare arch when the user named one."""
     return f"{gpu.name} ({gpu.arch.name})" if gpu.name != gpu.arch.name else gpu.arch.name
+
+
+def gpu_families(t: Target) -> set[str]:
+    """The GPU families of a target (``hopper``, ``maxwell``): what driver branches drop."""
+    return {gpu.family for gpu in t.gpus}
 
 
 def pythons(cache: Cache, spec: ProjectSpec, rel: Release, b: Build | None) -> frozenset[str]:
@@ -193,7 +198,7 @@ def _or_minor_version(native: Dotted, floor: Dotted | None, ptx_only: list[GpuRe
 def _newest_branch(provider: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted | None,
                    ptx_only: list[GpuReq]) -> _Fit:
     """How the newest driver branch that still supports the target's GPUs runs CUDA ``cuda``."""
-    families = {gpu.family for gpu in t.gpus}
+    families = gpu_families(t)
     limit = provider.newest_branch_for(families)
     if limit is None or native.major <= limit:
         return "native", native, None

@@ -20,8 +20,9 @@ from ..domain import DEFAULT_PLATFORM, Accelerator
 from ..provider import Provider
 from ..spec import ProjectSpec, Target
 from ..versions import Dotted
+from .fit import gpu_families
 
-__all__ = ["BaseImage", "base_image"]
+__all__ = ["BaseImage", "base_image", "offers_os"]
 
 # (image reference, note, OS, the Python the image brings); ("", why, "", "") when there is none
 BaseImage = tuple[str, str, str, str]
@@ -45,7 +46,7 @@ class _Ask:
     def __post_init__(self) -> None:
         t = self.target
         object.__setattr__(self, "jetpack", self.provider.jetpack(t.jetpack) if t.jetpack is not None else None)
-        object.__setattr__(self, "branch_limit", self.provider.newest_branch_for({x.family for x in t.gpus}))
+        object.__setattr__(self, "branch_limit", self.provider.newest_branch_for(gpu_families(t)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,15 +117,15 @@ def _cpu_rows(ask: _Ask) -> _Rows:
     """A CPU environment runs on the python image of its Python, else on a plain image of the asked OS."""
     cpu = ask.provider.images("cpu")
     rows = [i for i in cpu if i.python == ask.python]
-    if _has_os(ask, rows):
+    if offers_os(rows, ask.spec.os):
         return _Rows(rows, "slim")
     # a distribution image of the asked OS (ubuntu22.04); the pinned uv brings Python
     return _Rows([i for i in _plain(cpu) if _os_fits(ask, i)], "base")
 
 
-def _has_os(ask: _Ask, rows: list[Image]) -> bool:
-    """Whether some of ``rows`` has the asked OS (any does when none is asked)."""
-    return not ask.spec.os or any(ask.spec.os in i.os for i in rows)
+def offers_os(rows: list[Image], os: str) -> bool:
+    """Whether some of ``rows`` has OS ``os`` (any does when none is asked)."""
+    return not os or any(os in i.os for i in rows)
 
 
 def _stack_rows(ask: _Ask, version: Dotted) -> _Rows:

@@ -13,7 +13,8 @@ from ..provider import Provider
 from ..spec import ProjectSpec, Target
 from ..versions import Dotted, parse_python_minor
 from .cache import Cache
-from .images import BaseImage, base_image
+from .fit import gpu_families
+from .images import BaseImage, base_image, offers_os
 from .model import Candidate, PackagePin, Resolution
 
 __all__ = ["resolution"]
@@ -103,7 +104,7 @@ def _shared_pythons(provider: Provider, cache: Cache, spec: ProjectSpec, found: 
 def _with_python_image(provider: Provider, spec: ProjectSpec, pythons: frozenset[str]) -> frozenset[str]:
     """A CPU environment runs on a python image: prefer a Python that has one (of the asked OS)."""
     python_images = [i for i in provider.images("cpu") if i.python]
-    if spec.os and not any(spec.os in i.os for i in python_images):
+    if not offers_os(python_images, spec.os):
         return pythons
     return (pythons & {i.python for i in python_images}) or pythons
 
@@ -140,7 +141,7 @@ def _image(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, stack
     """:func:`~envsolve.solve.images.base_image`, once per question (cells of a matrix share it)."""
     version = stack.cuda or stack.rocm
     key = (stack.accel, _raw(version), python, stack.compat, spec.os, spec.flavor, _raw(t.driver),
-           frozenset(x.family for x in t.gpus), stack.system_cuda, t.platform, _raw(t.jetpack))
+           frozenset(gpu_families(t)), stack.system_cuda, t.platform, _raw(t.jetpack))
     images = cache.table("images")
     if key not in images:
         images[key] = base_image(provider, spec, t, stack.accel, version, python, stack.compat,

@@ -18,7 +18,7 @@ from ..versions import Dotted
 from .cache import Cache
 from .candidates import candidates_shared
 from .explain import why_chosen, why_none_shared
-from .fit import families_text, gpu_driver_floor, gpu_text
+from .fit import families_text, gpu_driver_floor, gpu_families, gpu_text
 from .model import Candidate, Reporter, Resolution
 from .output import resolution
 from .together import clash
@@ -185,7 +185,7 @@ def _together(t: Target, search: _Search, order: list[str]) -> list[Candidate]:
 def _check_driver(provider: Provider, t: Target, driver: Dotted) -> None:
     """Raise :class:`Unsatisfiable` when driver ``driver`` cannot drive a GPU of ``t`` at all: its
     branch dropped the GPU's generation, or it predates the GPU."""
-    dropped = provider.branch_drops(driver.major, {gpu.family for gpu in t.gpus})
+    dropped = provider.branch_drops(driver.major, gpu_families(t))
     if dropped:
         _refuse_dropped(provider, t, driver, dropped)
     for gpu in t.gpus:
