@@ -286,7 +286,7 @@ def _gfx(provider: Provider, b: Build, rocm: Dotted, t: Target) -> No | None:
     """Why a GPU of ``t`` gets no kernels from ``b``: its gfx targets, else its ROCm release's."""
     row = provider.rocm_row(rocm)
     targets = b.gfx or (row.gfx if row else ())
-    code = replace(b, gfx=targets)
+    code = b if b.gfx else replace(b, gfx=targets)
     for gpu in t.gpus:
         if not serves(code, gpu.arch, native=True):
             listed = ", ".join(targets) or "no listed gfx target"

@@ -26,9 +26,9 @@ def _pin_clash(a: Candidate, b: Candidate) -> str:
 
 def _cudnn_clash(a: Candidate, b: Candidate) -> str:
     """Both install the cuDNN wheel of one CUDA major, at different exact versions."""
-    majors = _cuda_majors(a, b)
     da, db = _bundled_cudnn(a), _bundled_cudnn(b)
-    if majors is None or majors[0] != majors[1] or not (da and db) or da == db:
+    majors = _cuda_majors(a, b) if da and db and da != db else None
+    if majors is None or majors[0] != majors[1]:
         return ""
     return (f"{a.label} bundles cuDNN {da} but {b.label} bundles cuDNN {db}: "
             f"one environment holds one nvidia-cudnn-cu{majors[0]}")
