@@ -337,7 +337,7 @@ def explain(spec_path: Path, verbose: bool) -> None:
         click.echo(f"target {e.target}: no resolution")
         click.echo("\n".join(rep.rejections(e.target, verbose)))
         raise
-    click.echo(rep.render(resolutions, verbose=verbose), nl=False)
+    click.echo(rep.text(resolutions, verbose=verbose), nl=False)
 
 
 @main.command()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-    from .data import Build
+    from .data import Build, Cudnn, DriverBranch, Matrices, Release
     from .provider import Provider
 
 __all__ = ["edges", "neighbourhood", "node_id", "nodes", "to_dot", "to_json", "to_nx"]
@@ -25,82 +25,132 @@ def node_id(kind: str, *parts: str) -> str:
     return f"{kind}:{' '.join(parts)}"
 
 
-def nodes(p: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
+def nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every node with its attributes, in a deterministic order."""
-    m = p.m
+    yield from _hardware_nodes(provider)
+    yield from _library_nodes(provider)
+    for rel in _releases(provider):
+        yield _release_id(rel), {"kind": "release", "python": list(rel.python), "source": rel.source}
+    for b in _builds(provider):
+        yield _build_id(b), {"kind": "build", "variant": b.variant, "default": b.default,
+                             "accelerator": b.accelerator, "source": b.source,
+                             "confidence": b.confidence}
+
+
+def _hardware_nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Archs, GPU models, CUDA toolkits and driver branches."""
+    m = provider.m
     for info in sorted(m.archs, key=lambda x: x.name):
         yield node_id("arch", info.name), {"kind": "arch", "vendor": info.vendor,
                                            "family": info.family, "source": info.source}
-    for g in sorted(m.gpus, key=lambda g: g.name):
-        yield node_id("gpu", g.name), {"kind": "gpu", "vendor": g.vendor, "source": g.source}
+    for gpu in sorted(m.gpus, key=lambda gpu: gpu.name):
+        yield node_id("gpu", gpu.name), {"kind": "gpu", "vendor": gpu.vendor, "source": gpu.source}
     for t in m.toolkits:
         yield node_id("cuda", t.version.raw), {"kind": "cuda", "driver_min": t.driver_min.raw,
                                                "source": t.source}
     for br in m.branches:
         yield node_id("driver", f"R{br.branch}"), {"kind": "driver", "cuda_max": br.cuda_max.raw,
                                                    "source": br.source}
-    for c in m.cudnn:
-        yield node_id("cudnn", f"{c.version.raw} cu{c.cuda_major}"), {"kind": "cudnn",
-                                                                      "source": c.source}
-    for r in m.rocm:
+
+
+def _library_nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
+    """cuDNN and ROCm releases."""
+    for c in provider.m.cudnn:
+        yield _cudnn_id(c), {"kind": "cudnn", "source": c.source}
+    for r in provider.m.rocm:
         yield node_id("rocm", r.version.raw), {"kind": "rocm", "source": r.source}
-    for rel in sorted(m.releases, key=lambda r: (r.package, r.version)):
-        yield node_id("release", f"{rel.package}=={rel.raw}"), {
-            "kind": "release", "python": list(rel.python), "source": rel.source}
-    for b in sorted(m.builds, key=lambda b: (b.package, b.version, b.variant)):
-        yield _build_id(b), {"kind": "build", "variant": b.variant, "default": b.default,
-                             "accelerator": b.accelerator, "source": b.source,
-                             "confidence": b.confidence}
 
-def edges(p: Provider) -> Iterator[Edge]:
+
+def edges(provider: Provider) -> Iterator[Edge]:
     """Every typed edge, in a deterministic order."""
-    m = p.m
-    for g in sorted(m.gpus, key=lambda g: g.name):
-        yield node_id("gpu", g.name), node_id("arch", g.arch), "is-arch"
-    for t in m.toolkits:
-        for a in t.archs:
-            yield node_id("cuda", t.version.raw), node_id("arch", a), "supports"
-        yield node_id("cuda", t.version.raw), node_id("driver", f"R{t.driver_min.major}"), "requires"
-    for br in m.branches:
-        for info in m.archs:
-            if info.vendor == "nvidia" and info.family not in br.unsupported_families:
-                yield node_id("driver", f"R{br.branch}"), node_id("arch", info.name), "supports"
-    for c in m.cudnn:
-        for a in c.archs:
-            yield node_id("cudnn", f"{c.version.raw} cu{c.cuda_major}"), node_id("arch", a), "supports"
-    for r in m.rocm:
-        for a in r.gfx:
-            yield node_id("rocm", r.version.raw), node_id("arch", a), "supports"
-    for b in sorted(m.builds, key=lambda b: (b.package, b.version, b.variant)):
-        bid = _build_id(b)
-        yield bid, node_id("release", f"{b.package}=={b.raw}"), "build-of"
-        for a in (*b.archs, *b.gfx):
-            yield bid, node_id("arch", a), "compiled-for"
-        for a in b.ptx:
-            yield bid, node_id("arch", a), "ptx-for"
-        if b.cuda is not None:
-            ts = p.toolkits(b.cuda)
-            if ts:
-                yield bid, node_id("cuda", ts[0].version.raw), "requires"
-        rocm = p.rocm_row(b.rocm) if b.rocm is not None else None
-        if rocm is not None:
-            yield bid, node_id("rocm", rocm.version.raw), "requires"
-        if b.cudnn and b.cuda is not None:
-            row = p.cudnn_row(b.cudnn, b.cuda.major)
-            if row:
-                yield bid, node_id("cudnn", f"{row.version.raw} cu{row.cuda_major}"), "bundles"
-    for rel in sorted(m.releases, key=lambda r: (r.package, r.version)):
+    yield from _hardware_edges(provider)
+    yield from _library_edges(provider)
+    for b in _builds(provider):
+        yield from _build_edges(provider, b)
+    for rel in _releases(provider):
         for name, version in rel.companions:
-            rid = node_id("release", f"{rel.package}=={rel.raw}")
-            yield rid, node_id("package", f"{name}=={version}"), "pairs-with"
+            yield _release_id(rel), node_id("package", f"{name}=={version}"), "pairs-with"
 
-def to_nx(p: Provider) -> nx.MultiDiGraph:
+
+def _hardware_edges(provider: Provider) -> Iterator[Edge]:
+    """GPUs to their arch; CUDA toolkits to the archs they target and the driver they need; driver
+    branches to the NVIDIA archs they still support."""
+    m = provider.m
+    for gpu in sorted(m.gpus, key=lambda gpu: gpu.name):
+        yield node_id("gpu", gpu.name), node_id("arch", gpu.arch), "is-arch"
+    for t in m.toolkits:
+        cuda = node_id("cuda", t.version.raw)
+        yield from ((cuda, node_id("arch", a), "supports") for a in t.archs)
+        yield cuda, node_id("driver", f"R{t.driver_min.major}"), "requires"
+    for br in m.branches:
+        yield from ((node_id("driver", f"R{br.branch}"), node_id("arch", a), "supports") for a in _supported(m, br))
+
+
+def _supported(m: Matrices, branch: DriverBranch) -> list[str]:
+    """The NVIDIA archs a driver branch still supports (those of the families it has not dropped)."""
+    return [info.name for info in m.archs if info.vendor == "nvidia" and info.family not in branch.unsupported_families]
+
+
+def _library_edges(provider: Provider) -> Iterator[Edge]:
+    """cuDNN and ROCm releases to the archs they support."""
+    for c in provider.m.cudnn:
+        yield from ((_cudnn_id(c), node_id("arch", a), "supports") for a in c.archs)
+    for r in provider.m.rocm:
+        yield from ((node_id("rocm", r.version.raw), node_id("arch", a), "supports") for a in r.gfx)
+
+
+def _build_edges(provider: Provider, b: Build) -> Iterator[Edge]:
+    """A build to its release, the archs it carries SASS/code objects and PTX for, and the CUDA,
+    ROCm and cuDNN rows it needs."""
+    bid = _build_id(b)
+    yield bid, node_id("release", f"{b.package}=={b.raw}"), "build-of"
+    yield from ((bid, node_id("arch", a), "compiled-for") for a in (*b.archs, *b.gfx))
+    yield from ((bid, node_id("arch", a), "ptx-for") for a in b.ptx)
+    yield from ((bid, target, kind) for target, kind in _needs(provider, b))
+
+
+def _needs(provider: Provider, b: Build) -> Iterator[tuple[str, str]]:
+    """The CUDA toolkit, ROCm release and cuDNN row a build needs, those the data has."""
+    if b.cuda is not None:
+        yield from ((node_id("cuda", t.version.raw), "requires") for t in provider.toolkits(b.cuda)[:1])
+    rocm = provider.rocm_row(b.rocm) if b.rocm is not None else None
+    if rocm is not None:
+        yield node_id("rocm", rocm.version.raw), "requires"
+    cudnn = _bundled_cudnn(provider, b)
+    if cudnn is not None:
+        yield _cudnn_id(cudnn), "bundles"
+
+
+def _bundled_cudnn(provider: Provider, b: Build) -> Cudnn | None:
+    """The support-matrix row of the cuDNN a build bundles, when the data has it."""
+    if not b.cudnn or b.cuda is None:
+        return None
+    return provider.cudnn_row(b.cudnn, b.cuda.major)
+
+
+def _releases(provider: Provider) -> list[Release]:
+    return sorted(provider.m.releases, key=lambda r: (r.package, r.version))
+
+
+def _builds(provider: Provider) -> list[Build]:
+    return sorted(provider.m.builds, key=lambda b: (b.package, b.version, b.variant))
+
+
+def _release_id(rel: Release) -> str:
+    return node_id("release", f"{rel.package}=={rel.raw}")
+
+
+def _cudnn_id(c: Cudnn) -> str:
+    return node_id("cudnn", f"{c.version.raw} cu{c.cuda_major}")
+
+
+def to_nx(provider: Provider) -> nx.MultiDiGraph:
     """The networkx graph of :func:`nodes` and :func:`edges` (the only place networkx is used)."""
     import networkx as nx
 
     g: nx.MultiDiGraph = nx.MultiDiGraph()
-    g.add_nodes_from(nodes(p))
-    for u, v, kind in edges(p):
+    g.add_nodes_from(nodes(provider))
+    for u, v, kind in edges(provider):
         g.add_edge(u, v, key=kind, kind=kind)
     return g
 

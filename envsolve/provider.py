@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import itertools
 from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeVar
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
 from .data import (
     ArchInfo,
@@ -33,9 +35,48 @@ from .data import (
     Toolkit,
     fold,
 )
+from .domain import DEFAULT_PLATFORM, Accelerator
 from .versions import Arch, Dotted, parse_arch, parse_driver
 
 __all__ = ["Provider"]
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+
+def _grouped(rows: Iterable[_V], key: Callable[[_V], _K]) -> dict[_K, list[_V]]:
+    """``rows`` by ``key``, each group in the order of ``rows``."""
+    out: dict[_K, list[_V]] = defaultdict(list)
+    for row in rows:
+        out[key(row)].append(row)
+    return out
+
+
+def _all_low(toolkits: list[Toolkit]) -> bool:
+    """Whether every row of a CUDA minor is marked confidence = low (its driver floor is not known)."""
+    return all(t.confidence == "low" for t in toolkits)
+
+
+def _parts(text: str) -> tuple[int, ...]:
+    """The numbers of a dotted release (``R36.4.3`` -> (36, 4, 3); non-numbers skipped)."""
+    return tuple(int(p) for p in text.lstrip("Rr").split(".") if p.isdigit())
+
+
+_GPU_PREFIXES = ("nvidia", "nvidiageforce", "geforce", "amd", "amdinstinct", "amdradeon", "radeon", "tesla")
+_GPU_PREFIXES_LONGEST_FIRST = sorted(_GPU_PREFIXES, key=len, reverse=True)
+
+
+def _publishes(w: PlatformWheel, b: Build) -> bool:
+    """Whether platform row ``w`` lists ``b`` (package, index, a variant pattern, the version range)."""
+    return (w.package == b.package and w.index == b.index
+            and any(fnmatch.fnmatchcase(b.variant, v) for v in w.variants)
+            and SpecifierSet(w.versions).contains(b.version, prereleases=True))
+
+
+def _conda_spec(rows: list[CondaBuild], name: str, version: str, cuda: str | None, python: str) -> str:
+    """The MatchSpec of conda package ``name`` at ``version`` for ``cuda`` and ``python`` ("" when none)."""
+    row = next((r for r in rows if r.name == name and r.version == version), None)
+    return row.spec(cuda, python) if row is not None else ""
 
 
 class Provider:
@@ -46,50 +87,29 @@ class Provider:
         self.data_version = m.data_version
         self.digest = m.digest
         self._arch = {a.name: a for a in m.archs}
-        self._gpu: dict[str, Gpu] = {}
-        for g in m.gpus:
-            for n in (g.name, *g.aliases):
-                self._gpu[fold(n)] = g
+        self._gpu = {fold(n): gpu for gpu in m.gpus for n in (gpu.name, *gpu.aliases)}
         self._majors = {c.major: c for c in m.cuda_majors}
-        self._releases: dict[str, list[Release]] = defaultdict(list)
-        for r in m.releases:
-            self._releases[r.package].append(r)
-        for rs in self._releases.values():
-            rs.sort(key=lambda r: r.version, reverse=True)
-        self._builds: dict[tuple[str, Version], list[Build]] = defaultdict(list)
-        for b in m.builds:
-            self._builds[(b.package, b.version)].append(b)
-        for bs in self._builds.values():
-            bs.sort(key=lambda b: b.variant)
-        self._images: dict[str, list[Image]] = defaultdict(list)
-        for i in m.images:
-            self._images[i.accelerator].append(i)
-        self._conda: dict[str, list[CondaBuild]] = defaultdict(list)
-        for c in m.conda:
-            self._conda[c.framework].append(c)
-        self._toolkits: dict[tuple[int, ...], list[Toolkit]] = defaultdict(list)
-        for t in m.toolkits:
-            self._toolkits[t.version.prefix(2)].append(t)
+        # releases newest first, builds by variant: the order the solver prefers and reports
+        self._releases = _grouped(sorted(m.releases, key=lambda r: r.version, reverse=True), lambda r: r.package)
+        self._builds = _grouped(sorted(m.builds, key=lambda b: b.variant), lambda b: (b.package, b.version))
+        self._images = _grouped(m.images, lambda i: i.accelerator)
+        self._conda = _grouped(m.conda, lambda c: c.framework)
+        self._toolkits = _grouped(m.toolkits, lambda t: t.version.prefix(2))
 
     # -- hardware ------------------------------------------------------------------
 
     def gpu(self, name: str) -> Gpu | None:
         """The GPU model a user or nvidia-smi names, matched ignoring case and punctuation."""
         key = fold(name)
-        if key in self._gpu:
-            return self._gpu[key]
-        prefixes = ("nvidia", "nvidiageforce", "geforce", "amd", "amdinstinct", "amdradeon", "radeon", "tesla")
-        for prefix in prefixes:
-            if fold(prefix + key) in self._gpu:
-                return self._gpu[fold(prefix + key)]
-        # the vendor's own spelling of a row's name ("NVIDIA V100", "Tesla P100", "NVIDIA RTX 6000 Ada")
-        for prefix in sorted(prefixes, key=len, reverse=True):
-            if key.startswith(prefix) and key[len(prefix):] in self._gpu:
-                return self._gpu[key[len(prefix):]]
-        return None
+        # as written, with a vendor's prefix added, or the vendor's own spelling of a row's name
+        # ("NVIDIA V100", "Tesla P100", "NVIDIA RTX 6000 Ada") with it taken off
+        added = (fold(prefix + key) for prefix in _GPU_PREFIXES)
+        removed = (key[len(prefix):] for prefix in _GPU_PREFIXES_LONGEST_FIRST if key.startswith(prefix))
+        return next((self._gpu[k] for k in itertools.chain((key,), added, removed) if k in self._gpu), None)
 
     def gpu_suggestions(self, name: str) -> list[str]:
-        names = sorted({g.name for g in self.m.gpus})
+        """The GPU names closest to a misspelt ``name`` (near misses of the best match only)."""
+        names = sorted({gpu.name for gpu in self.m.gpus})
         by_fold = {fold(n): n for n in names}
         key = fold(name)
         close = difflib.get_close_matches(key, list(by_fold), n=3, cutoff=0.6)
@@ -120,14 +140,18 @@ class Provider:
         own = min((t.driver_min for t in ts), default=None)
         if own is None:
             return None
-        earlier = self._previous_minor(cuda)
-        before = self.native_driver_min(earlier) if earlier is not None else None
+        before = self._previous_minor_floor(cuda)
         floor = max(own, before) if before is not None else own
-        branch = self._first_branch_for(cuda) if all(t.confidence == "low" for t in ts) else None
+        branch = self._first_branch_for(cuda) if _all_low(ts) else None
         if branch is not None and floor.major < branch:
             # drivers.toml: older branches stop at an older CUDA, so none of their drivers runs it natively
-            floor = parse_driver(f"{branch}.00")
+            return parse_driver(f"{branch}.00")
         return floor
+
+    def _previous_minor_floor(self, cuda: Dotted) -> Dotted | None:
+        """The native driver floor of the minor before CUDA ``major.minor`` (None: the first of its major)."""
+        earlier = self._previous_minor(cuda)
+        return self.native_driver_min(earlier) if earlier is not None else None
 
     def _first_branch_for(self, cuda: Dotted) -> int | None:
         """The oldest driver branch whose ``cuda_max`` reaches CUDA ``major.minor`` (same major)."""
@@ -143,23 +167,34 @@ class Provider:
     def driver_floor_note(self, cuda: Dotted) -> str:
         """Why the native driver floor of CUDA ``major.minor`` is uncertain ("" when its rows are sourced)."""
         ts = self.toolkits(cuda)
-        if not ts or any(t.confidence != "low" for t in ts):
+        if not ts or not _all_low(ts):
             return ""
-        floor = self.native_driver_min(cuda)
-        earlier = self._previous_minor(cuda)
-        prev = self.native_driver_min(earlier) if earlier is not None else None
         mm = "{}.{}".format(*cuda.prefix(2))
-        own = min(t.driver_min for t in ts)
-        branch = self._first_branch_for(cuda)
-        if floor is not None and floor.raw == f"{branch}.00" and own.major < floor.major:
-            older = max((b for b in self.m.branches if b.branch < floor.major), key=lambda b: b.branch, default=None)
-            return (f"the native minimum driver of CUDA {mm} is not known (cuda.toml marks it low); taken as "
-                    f"R{branch} or newer" + (f", since drivers.toml gives R{older.branch} CUDA up to "
-                                             f"{older.cuda_max}" if older else ""))
-        if earlier is not None and prev is not None and floor == prev:
-            return (f"the native minimum driver of CUDA {mm} is not known (cuda.toml marks it low); "
-                    f"taken as at least CUDA {earlier.major}.{earlier.minor}'s {prev}")
+        floor = self.native_driver_min(cuda)
+        taken = self._raised_to_branch(cuda, ts, floor) or self._raised_to_earlier(cuda, floor)
+        if taken:
+            return f"the native minimum driver of CUDA {mm} is not known (cuda.toml marks it low); taken as {taken}"
         return f"the native minimum driver of CUDA {mm} ({floor}) rests on data marked confidence = low"
+
+    def _raised_to_branch(self, cuda: Dotted, ts: list[Toolkit], floor: Dotted | None) -> str:
+        """``R570 or newer, since ...`` when the floor is the first branch that reaches CUDA ``cuda``."""
+        branch = self._first_branch_for(cuda)
+        if floor is None or floor.raw != f"{branch}.00" or min(t.driver_min for t in ts).major >= floor.major:
+            return ""
+        return f"R{branch} or newer" + self._older_branch_text(floor.major)
+
+    def _raised_to_earlier(self, cuda: Dotted, floor: Dotted | None) -> str:
+        """``at least CUDA 12.8's 570.26`` when the floor is the previous minor's."""
+        earlier = self._previous_minor(cuda)
+        prev = self._previous_minor_floor(cuda)
+        if earlier is None or prev is None or floor != prev:
+            return ""
+        return f"at least CUDA {earlier.major}.{earlier.minor}'s {prev}"
+
+    def _older_branch_text(self, branch: int) -> str:
+        """``, since drivers.toml gives R535 CUDA up to 12.2``: the newest branch before ``branch``."""
+        older = max((b for b in self.m.branches if b.branch < branch), key=lambda b: b.branch, default=None)
+        return f", since drivers.toml gives R{older.branch} CUDA up to {older.cuda_max}" if older else ""
 
     def toolkit_knows(self, cuda: Dotted, gpu: Arch) -> bool:
         """Whether CUDA ``major.minor`` can target ``gpu`` at all."""
@@ -190,14 +225,10 @@ class Provider:
 
     def newest_branch_for(self, families: set[str]) -> int | None:
         """The newest driver branch that still supports every family; None: no limit known."""
-        limit: int | None = None
-        for b in self.m.branches:
-            if families & set(b.unsupported_families):
-                limit = b.branch if limit is None else min(limit, b.branch)
+        limit = min((b.branch for b in self.m.branches if families & set(b.unsupported_families)), default=None)
         if limit is None:
             return None
-        older = [b.branch for b in self.m.branches if b.branch < limit]
-        return max(older) if older else None
+        return max((b.branch for b in self.m.branches if b.branch < limit), default=None)
 
     def branch_drops(self, branch: int, families: set[str]) -> set[str]:
         """The families a driver branch no longer supports, among ``families``."""
@@ -208,15 +239,11 @@ class Provider:
 
     def cudnn_row(self, version: str, cuda_major: int) -> Cudnn | None:
         """The support-matrix row for a cuDNN version as pinned (``9.1.0.70`` -> 9.1.0)."""
-        best: Cudnn | None = None
-        parts = tuple(int(p) for p in version.split(".") if p.isdigit())
-        for row in self.m.cudnn:
-            if row.cuda_major != cuda_major:
-                continue
-            k = row.version.key
-            if parts[: len(k)] == k and (best is None or len(k) > len(best.version.key)):
-                best = row
-        return best
+        parts = _parts(version)
+        rows = [row for row in self.m.cudnn
+                if row.cuda_major == cuda_major and parts[: len(row.version.key)] == row.version.key]
+        # the most specific row; the first of equally specific ones
+        return max(rows, key=lambda row: len(row.version.key), default=None)
 
     def rocm_row(self, version: Dotted) -> Rocm | None:
         return next((r for r in self.m.rocm if r.version.prefix(2) == version.prefix(2)), None)
@@ -225,17 +252,12 @@ class Provider:
 
     def platform_wheel(self, b: Build, platform: str) -> PlatformWheel | None:
         """The row that publishes ``b`` for ``platform`` (None: not published there, or amd64)."""
-        for w in self.m.platform_wheels:
-            if (w.platform == platform and w.package == b.package and w.index == b.index
-                    and any(fnmatch.fnmatchcase(b.variant, v) for v in w.variants)
-                    and SpecifierSet(w.versions).contains(b.version, prereleases=True)):
-                return w
-        return None
+        return next((w for w in self.m.platform_wheels if w.platform == platform and _publishes(w, b)), None)
 
     def for_platform(self, b: Build, platform: str) -> Build:
         """``b`` as published for ``platform``: the kernels of that platform's build where
         matrices/platforms.toml lists them (PyTorch's aarch64 CUDA builds target other archs)."""
-        w = self.platform_wheel(b, platform) if platform != "linux/amd64" else None
+        w = self.platform_wheel(b, platform) if platform != DEFAULT_PLATFORM else None
         if w is None or not w.archs:
             return b
         return dataclasses.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
@@ -245,11 +267,11 @@ class Provider:
         Jetson build for linux/arm64 only, the rest for linux/arm64 as matrices/platforms.toml says."""
         if b.jetpack:
             return platform == "linux/arm64"
-        return platform == "linux/amd64" or self.platform_wheel(b, platform) is not None
+        return platform == DEFAULT_PLATFORM or self.platform_wheel(b, platform) is not None
 
     def image_on_platform(self, image: Image, platform: str) -> bool:
         """Whether ``image``'s tags are published for ``platform``."""
-        if platform == "linux/amd64":
+        if platform == DEFAULT_PLATFORM:
             return not image.repository.startswith("nvcr.io/nvidia/l4t")
         return any(r.repository == image.repository and r.platform == platform
                    and SpecifierSet(r.versions).contains(image.version.raw, prereleases=True)
@@ -271,9 +293,9 @@ class Provider:
     def jetpack_of_l4t(self, l4t: str) -> JetPack | None:
         """The JetPack release of a Jetson's L4T release (``R36.4.3``): the one that ships it, else
         the newest of the same L4T major.minor (whose containers serve it); None when unknown."""
-        parts = tuple(int(p) for p in l4t.lstrip("Rr").split(".") if p.isdigit())
-        exact = [j for j in self.m.jetpacks if tuple(int(p) for p in j.l4t.split(".")) == parts]
-        near = [j for j in self.m.jetpacks if tuple(int(p) for p in j.l4t.split("."))[:2] == parts[:2]]
+        parts = _parts(l4t)
+        exact = [j for j in self.m.jetpacks if _parts(j.l4t) == parts]
+        near = [j for j in self.m.jetpacks if _parts(j.l4t)[:2] == parts[:2]]
         found = exact or near
         return found[-1] if found else None
 
@@ -298,24 +320,18 @@ class Provider:
         want = "{}.{}".format(*cuda.prefix(2)) if cuda is not None else None
         rows = self._conda.get(release.package, [])
         versions = {name: dict(release.companions).get(name, release.raw) for name in {r.name for r in rows}}
-        specs = []
-        for name, version in sorted(versions.items()):
-            row = next((r for r in rows if r.name == name and r.version == version), None)
-            spec = row.spec(want, python) if row is not None else ""
-            if not spec:
-                return ()
-            specs.append(spec)
-        return tuple(specs)
+        specs = tuple(_conda_spec(rows, name, version, want, python) for name, version in sorted(versions.items()))
+        return specs if all(specs) else ()
 
     def os_python(self, os: str) -> str:
         """The Python minor the OS's own ``python3`` package is ("" when the data does not say)."""
         return next((o.python for o in self.m.oses if o.name == os), "")
 
-    def images(self, accelerator: str) -> list[Image]:
+    def images(self, accelerator: Accelerator) -> list[Image]:
         return self._images.get(accelerator, [])
 
     def pythons(self) -> list[str]:
         """Every Python minor the data knows, oldest first."""
         seen = {p for r in self.m.releases for p in r.python}
         seen |= {i.python for i in self.m.images if i.python}
-        return sorted(seen, key=lambda p: tuple(int(x) for x in p.split(".")))
+        return sorted(seen, key=_parts)

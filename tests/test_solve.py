@@ -171,7 +171,7 @@ def test_solving_is_deterministic(fixture_graph: Provider) -> None:
 def test_explain_lists_choices_and_rejections(fixture_graph: Provider) -> None:
     rep = ExplainReporter()
     rs = solve_explained(fixture_graph, spec_of('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', fixture_graph), rep)
-    text = rep.render(rs, verbose=True)
+    text = rep.text(rs, verbose=True)
     assert "chose torch 2.7.1 (cu128): newest release that fits, the newest usable build (the default build does not fit)" in text
     assert "torch 2.7.1 (cu126): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8" in text
 
@@ -257,10 +257,38 @@ def test_an_unknown_native_driver_floor_is_not_claimed_and_the_lock_says_so(tmp_
     found = solve_explained(graph, spec_of('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', graph),
                             reporter)
     assert ("  driver >= 570.00 (native support of CUDA 12.8)\n  note: the native minimum driver of CUDA 12.8 is "
-            "not known (cuda.toml marks it low); taken as R570 or newer") in reporter.render(found)
+            "not known (cuda.toml marks it low); taken as R570 or newer") in reporter.text(found)
 
 
 def test_a_python_range_from_a_patch_admits_that_minor(real_graph: Provider) -> None:
     # >=3.12.1 admits Python 3.12 (3.12.1 and later): the solver must not test 3.12 as 3.12.0
     r = one('[project]\npython = ">=3.12.1,<3.13"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]', real_graph)
     assert r.python == "3.12"
+
+
+def test_a_shared_cache_gives_the_answers_of_fresh_ones(real_graph: Provider) -> None:
+    """A matrix solves thousands of cells with one solve.cache.Cache: every answer (resolution or
+    the clashes of an unsatisfiable cell) must be the one a solve with a fresh Cache gives."""
+    import itertools
+
+    from envsolve.solve import Cache
+    from envsolve.solve.search import try_solve_target
+
+    frameworks = ['torch = "*"', 'torch = "<2.4"', 'tensorflow = "*"', 'jax = "*"\nkeras = "*"', 'cupy = "*"']
+    hardware = ['gpus = ["H100"]', 'gpus = ["RTX 5090"]', 'gpus = ["H100"]\ndriver = "525.60.13"',
+                'gpus = ["V100", "A100"]\ndriver = "535.104.05"', 'gpus = ["MI300X"]', "gpus = []"]
+    pythons = ['python = "*"', 'python = ">=3.12.1,<3.13"', 'python = "==3.10.*"']
+    oses = ["", '[container]\nos = "ubuntu22.04"']
+    shared = Cache()
+    answers = 0
+    for fw, hw, py, os in itertools.product(frameworks, hardware, pythons, oses):
+        spec = spec_of(f"[project]\n{py}\n[frameworks]\n{fw}\n[hardware]\n{hw}\n{os}", real_graph)
+        for t in spec.targets:
+            fast = try_solve_target(real_graph, spec, t, cache=shared)
+            alone = try_solve_target(real_graph, spec, t, cache=Cache())
+            if isinstance(alone, Unsatisfiable):
+                assert isinstance(fast, Unsatisfiable) and fast.clashes == alone.clashes, (fw, hw, py, os)
+            else:
+                assert fast == alone, (fw, hw, py, os)
+                answers += 1
+    assert answers > 20  # the matrix reaches resolutions, not only refusals

@@ -34,48 +34,67 @@ def companion_problem(spec: ProjectSpec, rel: Release) -> str:
     return ""
 
 
-def candidates(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq,
+def candidates(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq,
                reporter: Reporter) -> list[Candidate]:
     """Every (release, build) of ``req`` that fits ``t`` alone, in preference order."""
     out: list[Candidate] = []
-    for rel in g.releases(req.name):
-        subject = f"{rel.package} {rel.raw}"
-        if not cache.contains(req.raw, rel.version):
-            continue
-        if (why := companion_problem(spec, rel)):
-            reporter.rejected(t.name, subject, why)
-            continue
-        if not rel.python or (req.name == "keras" and not pythons(cache, spec, rel, None)):
-            has = ", ".join(rel.python)
-            reporter.rejected(t.name, subject, f"has no wheel for Python {spec.python_raw} (it has {has})")
-            continue
-        if req.name == "keras":
-            out.append(Candidate(release=rel, build=None, pythons=pythons(cache, spec, rel, None)))
-            continue
-        ranked: list[tuple[tuple[int, int, tuple[int, ...]], Candidate]] = []
-        for b in g.builds(rel):
-            c = fit(g, cache, spec, t, rel, b)
-            if isinstance(c, No):
-                reporter.rejected(t.name, f"{subject} ({b.variant})", c.text)
-                continue
-            version = b.cuda or b.rocm
-            rank = (0 if b.default else 1, 0 if c.compat != "minor-version" else 1,
-                    tuple(-k for k in version.key) if version else ())
-            ranked.append((rank, c))
-        out.extend(c for _, c in sorted(ranked, key=lambda rc: (rc[0], rc[1].build.variant)))  # type: ignore[union-attr]
+    for rel in provider.releases(req.name):
+        if cache.contains(req.raw, rel.version):
+            out += _of_release(provider, cache, spec, t, rel, reporter)
     return out
 
 
-def candidates_shared(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq,
+def _of_release(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release,
+                reporter: Reporter) -> list[Candidate]:
+    """The candidates of one release in range: none when its companions or Pythons rule it out, the
+    release itself for Keras (pure Python), else its fitting builds."""
+    why = companion_problem(spec, rel) or _no_python(cache, spec, rel)
+    if why:
+        reporter.rejected(t.name, f"{rel.package} {rel.raw}", why)
+        return []
+    if rel.package == "keras":
+        return [Candidate(release=rel, build=None, pythons=pythons(cache, spec, rel, None))]
+    return _builds(provider, cache, spec, t, rel, reporter)
+
+
+def _no_python(cache: Cache, spec: ProjectSpec, rel: Release) -> str:
+    """Why ``rel`` has no wheel for the spec's Pythons (its builds tell theirs, except Keras')."""
+    if rel.python and (rel.package != "keras" or pythons(cache, spec, rel, None)):
+        return ""
+    return f"has no wheel for Python {spec.python_raw} (it has {', '.join(rel.python)})"
+
+
+def _builds(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release,
+            reporter: Reporter) -> list[Candidate]:
+    """The builds of ``rel`` that fit ``t``, preferred first; the others told to the reporter."""
+    fitting: list[Candidate] = []
+    for b in provider.builds(rel):
+        c = fit(provider, cache, spec, t, rel, b)
+        if isinstance(c, No):
+            reporter.rejected(t.name, f"{rel.package} {rel.raw} ({b.variant})", c.text)
+        else:
+            fitting.append(c)
+    return sorted(fitting, key=_preference)
+
+
+def _preference(c: Candidate) -> tuple[bool, bool, tuple[int, ...], str]:
+    """The default build first, then native driver support, then the newest CUDA/ROCm, then by name."""
+    assert c.build is not None  # a build's candidate
+    version = c.build.cuda or c.build.rocm
+    newest = tuple(-k for k in version.key) if version else ()
+    return not c.build.default, c.compat == "minor-version", newest, c.build.variant
+
+
+def candidates_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq,
                       reporter: Reporter) -> list[Candidate]:
     """:func:`candidates`, computed once per sub-problem when nobody listens to the search.
 
     A matrix of thousands of cells shares a few hundred (framework range, Python range, target)
     sub-problems; the result depends on nothing else (companions are part of the key)."""
     if type(reporter) is not Reporter:
-        return candidates(g, cache, spec, t, req, reporter)
+        return candidates(provider, cache, spec, t, req, reporter)
     key = memo_key(spec, t, req)
     table = cache.table("candidates")
     if key not in table:
-        table[key] = candidates(g, cache, spec, t, req, reporter)
+        table[key] = candidates(provider, cache, spec, t, req, reporter)
     return list(table[key])

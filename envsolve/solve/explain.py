@@ -5,9 +5,10 @@ would work are :mod:`envsolve.solve.fixes`).
 
 from __future__ import annotations
 
+from ..data import Build, Release
 from ..errors import Clash
 from ..provider import Provider
-from ..spec import FrameworkReq, ProjectSpec, Target
+from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from .cache import Cache
 from .candidates import companion_problem, memo_key
 from .fit import fit, gpu_text
@@ -15,74 +16,127 @@ from .model import Candidate, No
 
 __all__ = ["why_chosen", "why_none", "why_none_shared"]
 
+_Misfit = tuple[Build, No]  # a build and why it does not fit
+_STACK = {"nvidia": "CUDA", "amd": "ROCm"}  # the software stack a vendor's builds name
+_HARDWARE = {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs"}  # a target with no GPU named
 
-def why_none_shared(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
+
+def why_none_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
     """:func:`why_none`, once per sub-problem (the same key as the candidate lists)."""
     table = cache.table("why_none")
     key = memo_key(spec, t, req)
     if key not in table:
-        table[key] = why_none(g, cache, spec, t, req)
+        table[key] = why_none(provider, cache, spec, t, req)
     return table[key]  # type: ignore[no-any-return]
 
 
-def why_none(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
+def why_none(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
     """The clash that leaves ``req`` with no candidate, told for its newest matching release."""
     subject = f"{req.name} {req.raw}" + (f" (asked by {req.asked_by})" if req.asked_by else "")
-    rels = [r for r in g.releases(req.name) if cache.contains(req.raw, r.version)]
+    rels = [r for r in provider.releases(req.name) if cache.contains(req.raw, r.version)]
     if not rels:
-        known = g.releases(req.name)
-        span = f"{known[-1].raw} .. {known[0].raw}" if known else "none"
-        return Clash(subject=subject, reason=f"no release matches (known: {span})")
-    rel = rels[0]
-    name = f"{req.name} {rel.raw}"
+        return Clash(subject=subject, reason=f"no release matches (known: {_span(provider, req)})")
+    return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, rels[0]))
+
+
+def _span(provider: Provider, req: FrameworkReq) -> str:
+    """The oldest .. newest release the data knows of ``req``'s framework."""
+    known = provider.releases(req.name)
+    return f"{known[-1].raw} .. {known[0].raw}" if known else "none"
+
+
+def _why_release(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release) -> str:
+    """Why no build of ``rel`` serves ``t``: a companion, Keras' Pythons, or its builds' misfits."""
+    name = f"{rel.package} {rel.raw}"
     if (why := companion_problem(spec, rel)):
-        return Clash(subject=subject, reason=f"{name}: {why}")
-    if req.name == "keras":
-        return Clash(subject=subject, reason=f"{name} has no wheel for Python {spec.python_raw} "
-                     f"(it has {', '.join(rel.python)})")
-    nos = [(b, n) for b in g.builds(rel) if isinstance(n := fit(g, cache, spec, t, rel, b), No)]
-    hw = ", ".join(gpu_text(x) for x in t.gpus) or {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs"}.get(
-        t.vendor, "a CPU-only machine")
-    wanted = [(b, n) for b, n in nos if n.code != "accelerator"]
-    if wanted and any(n.code != "pin" for _, n in wanted):
-        wanted = [(b, n) for b, n in wanted if n.code != "pin"]  # the builds of the pinned CUDA/ROCm tell why
-    elif wanted:
-        pin = f"CUDA {t.cuda}" if t.cuda is not None else f"ROCm {t.rocm}"
-        have = ", ".join(b.variant for b, _ in wanted)
-        return Clash(subject=subject, reason=f"{name} has no {pin} build (it has {have})")
+        return f"{name}: {why}"
+    if rel.package == "keras":
+        return f"{name} has no wheel for Python {spec.python_raw} (it has {', '.join(rel.python)})"
+    nos = [(b, n) for b in provider.builds(rel) if isinstance(n := fit(provider, cache, spec, t, rel, b), No)]
+    return _why_builds(provider, t, name, nos)
+
+
+def _why_builds(provider: Provider, t: Target, name: str, nos: list[_Misfit]) -> str:
+    """Why none of a release's builds fits, told by the builds of the target's accelerator, and of
+    the pinned CUDA/ROCm when some are: a missing build, Python, the GPUs' CUDA, or each build's reason."""
+    wanted = _except(nos, "accelerator")
+    unpinned = _except(wanted, "pin")
     if not wanted:
-        kind = {"nvidia": "CUDA", "amd": "ROCm"}.get(t.vendor, "CPU")
-        have = ", ".join(sorted({b.variant for b, _ in nos})) or "none"
-        return Clash(subject=subject, reason=f"{name} has no {kind} build (its builds: {have})")
-    if all(n.code == "python" for _, n in wanted):
-        return Clash(subject=subject, reason=f"{name} {wanted[0][1].text}")
-    if all(n.code == "arch-cuda" for _, n in wanted):
-        newest = max(wanted, key=lambda bn: bn[0].cuda or bn[0].rocm)[0]  # type: ignore[arg-type, return-value]
-        need = max(n.needs for _, n in wanted)
-        gpus = [x for x in t.gpus if not g.toolkit_knows(newest.cuda, x.arch)]  # type: ignore[arg-type]
-        if t.cuda is not None:  # the pin chose the builds; the release may have newer ones
-            variants = ", ".join(b.variant for b, _ in wanted)
-            return Clash(subject=subject, reason=(
-                f"{name} ({variants}) has no kernels for {', '.join(gpu_text(x) for x in gpus)}: "
-                f"{', '.join(x.arch.name for x in gpus)} needs CUDA >= {need}"))
-        return Clash(subject=subject, reason=(
-            f"{name} has no build for {', '.join(gpu_text(x) for x in gpus)}: "
-            f"{', '.join(x.arch.name for x in gpus)} needs CUDA >= {need}, and {name} builds stop at "
-            f"{newest.variant} (CUDA {newest.cuda})"))
-    texts = list(dict.fromkeys(f"{b.variant}: {n.text}" for b, n in wanted))
-    return Clash(subject=subject, reason=f"no {name} build serves {hw}: " + "; ".join(texts))
+        return _no_build_of(t, name, nos)
+    if not unpinned:
+        return f"{name} has no {_pin_text(t)} build (it has {_variants(wanted)})"
+    codes = {n.code for _, n in unpinned}
+    if codes == {"python"}:
+        return f"{name} {unpinned[0][1].text}"
+    if codes == {"arch-cuda"}:
+        return _needs_newer_cuda(provider, t, name, unpinned)
+    return f"no {name} build serves {_hardware(t)}: " + "; ".join(dict.fromkeys(_each(unpinned)))
+
+
+def _except(misfits: list[_Misfit], code: str) -> list[_Misfit]:
+    """The misfits for another reason than ``code``."""
+    return [(b, n) for b, n in misfits if n.code != code]
+
+
+def _variants(misfits: list[_Misfit]) -> str:
+    return ", ".join(b.variant for b, _ in misfits)
+
+
+def _each(misfits: list[_Misfit]) -> list[str]:
+    """``cu126: driver 525.60.13 is too old ...``: each build with why it does not fit."""
+    return [f"{b.variant}: {n.text}" for b, n in misfits]
+
+
+def _no_build_of(t: Target, name: str, nos: list[_Misfit]) -> str:
+    """``torch 2.7.1 has no ROCm build (its builds: cpu, cu128)``."""
+    have = ", ".join(sorted({b.variant for b, _ in nos})) or "none"
+    return f"{name} has no {_STACK.get(t.vendor, 'CPU')} build (its builds: {have})"
+
+
+def _pin_text(t: Target) -> str:
+    return f"CUDA {t.cuda}" if t.cuda is not None else f"ROCm {t.rocm}"
+
+
+def _hardware(t: Target) -> str:
+    """The target's GPUs as the user knows them, else its kind of machine."""
+    return ", ".join(gpu_text(x) for x in t.gpus) or _HARDWARE.get(t.vendor, "a CPU-only machine")
+
+
+def _needs_newer_cuda(provider: Provider, t: Target, name: str, misfits: list[_Misfit]) -> str:
+    """The GPUs need a newer CUDA than the builds (of the pinned CUDA, or all of them) have."""
+    newest = max((b for b, _ in misfits), key=_stack_version)
+    need = max(n.needs for _, n in misfits)
+    gpus = _beyond(provider, t, newest)
+    named, archs = ", ".join(map(gpu_text, gpus)), ", ".join(x.arch.name for x in gpus)
+    if t.cuda is not None:  # the pin chose the builds; the release may have newer ones
+        return f"{name} ({_variants(misfits)}) has no kernels for {named}: {archs} needs CUDA >= {need}"
+    return (f"{name} has no build for {named}: {archs} needs CUDA >= {need}, and {name} builds stop at "
+            f"{newest.variant} (CUDA {newest.cuda})")
+
+
+def _beyond(provider: Provider, t: Target, b: Build) -> list[GpuReq]:
+    """The GPUs of ``t`` that the CUDA of build ``b`` cannot target."""
+    return [x for x in t.gpus if b.cuda is None or not provider.toolkit_knows(b.cuda, x.arch)]
+
+
+def _stack_version(b: Build) -> tuple[tuple[int, ...], str]:
+    """The order of :class:`~envsolve.versions.Dotted`, of the build's CUDA or ROCm."""
+    version = b.cuda or b.rocm
+    return (version.key, version.raw) if version else ((), "")
 
 
 def why_chosen(c: Candidate) -> str:
+    """Why the search took ``c``: the newest release that fits, which build, driver, distribution."""
     if c.build is None:
         return "newest release that fits"
-    b = c.build
-    how = "the default build" if b.default else "the newest usable build (the default build does not fit)"
-    drv = ""
-    if c.compat and c.driver_min:
-        drv = f"; driver >= {c.driver_min} ({c.compat})"
-    dist = ""
-    if b.dist or b.index != "pypi":  # another distribution or index than `pip install <framework>`
-        where = f" from the {b.index} index" if b.index != "pypi" else ""
-        dist = f"; installs {b.dist or b.package} {b.dist_version or b.raw}{where}"
-    return f"newest release that fits, {how}{drv}{dist}"
+    how = "the default build" if c.build.default else "the newest usable build (the default build does not fit)"
+    drv = f"; driver >= {c.driver_min} ({c.compat})" if c.compat and c.driver_min else ""
+    return f"newest release that fits, {how}{drv}{_installs(c.build)}"
+
+
+def _installs(b: Build) -> str:
+    """What installs a build other than `pip install <framework>` (another distribution or index)."""
+    if not b.dist and b.index == "pypi":
+        return ""
+    where = f" from the {b.index} index" if b.index != "pypi" else ""
+    return f"; installs {b.dist or b.package} {b.dist_version or b.raw}{where}"

@@ -13,20 +13,31 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..data import Build, JetPack, Release
-from ..domain import ACCELERATOR, kernels
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, kernels, serves
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
 from ..versions import Dotted
 from .cache import Cache
 from .model import Candidate, No
 
-__all__ = ["fit", "gpu_driver_floor", "gpu_text", "pythons"]
+__all__ = ["families_text", "fit", "gpu_driver_floor", "gpu_families", "gpu_text", "pythons"]
 
 
-def gpu_text(g: GpuReq) -> str:
+_Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
+_NEED = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build", "cpu": "the target has no GPU"}
+
+
+def gpu_text(gpu: GpuReq) -> str:
     """``RTX 5090 (sm_120)``, or the bare arch when the user named one."""
-    return f"{g.name} ({g.arch.name})" if g.name != g.arch.name else g.arch.name
+    return f"{gpu.name} ({gpu.arch.name})" if gpu.name != gpu.arch.name else gpu.arch.name
+
+
+def gpu_families(t: Target) -> set[str]:
+    """The GPU families of a target (``hopper``, ``maxwell``): what driver branches drop."""
+    return {gpu.family for gpu in t.gpus}
 
 
 def pythons(cache: Cache, spec: ProjectSpec, rel: Release, b: Build | None) -> frozenset[str]:
@@ -45,185 +56,288 @@ def _archs_text(b: Build) -> str:
     return f"{sass}" + (f"; PTX {', '.join(b.ptx)}" if b.ptx else "")
 
 
-def gpu_driver_floor(g: Provider, gpu: GpuReq) -> Dotted | None:
+def _refused(no: No) -> _Fit:
+    return "", None, no
+
+
+def gpu_driver_floor(provider: Provider, gpu: GpuReq) -> Dotted | None:
     """The oldest driver that knows ``gpu``: the floor of the first CUDA toolkit targeting it."""
-    first = g.introduced_by(gpu.arch)
+    first = provider.introduced_by(gpu.arch)
     return first.driver_min if first else None
 
 
-def _fit_nvidia(g: Provider, b: Build, t: Target) -> tuple[str, Dotted | None, No | None]:
-    """(compat, driver_min, None) when ``b`` serves ``t``; else ("", None, why)."""
-    if b.cuda is None:  # the loader refuses CUDA builds without a CUDA version
-        return "", None, No("accelerator", f"{b.variant} names no CUDA version")
-    if t.cuda is not None and b.cuda.prefix(2)[: len(t.cuda.key[:2])] != t.cuda.key[:2]:
-        return "", None, No("pin", f"built for CUDA {b.cuda}, not the pinned CUDA {t.cuda}")
-    floors = _driver_floors(g, b, b.cuda, t)
+def _fit_nvidia(provider: Provider, b: Build, cuda: Dotted, t: Target) -> _Fit:
+    """(compat, driver_min, None) when ``b`` (CUDA ``cuda``) serves ``t``; else ("", None, why)."""
+    if (no := _off_pin(cuda, t.cuda, "CUDA")) is not None:
+        return _refused(no)
+    floors = _driver_floors(provider, b, cuda, t)
     if isinstance(floors, No):
-        return "", None, floors
-    ptx_only = _kernels(g, b, b.cuda, t)
+        return _refused(floors)
+    ptx_only = _kernels(provider, b, cuda, t)
     if isinstance(ptx_only, No):
-        return "", None, ptx_only
-    if (no := _cudnn(g, b, b.cuda, t, ptx_only)) is not None:
-        return "", None, no
-    return _driver(g, b.cuda, t, *floors, ptx_only)
+        return _refused(ptx_only)
+    if (no := _cudnn(provider, b, cuda, t, ptx_only)) is not None:
+        return _refused(no)
+    return _driver(provider, cuda, t, *floors, ptx_only)
 
 
-def _driver_floors(g: Provider, b: Build, cuda: Dotted, t: Target) -> tuple[Dotted, Dotted | None] | No:
+def _driver_floors(provider: Provider, b: Build, cuda: Dotted, t: Target) -> tuple[Dotted, Dotted | None] | No:
     """(native floor, minor-version floor) of the driver for ``b`` on ``t``: the toolkit's, raised
     by a floor the framework documents and by the first driver that knows each GPU."""
-    native = g.native_driver_min(cuda)
+    native = provider.native_driver_min(cuda)
     if native is None:
         return No("driver", f"CUDA {cuda} is not in matrices/cuda.toml, so its driver needs are unknown")
-    major = g.cuda_major(cuda.major)
+    major = provider.cuda_major(cuda.major)
     floor = major.minor_compat_driver_min if major else None
-    for extra in (b.driver_min, max((f for x in t.gpus if (f := gpu_driver_floor(g, x))), default=None)):
-        if extra is not None:
-            native = max(native, extra)
-            floor = max(floor, extra) if floor else None
+    gpus = max((f for x in t.gpus if (f := gpu_driver_floor(provider, x))), default=None)
+    for extra in (b.driver_min, gpus):
+        native, floor = _raised(native, floor, extra)
     return native, floor
 
 
-def _kernels(g: Provider, b: Build, cuda: Dotted, t: Target) -> list[GpuReq] | No:
+def _raised(native: Dotted, floor: Dotted | None, extra: Dotted | None) -> tuple[Dotted, Dotted | None]:
+    """Both floors raised to ``extra`` (a minor-version floor only where there is one)."""
+    if extra is None:
+        return native, floor
+    return max(native, extra), (max(floor, extra) if floor else None)
+
+
+def _kernels(provider: Provider, b: Build, cuda: Dotted, t: Target) -> list[GpuReq] | No:
     """The GPUs of ``t`` that ``b`` serves only through PTX; or why one GPU gets no kernels."""
     ptx_only: list[GpuReq] = []
     for gpu in t.gpus:
         code = kernels(b, gpu.arch)
-        if code == "sass":
-            continue
-        if not g.toolkit_knows(cuda, gpu.arch):
-            first, last = g.first_toolkit_for(gpu.arch), g.last_toolkit_for(gpu.arch)
-            if first is None or last is None:
-                return No("arch", f"no CUDA release in the data targets {gpu_text(gpu)}")
-            if last.version < cuda:
-                return No("arch", f"no kernels for {gpu_text(gpu)}: CUDA {cuda} no longer targets "
-                          f"{gpu.arch.name} (the last CUDA that does is {last.version})")
-            need = "{}.{}".format(*first.version.prefix(2))
-            return No("arch-cuda", f"no kernels for {gpu_text(gpu)}: {gpu.arch.name} needs CUDA >= {need}, "
-                      f"and this build is CUDA {cuda} (compiled for {_archs_text(b)})", need)
-        if code != "ptx":
-            return No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {_archs_text(b)}, "
-                      f"none of which runs on {gpu.arch.name}")
-        ptx_only.append(gpu)
+        no = _no_kernels(provider, b, cuda, gpu, code)
+        if no is not None:
+            return no
+        if code == "ptx":
+            ptx_only.append(gpu)
     return ptx_only
 
 
-def _cudnn(g: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list[GpuReq]) -> No | None:
-    """Why the build's bundled cuDNN does not support a GPU of ``t`` (None when it does)."""
-    row = g.cudnn_row(b.cudnn, cuda.major) if b.cudnn else None
-    for gpu in t.gpus if row else ():
-        assert row is not None
-        if not any(a.sass_runs_on(gpu.arch) or (gpu in ptx_only and a.ptx_jits_to(gpu.arch)) for a in row.code):
+def _no_kernels(provider: Provider, b: Build, cuda: Dotted, gpu: GpuReq, code: str) -> No | None:
+    """Why ``b`` (CUDA ``cuda``, carrying ``code`` for the GPU) has no kernels for ``gpu``: its CUDA
+    does not know the GPU (too old, or no longer), or it carries neither SASS nor PTX for it."""
+    if code == "sass":
+        return None
+    if not provider.toolkit_knows(cuda, gpu.arch):
+        return _unknown_to(provider, b, cuda, gpu)
+    if code != "ptx":
+        return No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {_archs_text(b)}, "
+                  f"none of which runs on {gpu.arch.name}")
+    return None
+
+
+def _unknown_to(provider: Provider, b: Build, cuda: Dotted, gpu: GpuReq) -> No:
+    """CUDA ``cuda`` cannot target ``gpu``: no CUDA in the data does, it stopped, or it came later."""
+    first, last = provider.first_toolkit_for(gpu.arch), provider.last_toolkit_for(gpu.arch)
+    if first is None or last is None:
+        return No("arch", f"no CUDA release in the data targets {gpu_text(gpu)}")
+    if last.version < cuda:
+        return No("arch", f"no kernels for {gpu_text(gpu)}: CUDA {cuda} no longer targets "
+                  f"{gpu.arch.name} (the last CUDA that does is {last.version})")
+    need = "{}.{}".format(*first.version.prefix(2))
+    return No("arch-cuda", f"no kernels for {gpu_text(gpu)}: {gpu.arch.name} needs CUDA >= {need}, "
+              f"and this build is CUDA {cuda} (compiled for {_archs_text(b)})", need)
+
+
+def _cudnn(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list[GpuReq]) -> No | None:
+    """Why the build's bundled cuDNN does not support a GPU of ``t`` (None when it does).
+
+    The support matrix's architectures are the library's kernels, told by the one kernel rule
+    (:func:`envsolve.domain.serves`): SASS for each listed arch, and PTX of it counts for a GPU
+    the build itself reaches only through PTX (where the driver JIT-compiles anyway)."""
+    row = provider.cudnn_row(b.cudnn, cuda.major) if b.cudnn else None
+    if row is None:
+        return None
+    library = replace(b, archs=row.archs, ptx=row.archs, gfx=())
+    for gpu in t.gpus:
+        if not serves(library, gpu.arch, native=gpu in ptx_only):
             return No("cudnn", f"its cuDNN {b.cudnn} does not support {gpu_text(gpu)} "
                       f"(cuDNN {row.version} for CUDA {row.cuda_major} supports {', '.join(row.archs)})")
     return None
 
 
-def _driver(g: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted | None,
-            ptx_only: list[GpuReq]) -> tuple[str, Dotted | None, No | None]:
+def _driver(provider: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted | None,
+            ptx_only: list[GpuReq]) -> _Fit:
     """How the target's driver (or, with none given, the newest branch that still supports its
     GPUs) runs CUDA ``cuda``: natively, by minor-version compatibility (never for PTX), or not."""
-    ptx_note = (f" ({', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, which needs native support)"
-                if ptx_only else "")
     if t.driver is not None:
-        if t.driver >= native:
-            return "native", native, None
-        if floor is not None and t.driver >= floor and not ptx_only:
-            return "minor-version", floor, None
-        if floor is not None and t.driver >= floor:
-            return "", None, No("driver", f"driver {t.driver} runs CUDA {cuda} only by minor-version "
-                                f"compatibility; needs >= {native}{ptx_note}")
-        alt = (f" (or >= {floor} by minor-version compatibility)"
-               if floor is not None and floor < native and not ptx_only else "")
-        return "", None, No("driver", f"driver {t.driver} is too old for CUDA {cuda}: needs >= {native}{alt}")
-    families = {gpu.family for gpu in t.gpus}
-    limit = g.newest_branch_for(families)
+        return _given_driver(t.driver, cuda, native, floor, ptx_only)
+    return _newest_branch(provider, cuda, t, native, floor, ptx_only)
+
+
+def _ptx_note(ptx_only: list[GpuReq]) -> str:
+    if not ptx_only:
+        return ""
+    return f" ({', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, which needs native support)"
+
+
+def _given_driver(driver: Dotted, cuda: Dotted, native: Dotted, floor: Dotted | None,
+                  ptx_only: list[GpuReq]) -> _Fit:
+    """How driver ``driver`` runs CUDA ``cuda``: natively, by minor-version compatibility, or not."""
+    if driver >= native:
+        return "native", native, None
+    by_minor = floor is not None and driver >= floor
+    if by_minor and not ptx_only:
+        return "minor-version", floor, None
+    if by_minor:
+        return _refused(No("driver", f"driver {driver} runs CUDA {cuda} only by minor-version "
+                           f"compatibility; needs >= {native}{_ptx_note(ptx_only)}"))
+    alt = _or_minor_version(native, floor, ptx_only)
+    return _refused(No("driver", f"driver {driver} is too old for CUDA {cuda}: needs >= {native}{alt}"))
+
+
+def _or_minor_version(native: Dotted, floor: Dotted | None, ptx_only: list[GpuReq]) -> str:
+    """`` (or >= 450.80.02 by minor-version compatibility)`` where that floor is lower and serves."""
+    if floor is None or floor >= native or ptx_only:
+        return ""
+    return f" (or >= {floor} by minor-version compatibility)"
+
+
+def _newest_branch(provider: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted | None,
+                   ptx_only: list[GpuReq]) -> _Fit:
+    """How the newest driver branch that still supports the target's GPUs runs CUDA ``cuda``."""
+    families = gpu_families(t)
+    limit = provider.newest_branch_for(families)
     if limit is None or native.major <= limit:
         return "native", native, None
     if floor is not None and floor.major <= limit and not ptx_only:
         return "minor-version", floor, None
-    fam = ", ".join(sorted(f.capitalize() for f in families))
-    return "", None, No("driver", f"{fam} GPUs are supported by drivers up to R{limit}, which cannot run "
-                        f"CUDA {cuda} (needs >= {native}){ptx_note}")
+    return _refused(No("driver", f"{families_text(families)} GPUs are supported by drivers up to R{limit}, "
+                       f"which cannot run CUDA {cuda} (needs >= {native}){_ptx_note(ptx_only)}"))
 
 
-def _platform(g: Provider, b: Build, t: Target) -> No | None:
+def families_text(families: set[str]) -> str:
+    """``Maxwell, Pascal``: GPU families as NVIDIA writes them, sorted."""
+    return ", ".join(sorted(f.capitalize() for f in families))
+
+
+def _platform(provider: Provider, b: Build, t: Target) -> No | None:
     """Why ``b`` cannot run on ``t``'s platform or JetPack (None when it can)."""
-    jp = g.jetpack(t.jetpack) if t.jetpack is not None else None
+    jp = _jetpack(provider, t)
     if jp is not None and not jp.sbsa:
-        if b.jetpack != str(jp.version.major):
-            return No("platform", f"{b.variant} is not built for JetPack {jp.version.major}: a Jetson runs the "
-                      f"builds of NVIDIA's Jetson index for its JetPack ({jp.version}, CUDA {jp.cuda})")
-        return None
+        return _jetpack_build(b, jp)
     if b.jetpack:
         return No("platform", f"{b.variant} is built for Jetson modules (JetPack {b.jetpack}) only")
-    if not g.on_platform(b, t.platform):
+    if not provider.on_platform(b, t.platform):
         return No("platform", f"no {t.platform} wheel of this build (matrices/platforms.toml)")
     return None
 
 
-def _fit_jetson(g: Provider, b: Build, t: Target, jp: JetPack) -> tuple[str, Dotted | None, No | None]:
+def _jetpack(provider: Provider, t: Target) -> JetPack | None:
+    return provider.jetpack(t.jetpack) if t.jetpack is not None else None
+
+
+def _jetpack_build(b: Build, jp: JetPack) -> No | None:
+    """Why ``b`` is not a build of NVIDIA's Jetson index for JetPack ``jp`` (None when it is)."""
+    if b.jetpack == str(jp.version.major):
+        return None
+    return No("platform", f"{b.variant} is not built for JetPack {jp.version.major}: a Jetson runs the "
+              f"builds of NVIDIA's Jetson index for its JetPack ({jp.version}, CUDA {jp.cuda})")
+
+
+def _fit_jetson(provider: Provider, b: Build, cuda: Dotted, t: Target, jp: JetPack) -> _Fit:
     """A Jetson's CUDA is its JetPack's: a build linked against JetPack's CUDA needs that very
     major.minor; an SBSA build (JetPack 7) runs its major, newer minors by minor-version compatibility."""
-    if b.cuda is None:
-        return "", None, No("accelerator", f"{b.variant} names no CUDA version")
-    if b.cuda.major != jp.cuda.major or (b.system_cuda and b.cuda.prefix(2) != jp.cuda.prefix(2)):
-        return "", None, No("jetpack", f"built for CUDA {b.cuda}; JetPack {jp.version} brings CUDA {jp.cuda}")
-    ptx_only = _kernels(g, b, b.cuda, t)
+    if not _links_to(b, cuda, jp):
+        return _refused(No("jetpack", f"built for CUDA {cuda}; JetPack {jp.version} brings CUDA {jp.cuda}"))
+    ptx_only = _kernels(provider, b, cuda, t)
     if isinstance(ptx_only, No):
-        return "", None, ptx_only
-    if ptx_only and b.cuda.prefix(2) > jp.cuda.prefix(2):
-        return "", None, No("jetpack", f"{', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, "
-                            f"which needs CUDA {b.cuda} natively; JetPack {jp.version} brings CUDA {jp.cuda}")
-    return ("native" if b.cuda.prefix(2) <= jp.cuda.prefix(2) else "minor-version"), None, None
+        return _refused(ptx_only)
+    newer = cuda.prefix(2) > jp.cuda.prefix(2)
+    if ptx_only and newer:
+        return _refused(No("jetpack", f"{', '.join(map(gpu_text, ptx_only))} runs only through PTX JIT, "
+                           f"which needs CUDA {cuda} natively; JetPack {jp.version} brings CUDA {jp.cuda}"))
+    return ("minor-version" if newer else "native"), None, None
 
 
-def _fit_amd(g: Provider, b: Build, t: Target) -> No | None:
+def _links_to(b: Build, cuda: Dotted, jp: JetPack) -> bool:
+    """Whether ``b`` (CUDA ``cuda``) runs on JetPack's CUDA: its major, and its very major.minor
+    for a build that uses the system's CUDA."""
+    return cuda.major == jp.cuda.major and (not b.system_cuda or cuda.prefix(2) == jp.cuda.prefix(2))
+
+
+def _fit_amd(provider: Provider, b: Build, t: Target) -> No | None:
+    """Why ROCm build ``b`` does not serve ``t``: the pinned ROCm, the kernel driver, the gfx targets."""
     if b.rocm is None:  # the loader refuses ROCm builds without a ROCm version
         return No("accelerator", f"{b.variant} names no ROCm version")
-    if t.rocm is not None and b.rocm.prefix(2)[: len(t.rocm.key[:2])] != t.rocm.key[:2]:
-        return No("pin", f"built for ROCm {b.rocm}, not the pinned ROCm {t.rocm}")
-    if t.rocm_driver is not None and (kmd := g.kmd(t.rocm_driver)) is not None:
-        user = "{}.{}".format(*b.rocm.prefix(2))
-        if user not in kmd.user:
-            return No("driver", f"ROCm {user} user space is not supported on the amdgpu kernel driver of ROCm "
-                      f"{t.rocm_driver} (it supports {', '.join(kmd.user)})")
-    row = g.rocm_row(b.rocm)
+    return _off_pin(b.rocm, t.rocm, "ROCm") or _kmd(provider, b.rocm, t) or _gfx(provider, b, b.rocm, t)
+
+
+def _off_pin(version: Dotted, pin: Dotted | None, stack: str) -> No | None:
+    """Why a build of CUDA/ROCm ``version`` is not of the target's pinned ``pin`` (``12`` or ``12.8``)."""
+    if pin is None or version.prefix(2)[: len(pin.key[:2])] == pin.key[:2]:
+        return None
+    return No("pin", f"built for {stack} {version}, not the pinned {stack} {pin}")
+
+
+def _kmd(provider: Provider, rocm: Dotted, t: Target) -> No | None:
+    """Why the host's amdgpu kernel driver does not support ROCm ``rocm``'s user space."""
+    kmd = provider.kmd(t.rocm_driver) if t.rocm_driver is not None else None
+    user = "{}.{}".format(*rocm.prefix(2))
+    if kmd is None or user in kmd.user:
+        return None
+    return No("driver", f"ROCm {user} user space is not supported on the amdgpu kernel driver of ROCm "
+              f"{t.rocm_driver} (it supports {', '.join(kmd.user)})")
+
+
+def _gfx(provider: Provider, b: Build, rocm: Dotted, t: Target) -> No | None:
+    """Why a GPU of ``t`` gets no kernels from ``b``: its gfx targets, else its ROCm release's."""
+    row = provider.rocm_row(rocm)
     targets = b.gfx or (row.gfx if row else ())
+    code = b if b.gfx else replace(b, gfx=targets)
     for gpu in t.gpus:
-        if gpu.arch.name not in targets:
+        if not serves(code, gpu.arch, native=True):
             listed = ", ".join(targets) or "no listed gfx target"
             return No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {listed}")
     return None
 
 
-def fit(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release, b: Build) -> Candidate | No:
+def fit(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release, b: Build) -> Candidate | No:
     """The candidate ``b`` makes for target ``t``, or why it makes none."""
-    wanted = ACCELERATOR[t.vendor]
-    if b.accelerator != wanted:
-        need = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build",
-                "cpu": "the target has no GPU"}[wanted]
-        return No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; {need}")
-    if (no := _platform(g, b, t)) is not None:
-        return no
-    b = g.for_platform(b, t.platform)
-    pys = pythons(cache, spec, rel, b)
-    if t.platform != "linux/amd64" and (w := g.platform_wheel(b, t.platform)) is not None and w.python:
-        pys = pys & frozenset(w.python)
-    if not pys:
-        bounded = [f"{c} {dict(rel.companions).get(c, '')} has {', '.join(ps)}".replace("  ", " ")
-                   for c, ps in rel.companion_python if spec.framework(c)]
-        return No("python", f"has no wheel for Python {spec.python_raw} (it has {', '.join(b.python or rel.python)}"
-                            + "".join(f"; {x}" for x in bounded) + ")")
-    compat, dmin = "", None
-    jp = g.jetpack(t.jetpack) if t.jetpack is not None else None
-    if jp is not None:
-        compat, dmin, no = _fit_jetson(g, b, t, jp)
-    elif t.vendor == "nvidia":
-        compat, dmin, no = _fit_nvidia(g, b, t)
-    elif t.vendor == "amd":
-        no = _fit_amd(g, b, t)
-    else:
-        no = None
+    no = _accelerator(b, t) or _platform(provider, b, t)
     if no is not None:
         return no
-    return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=dmin)
+    b = provider.for_platform(b, t.platform)
+    pys = _pythons_on(provider, cache, spec, t, rel, b)
+    if not pys:
+        return _no_python(spec, rel, b)
+    compat, driver_min, no = _fit_stack(provider, b, t)
+    if no is not None:
+        return no
+    return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=driver_min)
+
+
+def _accelerator(b: Build, t: Target) -> No | None:
+    """Why ``b`` is a build of another accelerator than the target's GPUs need."""
+    wanted = ACCELERATOR[t.vendor]
+    if b.accelerator == wanted:
+        return None
+    return No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; {_NEED[wanted]}")
+
+
+def _pythons_on(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release,
+                b: Build) -> frozenset[str]:
+    """:func:`pythons`, narrowed to those of the build's wheel for the target's platform."""
+    pys = pythons(cache, spec, rel, b)
+    wheel = provider.platform_wheel(b, t.platform) if t.platform != DEFAULT_PLATFORM else None
+    return pys & frozenset(wheel.python) if wheel is not None and wheel.python else pys
+
+
+def _no_python(spec: ProjectSpec, rel: Release, b: Build) -> No:
+    """The build has no wheel for the spec's Pythons (nor has a companion the spec asks for)."""
+    bounded = [f"{c} {dict(rel.companions).get(c, '')} has {', '.join(ps)}".replace("  ", " ")
+               for c, ps in rel.companion_python if spec.framework(c)]
+    return No("python", f"has no wheel for Python {spec.python_raw} (it has {', '.join(b.python or rel.python)}"
+                        + "".join(f"; {x}" for x in bounded) + ")")
+
+
+def _fit_stack(provider: Provider, b: Build, t: Target) -> _Fit:
+    """How ``b``'s CUDA or ROCm runs on ``t``: a Jetson's JetPack, an NVIDIA driver, an AMD driver."""
+    jp = _jetpack(provider, t)
+    if jp is None and t.vendor != "nvidia":
+        return "", None, _fit_amd(provider, b, t) if t.vendor == "amd" else None
+    if b.cuda is None:  # the loader refuses CUDA builds without a CUDA version
+        return _refused(No("accelerator", f"{b.variant} names no CUDA version"))
+    return _fit_jetson(provider, b, b.cuda, t, jp) if jp is not None else _fit_nvidia(provider, b, b.cuda, t)

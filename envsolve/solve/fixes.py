@@ -5,6 +5,7 @@ or ROCm pin, one GPU), so every suggestion is itself a resolution the solver acc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from packaging.specifiers import SpecifierSet
@@ -12,6 +13,7 @@ from packaging.specifiers import SpecifierSet
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, ProjectSpec, Target
+from ..versions import Dotted
 from .cache import Cache
 from .candidates import candidates
 from .model import Reporter, Resolution
@@ -20,9 +22,9 @@ from .search import solve_target
 __all__ = ["nearest_fixes", "solve_explained"]
 
 
-def _try(g: Provider, spec: ProjectSpec, t: Target) -> Resolution | None:
+def _try(provider: Provider, spec: ProjectSpec, t: Target) -> Resolution | None:
     try:
-        return solve_target(g, spec, t)
+        return solve_target(provider, spec, t)
     except Unsatisfiable:
         return None
 
@@ -32,17 +34,12 @@ def _variant(r: Resolution, name: str) -> str:
     return f"{pin.name} {pin.version} {pin.variant}" if pin else ""
 
 
-def _working_versions(g: Provider, spec: ProjectSpec, t: Target, req: FrameworkReq) -> list[str]:
+def _working_versions(provider: Provider, spec: ProjectSpec, t: Target, req: FrameworkReq) -> list[str]:
     """Releases of ``req`` (any version) with which the whole target resolves, oldest first."""
     loose = replace(req, specifier=SpecifierSet(), raw="*")
-    fitting = sorted(candidates(g, Cache(), spec, t, loose, Reporter()), key=lambda c: c.release.version)
-    out = []
-    for v in dict.fromkeys(c.release.raw for c in fitting):
-        pinned = replace(req, specifier=SpecifierSet(f"=={v}"), raw=f"=={v}")
-        trial = replace(spec, frameworks=tuple(pinned if f is req else f for f in spec.frameworks))
-        if _try(g, trial, t) is not None:
-            out.append(v)
-    return out
+    fitting = sorted(candidates(provider, Cache(), spec, t, loose, Reporter()), key=lambda c: c.release.version)
+    return [v for v in dict.fromkeys(c.release.raw for c in fitting)
+            if _try(provider, _pinned_to(spec, req, v), t) is not None]
 
 
 def _span(name: str, versions: list[str], newest: str) -> str:
@@ -54,70 +51,93 @@ def _span(name: str, versions: list[str], newest: str) -> str:
     return f"{name} {versions[0]} .. {versions[-1]}"
 
 
-def _lowest_driver(g: Provider, spec: ProjectSpec, t: Target) -> tuple[str, Resolution] | None:
+def _lowest_driver(provider: Provider, spec: ProjectSpec, t: Target) -> tuple[str, Resolution] | None:
     """The oldest driver floor in the data, newer than the target's, with which it resolves."""
-    floors = {tk.driver_min for tk in g.m.toolkits}
-    floors |= {m.minor_compat_driver_min for m in g.m.cuda_majors if m.minor_compat_driver_min}
-    for floor in sorted(floors):
-        if t.driver is not None and floor <= t.driver:
-            continue
-        r = _try(g, spec, replace(t, driver=floor))
-        if r is not None:
-            return floor.raw, r
-    return None
+    newer = [floor for floor in _driver_floors(provider) if t.driver is None or floor > t.driver]
+    tried = ((floor.raw, _try(provider, spec, replace(t, driver=floor))) for floor in newer)
+    return next(((floor, r) for floor, r in tried if r is not None), None)
+
+
+def _driver_floors(provider: Provider) -> list[Dotted]:
+    """Every driver floor the data names (toolkits' native floors, majors' minor-version floors), oldest first."""
+    floors = {tk.driver_min for tk in provider.m.toolkits}
+    floors |= {m.minor_compat_driver_min for m in provider.m.cuda_majors if m.minor_compat_driver_min}
+    return sorted(floors)
 
 
 def _packages(r: Resolution) -> str:
     return ", ".join(f"{p.name} {p.version} {p.variant}" for p in r.packages)
 
 
-def nearest_fixes(g: Provider, spec: ProjectSpec, t: Target, limit: int = 4) -> list[str]:
+def nearest_fixes(provider: Provider, spec: ProjectSpec, t: Target, limit: int = 4) -> list[str]:
     """Single changes to the spec that make target ``t`` solvable, most specific first."""
-    fixes: list[str] = []
-    for req in spec.frameworks:
-        if not req.specifier or not g.releases(req.name):
-            continue
-        versions = _working_versions(g, spec, t, req)
-        if not versions:
-            continue
-        best = _try(g, replace(spec, frameworks=tuple(
-            replace(req, specifier=SpecifierSet(f"=={versions[-1]}"), raw=f"=={versions[-1]}") if f is req else f
-            for f in spec.frameworks)), t)
-        example = f" (for example {_variant(best, req.name)})" if best else ""
-        fixes.append(f"{_span(req.name, versions, g.releases(req.name)[0].raw)} works{example}")
-    if t.driver is not None:
-        low = _lowest_driver(g, spec, t)
-        if low is not None:
-            drv, with_driver = low
-            fixes.append(f"a driver >= {drv} (R{drv.split('.')[0]} or newer; with it: {_packages(with_driver)})")
-    if spec.python:
-        r = _try(g, replace(spec, python=SpecifierSet(), python_raw="*"), t)
-        if r is not None:
-            fixes.append(f"Python {r.python} (with it: {_packages(r)})")
-    if t.cuda is not None:
-        r = _try(g, spec, replace(t, cuda=None))
-        if r is not None:
-            fixes.append(f"drop the cuda = '{t.cuda}' pin (CUDA {r.cuda} works)")
-    if t.rocm is not None:
-        r = _try(g, spec, replace(t, rocm=None))
-        if r is not None:
-            fixes.append(f"drop the rocm = '{t.rocm}' pin (ROCm {r.rocm} works)")
-    if len(t.gpus) > 1:
-        for gpu in t.gpus:
-            rest = tuple(x for x in t.gpus if x is not gpu)
-            if _try(g, spec, replace(t, gpus=rest)) is not None:
-                fixes.append(f"serve {gpu.name} from a target of its own ([targets.NAME])")
+    fixes = [fix for req in spec.frameworks if (fix := _version_fix(provider, spec, t, req))]
+    fixes += [fix for relax in _RELAXATIONS if (fix := relax(provider, spec, t))]
+    fixes += _own_targets(provider, spec, t)
     return fixes[:limit]
 
 
-def solve_explained(g: Provider, spec: ProjectSpec, reporter: Reporter | None = None) -> list[Resolution]:
+def _pinned_to(spec: ProjectSpec, req: FrameworkReq, version: str) -> ProjectSpec:
+    pin = replace(req, specifier=SpecifierSet(f"=={version}"), raw=f"=={version}")
+    return replace(spec, frameworks=tuple(pin if f is req else f for f in spec.frameworks))
+
+
+def _version_fix(provider: Provider, spec: ProjectSpec, t: Target, req: FrameworkReq) -> str:
+    """The versions of a framework the spec narrows with which the target resolves."""
+    if not req.specifier or not provider.releases(req.name):
+        return ""
+    versions = _working_versions(provider, spec, t, req)
+    if not versions:
+        return ""
+    best = _try(provider, _pinned_to(spec, req, versions[-1]), t)
+    example = f" (for example {_variant(best, req.name)})" if best else ""
+    return f"{_span(req.name, versions, provider.releases(req.name)[0].raw)} works{example}"
+
+
+def _driver_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
+    low = _lowest_driver(provider, spec, t) if t.driver is not None else None
+    if low is None:
+        return ""
+    drv, with_driver = low
+    return f"a driver >= {drv} (R{drv.split('.')[0]} or newer; with it: {_packages(with_driver)})"
+
+
+def _python_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
+    r = _try(provider, replace(spec, python=SpecifierSet(), python_raw="*"), t) if spec.python else None
+    return f"Python {r.python} (with it: {_packages(r)})" if r is not None else ""
+
+
+def _cuda_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
+    r = _try(provider, spec, replace(t, cuda=None)) if t.cuda is not None else None
+    return f"drop the cuda = '{t.cuda}' pin (CUDA {r.cuda} works)" if r is not None else ""
+
+
+def _rocm_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
+    r = _try(provider, spec, replace(t, rocm=None)) if t.rocm is not None else None
+    return f"drop the rocm = '{t.rocm}' pin (ROCm {r.rocm} works)" if r is not None else ""
+
+
+# the relaxations of one constraint each, in the order the fixes are told
+_RELAXATIONS: tuple[Callable[[Provider, ProjectSpec, Target], str], ...] = (
+    _driver_fix, _python_fix, _cuda_fix, _rocm_fix)
+
+
+def _own_targets(provider: Provider, spec: ProjectSpec, t: Target) -> list[str]:
+    """The GPUs without which a target of several resolves: each could have a target of its own."""
+    if len(t.gpus) < 2:
+        return []
+    return [f"serve {gpu.name} from a target of its own ([targets.NAME])" for gpu in t.gpus
+            if _try(provider, spec, replace(t, gpus=tuple(x for x in t.gpus if x is not gpu))) is not None]
+
+
+def solve_explained(provider: Provider, spec: ProjectSpec, reporter: Reporter | None = None) -> list[Resolution]:
     """Like :func:`~envsolve.solve.solve`, but an :class:`Unsatisfiable` carries nearest fixes."""
     out = []
     cache = Cache()
     for t in spec.targets:
         try:
-            out.append(solve_target(g, spec, t, reporter, cache))
+            out.append(solve_target(provider, spec, t, reporter, cache))
         except Unsatisfiable as e:
-            fixes = e.fixes or tuple(nearest_fixes(g, spec, t))
+            fixes = e.fixes or tuple(nearest_fixes(provider, spec, t))
             raise Unsatisfiable(e.target, e.clashes, fixes) from None
     return out

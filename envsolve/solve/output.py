@@ -4,88 +4,203 @@ conda-forge builds of the same versions)."""
 
 from __future__ import annotations
 
-from ..domain import ACCELERATOR
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..data import Build, Gpu
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, Accelerator
 from ..provider import Provider
 from ..spec import ProjectSpec, Target
-from ..versions import parse_python_minor
+from ..versions import Dotted, parse_python_minor
 from .cache import Cache
-from .images import base_image
+from .fit import gpu_families
+from .images import BaseImage, base_image, offers_os
 from .model import Candidate, PackagePin, Resolution
 
 __all__ = ["resolution"]
 
 
-def resolution(g: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate],
+@dataclass(frozen=True, slots=True)
+class _Stack:
+    """What the chosen builds need of the machine: the accelerator, CUDA/ROCm, cuDNN and driver."""
+
+    accel: Accelerator
+    cuda: Dotted | None
+    rocm: Dotted | None
+    cudnn: str
+    driver_min: str
+    compat: str  # minor-version when a build runs so, native on NVIDIA, else ""
+    system_cuda: bool  # a build uses the image's CUDA and cuDNN
+
+
+def resolution(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate],
                backend: str) -> Resolution:
     """What the lock records of the chosen candidates: Python, CUDA/ROCm, driver, image, pins."""
-    pythons = frozenset.intersection(*(c.pythons for c in found)) if found else frozenset(
-        p for p in g.pythons() if p in cache.pythons(spec.python_raw, (p,)))
-    python_images = [i for i in g.images("cpu") if i.python]
-    if t.vendor == "cpu" and (not spec.os or any(spec.os in i.os for i in python_images)):
-        # a CPU environment runs on a python image: prefer a Python that has one
-        pythons = (pythons & {i.python for i in python_images}) or pythons
-    python = max(pythons, key=parse_python_minor) if pythons else ""
-    builds = [c.build for c in found if c.build]
-    cudas = [b.cuda for b in builds if b.cuda]
-    rocms = [b.rocm for b in builds if b.rocm]
-    accel = ACCELERATOR[t.vendor]
-    driver_mins = [c.driver_min for c in found if c.driver_min]
-    compat = "minor-version" if any(c.compat == "minor-version" for c in found) else (
-        "native" if t.vendor == "nvidia" else "")
-    cuda = max(cudas) if cudas else None
-    rocm = max(rocms) if rocms else None
-    system = [b for b in builds if b.system_cuda]
-    stack = cuda or rocm
-    key = (accel, stack.raw if stack else "", python, compat, spec.os, spec.flavor,
-           t.driver.raw if t.driver else "", frozenset(x.family for x in t.gpus), bool(system), t.platform,
-           t.jetpack.raw if t.jetpack else "")
-    images = cache.table("images")
-    if key not in images:
-        images[key] = base_image(g, spec, t, accel, stack, python, compat, needs_cudnn=bool(system))
-    image, image_note, image_os, image_python = images[key]
-    # how the image gets the locked Python: the python image's own, the OS's python3, or a pinned uv
-    python_from = "image" if image_python else "os" if image and g.os_python(image_os) == python else "uv"
-    low = [f"{c.label} rests on data marked confidence = low" for c in found
-           if c.release.confidence == "low" or (c.build and c.build.confidence == "low")]
-    if cuda is not None and compat == "native" and (floor_note := g.driver_floor_note(cuda)):
-        low.append(floor_note)
-    packages: list[PackagePin] = []
-    for c in found:
-        b = c.build
-        variant = b.variant if b else "any"
-        index = b.index if b else "pypi"
-        path = b.index_path if b else ""
-        on = g.platform_wheel(b, t.platform) if b and t.platform != "linux/amd64" else None
-        name = on.dist if on and on.dist else (b.dist if b and b.dist else c.package)
-        version = b.dist_version if b and b.dist_version else c.release.raw
-        conda: tuple[str, ...] = ()
-        if accel != "rocm" and not any(spec.framework(comp) for comp, _ in c.release.companions):
-            conda = g.conda_specs(c.release, b.cuda if b else None, python)
-        packages.append(PackagePin(name=name, version=version, variant=variant, index=index,
-                                   index_path=path, extra=b.extra if b else "", conda=conda, pins=c.pins))
-        for comp, version in c.release.companions:
-            if spec.framework(comp) is not None:
-                packages.append(PackagePin(name=comp, version=version, variant=variant, index=index,
-                                           index_path=path))
+    python = _python(provider, cache, spec, t, found)
+    stack = _stack(t, found)
+    image = _image(provider, cache, spec, t, stack, python)
+    packages = [pin for c in found for pin in _pins(provider, spec, t, c, python, stack.accel)]
+    return _resolution(provider, t, found, backend, python, stack, image, packages)
+
+
+def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: str, python: str, stack: _Stack,
+                image: BaseImage, packages: list[PackagePin]) -> Resolution:
+    """The one place a :class:`Resolution` is made."""
+    ref, image_note, image_os, image_python = image
     return Resolution(
         target=t,
-        accelerator=accel,
+        accelerator=stack.accel,
         platform=t.platform,
-        jetpack=t.jetpack.raw if t.jetpack else "",
+        jetpack=_raw(t.jetpack),
         python=python,
-        cuda=cuda.raw if cuda else "",
-        rocm=rocm.raw if rocm else "",
-        cudnn=next((b.cudnn for b in builds if b.cudnn), ""),
-        driver_min=max(driver_mins).raw if driver_mins else "",
-        compat=compat,
+        cuda=_raw(stack.cuda),
+        rocm=_raw(stack.rocm),
+        cudnn=stack.cudnn,
+        driver_min=stack.driver_min,
+        compat=stack.compat,
         gpu_archs=tuple(sorted({x.arch.name for x in t.gpus})),
         gpus=tuple(x.name for x in t.gpus),
-        base_image=image,
-        python_from=python_from,
+        base_image=ref,
+        python_from=_python_from(provider, image, python),
         keras_backend=backend,
         packages=tuple(sorted(packages, key=lambda p: p.name)),
-        models=tuple(m for x in t.gpus if (m := g.gpu(x.name)) is not None),
-        tools=tuple((tool.name, tool.version) for tool in g.m.tools),
-        warnings=tuple(w for w in (image_note, *low) if w),
+        models=_models(provider, t),
+        tools=tuple((tool.name, tool.version) for tool in provider.m.tools),
+        warnings=_warnings(provider, found, stack, image_note),
         choices=tuple(found),
     )
+
+
+def _raw(version: Dotted | None) -> str:
+    """A version as written ("" for none)."""
+    return version.raw if version is not None else ""
+
+
+def _models(provider: Provider, t: Target) -> tuple[Gpu, ...]:
+    """The records of the target's GPU models (aliases, peak TFLOP/s); none for a bare arch."""
+    return tuple(m for x in t.gpus if (m := provider.gpu(x.name)) is not None)
+
+
+def _python(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate]) -> str:
+    """The newest Python every chosen package supports (for CPU, one with a python image if any)."""
+    pythons = _shared_pythons(provider, cache, spec, found)
+    if t.vendor == "cpu":
+        pythons = _with_python_image(provider, spec, pythons)
+    return max(pythons, key=parse_python_minor) if pythons else ""
+
+
+def _shared_pythons(provider: Provider, cache: Cache, spec: ProjectSpec, found: list[Candidate]) -> frozenset[str]:
+    """The Pythons every candidate has; with none chosen, those of the data the spec's range admits."""
+    if found:
+        return frozenset.intersection(*(c.pythons for c in found))
+    return frozenset(p for p in provider.pythons() if p in cache.pythons(spec.python_raw, (p,)))
+
+
+def _with_python_image(provider: Provider, spec: ProjectSpec, pythons: frozenset[str]) -> frozenset[str]:
+    """A CPU environment runs on a python image: prefer a Python that has one (of the asked OS)."""
+    python_images = [i for i in provider.images("cpu") if i.python]
+    if not offers_os(python_images, spec.os):
+        return pythons
+    return (pythons & {i.python for i in python_images}) or pythons
+
+
+def _stack(t: Target, found: list[Candidate]) -> _Stack:
+    builds = [c.build for c in found if c.build]
+    return _Stack(
+        accel=ACCELERATOR[t.vendor],
+        cuda=_newest(b.cuda for b in builds),
+        rocm=_newest(b.rocm for b in builds),
+        cudnn=next(filter(None, (b.cudnn for b in builds)), ""),
+        driver_min=_driver_min(found),
+        compat=_compat(t, found),
+        system_cuda=any(b.system_cuda for b in builds),
+    )
+
+
+def _newest(versions: Iterable[Dotted | None]) -> Dotted | None:
+    return max(filter(None, versions), default=None)
+
+
+def _driver_min(found: list[Candidate]) -> str:
+    """The highest driver floor of the chosen builds ("" when none has one)."""
+    return _raw(_newest(c.driver_min for c in found))
+
+
+def _compat(t: Target, found: list[Candidate]) -> str:
+    if any(c.compat == "minor-version" for c in found):
+        return "minor-version"
+    return "native" if t.vendor == "nvidia" else ""
+
+
+def _image(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, stack: _Stack, python: str) -> BaseImage:
+    """:func:`~envsolve.solve.images.base_image`, once per question (cells of a matrix share it)."""
+    version = stack.cuda or stack.rocm
+    key = (stack.accel, _raw(version), python, stack.compat, spec.os, spec.flavor, _raw(t.driver),
+           frozenset(gpu_families(t)), stack.system_cuda, t.platform, _raw(t.jetpack))
+    images = cache.table("images")
+    if key not in images:
+        images[key] = base_image(provider, spec, t, stack.accel, version, python, stack.compat,
+                                 needs_cudnn=stack.system_cuda)
+    return images[key]  # type: ignore[no-any-return]
+
+
+def _python_from(provider: Provider, image: BaseImage, python: str) -> str:
+    """How the image gets the locked Python: the python image's own, the OS's python3, or a pinned uv."""
+    ref, _, image_os, image_python = image
+    if image_python:
+        return "image"
+    return "os" if ref and provider.os_python(image_os) == python else "uv"
+
+
+def _warnings(provider: Provider, found: list[Candidate], stack: _Stack, image_note: str) -> tuple[str, ...]:
+    """The image's note, the choices resting on low-confidence rows, and an uncertain driver floor."""
+    low = [f"{c.label} rests on data marked confidence = low" for c in found if _rests_on_low(c)]
+    return tuple(filter(None, (image_note, *low, _floor_note(provider, stack))))
+
+
+def _floor_note(provider: Provider, stack: _Stack) -> str:
+    """Why the native driver floor is uncertain, when the environment runs its CUDA natively."""
+    if stack.cuda is None or stack.compat != "native":
+        return ""
+    return provider.driver_floor_note(stack.cuda)
+
+
+def _rests_on_low(c: Candidate) -> bool:
+    return c.release.confidence == "low" or (c.build is not None and c.build.confidence == "low")
+
+
+def _pins(provider: Provider, spec: ProjectSpec, t: Target, c: Candidate, python: str,
+          accel: Accelerator) -> list[PackagePin]:
+    """The pin of a chosen candidate, and of each companion the spec asks for (same build)."""
+    b = c.build
+    own = _pin(_dist_name(provider, t, c), _dist_version(c), b, extra=b.extra if b else "",
+               conda=_conda(provider, spec, c, python, accel), pins=c.pins)
+    return [own, *(_pin(comp, version, b) for comp, version in c.release.companions
+                  if spec.framework(comp) is not None)]
+
+
+def _pin(name: str, version: str, b: Build | None, *, extra: str = "", conda: tuple[str, ...] = (),
+         pins: tuple[tuple[str, str], ...] = ()) -> PackagePin:
+    """The one place a :class:`PackagePin` is made: ``name`` at ``version`` from build ``b``'s index."""
+    return PackagePin(name=name, version=version, variant=b.variant if b else "any", index=b.index if b else "pypi",
+                      index_path=b.index_path if b else "", extra=extra, conda=conda, pins=pins)
+
+
+def _dist_name(provider: Provider, t: Target, c: Candidate) -> str:
+    """The distribution that installs ``c`` on the target's platform (nvidia-tensorflow, ...)."""
+    b = c.build
+    if b is None:
+        return c.package
+    on = provider.platform_wheel(b, t.platform) if t.platform != DEFAULT_PLATFORM else None
+    return (on.dist if on else "") or b.dist or c.package
+
+
+def _dist_version(c: Candidate) -> str:
+    return c.build.dist_version if c.build and c.build.dist_version else c.release.raw
+
+
+def _conda(provider: Provider, spec: ProjectSpec, c: Candidate, python: str, accel: Accelerator) -> tuple[str, ...]:
+    """conda-forge's MatchSpecs of ``c``'s build; none for ROCm or when the spec asks for a companion."""
+    if accel == "rocm" or any(spec.framework(comp) for comp, _ in c.release.companions):
+        return ()
+    return provider.conda_specs(c.release, c.build.cuda if c.build else None, python)

@@ -8,15 +8,17 @@ The search sees the domain only through the :class:`~envsolve.provider.Provider`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from ..domain import COMPANIONS, FRAMEWORKS, KERAS_BACKENDS
 from ..errors import Clash, Unsatisfiable
 from ..provider import Provider
-from ..spec import FrameworkReq, ProjectSpec, Target
+from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
+from ..versions import Dotted
 from .cache import Cache
 from .candidates import candidates_shared
 from .explain import why_chosen, why_none_shared
-from .fit import gpu_driver_floor, gpu_text
+from .fit import families_text, gpu_driver_floor, gpu_families, gpu_text
 from .model import Candidate, Reporter, Resolution
 from .output import resolution
 from .together import clash
@@ -32,43 +34,51 @@ class _Search:
 
     def prune(self) -> None:
         """Arc consistency: drop candidates that clash with every candidate of another list."""
-        changed = True
-        while changed:
-            changed = False
-            for a in self.lists:
-                for b in self.lists:
-                    if a == b:
-                        continue
-                    keep = []
-                    for ca in self.lists[a]:
-                        if any(not clash(ca, cb, self.backend) for cb in self.lists[b]):
-                            keep.append(ca)
-                        elif self.lists[b]:
-                            self.clashes.setdefault(clash(ca, self.lists[b][0], self.backend))
-                    if len(keep) != len(self.lists[a]):
-                        self.lists[a] = keep
-                        changed = True
+        while any([self._revise(a, b) for a in self.lists for b in self.lists if a != b]):
+            pass
+
+    def _revise(self, a: str, b: str) -> bool:
+        """Drop the candidates of list ``a`` that clash with every candidate of list ``b``; whether any went."""
+        keep = [ca for ca in self.lists[a] if self._supported(ca, self.lists[b])]
+        changed = len(keep) != len(self.lists[a])
+        self.lists[a] = keep
+        return changed
+
+    def _supported(self, c: Candidate, others: list[Candidate]) -> bool:
+        """Whether some candidate of ``others`` shares an environment with ``c`` (else its first clash is kept)."""
+        if any(not clash(c, o, self.backend) for o in others):
+            return True
+        if others:
+            self.clashes.setdefault(clash(c, others[0], self.backend))
+        return False
 
     def run(self, order: list[str]) -> list[Candidate] | None:
+        """The first combination, in preference order, of one candidate per list that shares a Python."""
         chosen: list[Candidate] = []
+        pythons = frozenset(p for c in self.lists.values() for x in c for p in x.pythons)
+        return chosen if self._extend(order, chosen, pythons) else None
 
-        def dfs(i: int, pythons: frozenset[str]) -> bool:
-            if i == len(order):
+    def _extend(self, order: list[str], chosen: list[Candidate], pythons: frozenset[str]) -> bool:
+        """Depth first: add the first candidate of the next list that fits ``chosen``, and go on."""
+        if len(chosen) == len(order):
+            return True
+        for c in self.lists[order[len(chosen)]]:
+            why = self._clash_with(chosen, c, pythons)
+            if why:
+                self.clashes.setdefault(why)
+                continue
+            chosen.append(c)
+            if self._extend(order, chosen, pythons & c.pythons):
                 return True
-            for c in self.lists[order[i]]:
-                why = next((w for p in chosen if (w := clash(p, c, self.backend))), "")
-                if not why and not (pythons & c.pythons):
-                    why = f"{c.label}: no Python shared with {', '.join(p.label for p in chosen)}"
-                if why:
-                    self.clashes.setdefault(why)
-                    continue
-                chosen.append(c)
-                if dfs(i + 1, pythons & c.pythons):
-                    return True
-                chosen.pop()
-            return False
+            chosen.pop()
+        return False
 
-        return chosen if dfs(0, frozenset(p for c in self.lists.values() for x in c for p in x.pythons)) else None
+    def _clash_with(self, chosen: list[Candidate], c: Candidate, pythons: frozenset[str]) -> str:
+        """Why ``c`` cannot join ``chosen`` ("" when it can)."""
+        why = next((w for p in chosen if (w := clash(p, c, self.backend))), "")
+        if not why and not (pythons & c.pythons):
+            return f"{c.label}: no Python shared with {', '.join(p.label for p in chosen)}"
+        return why
 
 
 def keras_backend(spec: ProjectSpec) -> str:
@@ -85,105 +95,127 @@ def keras_backend(spec: ProjectSpec) -> str:
 def needed(spec: ProjectSpec, cache: Cache) -> list[FrameworkReq]:
     """The frameworks to resolve: those asked for, the owners of companions, Keras' backend."""
     reqs = {f.name: f for f in spec.frameworks if f.name in FRAMEWORKS}
-    for f in spec.frameworks:
-        owner = COMPANIONS.get(f.name, f.name)
-        reqs.setdefault(owner, FrameworkReq(name=owner, specifier=cache.range("*"), raw="*"))
-    backend = keras_backend(spec)
-    if backend:
-        reqs.setdefault(backend, FrameworkReq(name=backend, specifier=cache.range("*"), raw="*"))
+    implied = [COMPANIONS.get(f.name, f.name) for f in spec.frameworks] + [keras_backend(spec)]
+    for name in filter(None, implied):
+        reqs.setdefault(name, FrameworkReq(name=name, specifier=cache.range("*"), raw="*"))
     return [reqs[n] for n in FRAMEWORKS if n in reqs]
 
 
-def solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Reporter | None = None,
+def solve_target(provider: Provider, spec: ProjectSpec, t: Target, reporter: Reporter | None = None,
                  cache: Cache | None = None) -> Resolution:
     """Resolve one target; raise :class:`Unsatisfiable` with the clashing facts.
 
     ``cache`` carries memo tables between solves over the same provider (``envsolve matrix``
     solves thousands of cells with one); without it the solve uses a fresh one."""
-    got = try_solve_target(g, spec, t, reporter, cache)
+    got = try_solve_target(provider, spec, t, reporter, cache)
     if isinstance(got, Unsatisfiable):
         raise got.with_traceback(None)
     return got
 
 
-def try_solve_target(g: Provider, spec: ProjectSpec, t: Target, reporter: Reporter | None = None,
+def try_solve_target(provider: Provider, spec: ProjectSpec, t: Target, reporter: Reporter | None = None,
                      cache: Cache | None = None) -> Resolution | Unsatisfiable:
     """:func:`solve_target`, with the :class:`Unsatisfiable` returned rather than raised (a matrix
     prunes most of its cells, and each answer of a shared sub-problem is kept once)."""
     rep = reporter or Reporter()
     cache = cache if cache is not None else Cache()
-    got = _frameworks_shared(g, cache, spec, t, rep)
+    got = _frameworks_shared(provider, cache, spec, t, rep)
     if isinstance(got, Unsatisfiable):
         return got
     found, backend = got
     for c in found:
-        req = spec.framework(c.release.package)
-        asked = f" (asked by {req.asked_by}: {req.name} {req.raw})" if req is not None and req.asked_by else ""
-        rep.chosen(t.name, c.label, why_chosen(c) + asked)
-    return resolution(g, cache, spec, t, found, backend)
+        rep.chosen(t.name, c.label, why_chosen(c) + _asked(spec, c))
+    return resolution(provider, cache, spec, t, found, backend)
 
 
-def _frameworks_shared(g: Provider, cache: Cache, spec: ProjectSpec, t: Target,
+def _asked(spec: ProjectSpec, c: Candidate) -> str:
+    """`` (asked by torchvision: torch >=2.6)`` when a companion's range brought the framework in."""
+    req = spec.framework(c.release.package)
+    return f" (asked by {req.asked_by}: {req.name} {req.raw})" if req is not None and req.asked_by else ""
+
+
+def _frameworks_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
                        rep: Reporter) -> tuple[list[Candidate], str] | Unsatisfiable:
     """:func:`_frameworks`, once per (frameworks, Python range, target) when nobody traces the
     search: cells of a matrix that differ only in OS or image flavour share it."""
     if type(rep) is not Reporter:
-        try:
-            return _frameworks(g, cache, spec, t, rep)
-        except Unsatisfiable as e:
-            return e
+        return _frameworks_or_why(provider, cache, spec, t, rep)
     key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t)
     table = cache.table("frameworks")
-    got = table.get(key)
-    if got is None:
-        try:
-            got = _frameworks(g, cache, spec, t, rep)
-        except Unsatisfiable as e:
-            got = e.with_traceback(None)
-        table[key] = got
-    return got
+    if key not in table:
+        table[key] = _frameworks_or_why(provider, cache, spec, t, rep)
+    return table[key]  # type: ignore[no-any-return]
 
 
-def _frameworks(g: Provider, cache: Cache, spec: ProjectSpec, t: Target,
+def _frameworks_or_why(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
+                       rep: Reporter) -> tuple[list[Candidate], str] | Unsatisfiable:
+    """:func:`_frameworks`, with the :class:`Unsatisfiable` returned (without its traceback)."""
+    try:
+        return _frameworks(provider, cache, spec, t, rep)
+    except Unsatisfiable as e:
+        return e.with_traceback(None)
+
+
+def _frameworks(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
                 rep: Reporter) -> tuple[list[Candidate], str]:
     """The chosen candidates (in framework order) and Keras' backend; or :class:`Unsatisfiable`."""
     if t.driver is not None:
-        dropped = g.branch_drops(t.driver.major, {gpu.family for gpu in t.gpus})
-        if dropped:
-            gpus = [gpu for gpu in t.gpus if gpu.family in dropped]
-            limit = g.newest_branch_for(dropped)
-            raise Unsatisfiable(t.name, [Clash(
-                subject=f"driver {t.driver}",
-                reason=(f"driver branch R{t.driver.major} no longer supports "
-                        f"{', '.join(sorted(f.capitalize() for f in dropped))} GPUs "
-                        f"({', '.join(gpu_text(x) for x in gpus)})"))],
-                [f"run those GPUs on a driver of branch R{limit} or older" if limit else
-                 "move those GPUs to a target of their own"])
-        for gpu in t.gpus:
-            floor = gpu_driver_floor(g, gpu)
-            if floor is not None and t.driver < floor:
-                first = g.introduced_by(gpu.arch)
-                raise Unsatisfiable(t.name, [Clash(
-                    subject=f"driver {t.driver}",
-                    reason=(f"predates {gpu_text(gpu)}: the first driver that knows {gpu.arch.name} is "
-                            f"{floor} (shipped with CUDA {first.version if first else '?'})"))],
-                    [f"a driver >= {floor} (R{floor.major} or newer)"])
+        _check_driver(provider, t, t.driver)
     reqs = needed(spec, cache)
     backend = keras_backend(spec)
-    search = _Search(lists={r.name: candidates_shared(g, cache, spec, t, r, rep) for r in reqs}, backend=backend)
+    search = _Search(lists={r.name: candidates_shared(provider, cache, spec, t, r, rep) for r in reqs},
+                     backend=backend)
     empty = [r for r in reqs if not search.lists[r.name]]
     if empty:
-        raise Unsatisfiable(t.name, [why_none_shared(g, cache, spec, t, r) for r in empty])
+        raise Unsatisfiable(t.name, [why_none_shared(provider, cache, spec, t, r) for r in empty])
+    return _together(t, search, [r.name for r in reqs]), backend
+
+
+def _together(t: Target, search: _Search, order: list[str]) -> list[Candidate]:
+    """The first combination of candidates that share an environment; or :class:`Unsatisfiable`
+    with the first clashes met."""
     search.prune()
-    found = search.run([r.name for r in reqs]) if all(search.lists.values()) else None
+    found = search.run(order) if all(search.lists.values()) else None
     if found is None:
         raise Unsatisfiable(t.name, [Clash(subject="frameworks together", reason=w)
                                      for w in list(search.clashes)[:5]])
-    return found, backend
+    return found
 
 
-def solve(g: Provider, spec: ProjectSpec, reporter: Reporter | None = None,
+def _check_driver(provider: Provider, t: Target, driver: Dotted) -> None:
+    """Raise :class:`Unsatisfiable` when driver ``driver`` cannot drive a GPU of ``t`` at all: its
+    branch dropped the GPU's generation, or it predates the GPU."""
+    dropped = provider.branch_drops(driver.major, gpu_families(t))
+    if dropped:
+        _refuse_dropped(provider, t, driver, dropped)
+    for gpu in t.gpus:
+        floor = gpu_driver_floor(provider, gpu)
+        if floor is not None and driver < floor:
+            _refuse_older(provider, t, driver, gpu, floor)
+
+
+def _refuse_dropped(provider: Provider, t: Target, driver: Dotted, dropped: set[str]) -> NoReturn:
+    gpus = [gpu for gpu in t.gpus if gpu.family in dropped]
+    limit = provider.newest_branch_for(dropped)
+    raise Unsatisfiable(t.name, [Clash(
+        subject=f"driver {driver}",
+        reason=(f"driver branch R{driver.major} no longer supports "
+                f"{families_text(dropped)} GPUs ({', '.join(map(gpu_text, gpus))})"))],
+        [f"run those GPUs on a driver of branch R{limit} or older" if limit else
+         "move those GPUs to a target of their own"])
+
+
+def _refuse_older(provider: Provider, t: Target, driver: Dotted, gpu: GpuReq, floor: Dotted) -> NoReturn:
+    first = provider.introduced_by(gpu.arch)
+    raise Unsatisfiable(t.name, [Clash(
+        subject=f"driver {driver}",
+        reason=(f"predates {gpu_text(gpu)}: the first driver that knows {gpu.arch.name} is "
+                f"{floor} (shipped with CUDA {first.version if first else '?'})"))],
+        [f"a driver >= {floor} (R{floor.major} or newer)"])
+
+
+def solve(provider: Provider, spec: ProjectSpec, reporter: Reporter | None = None,
           cache: Cache | None = None) -> list[Resolution]:
     """Resolve every target of ``spec``; the first unsatisfiable target raises."""
     cache = cache if cache is not None else Cache()
-    return [solve_target(g, spec, t, reporter, cache) for t in spec.targets]
+    return [solve_target(provider, spec, t, reporter, cache) for t in spec.targets]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..versions import parse_python_minor
+from ..versions import Dotted, parse_python_minor
 from .model import Candidate
 
 __all__ = ["clash"]
@@ -20,21 +20,45 @@ def _exact(version: str) -> bool:
 
 
 def _pin_clash(a: Candidate, b: Candidate) -> str:
-    ba, bb = a.build, b.build
-    if (ba and bb and ba.cuda and bb.cuda and ba.cuda.major == bb.cuda.major
-            and _exact(ba.cudnn) and _exact(bb.cudnn) and ba.cudnn != bb.cudnn):
-        # Both install the cuDNN wheel of one CUDA major, at different exact versions.
-        return (f"{a.label} bundles cuDNN {ba.cudnn} but {b.label} bundles cuDNN {bb.cudnn}: "
-                f"one environment holds one nvidia-cudnn-cu{ba.cuda.major}")
-    pa, pb = dict(a.pins), dict(b.pins)
-    for name in sorted(set(pa) & set(pb)):
-        va, vb = pa[name], pb[name]
-        if va == vb:
-            continue
-        if _admits(va, vb) and _admits(vb, va):
-            continue
-        return f"{a.label} pins {name} {_pin(va)} but {b.label} pins {name} {_pin(vb)}"
-    return ""
+    """Why ``a`` and ``b`` would install two versions of one library ("" when they would not)."""
+    return _cudnn_clash(a, b) or next(filter(None, (_one_pin_clash(a, b, name) for name in _shared_pins(a, b))), "")
+
+
+def _cudnn_clash(a: Candidate, b: Candidate) -> str:
+    """Both install the cuDNN wheel of one CUDA major, at different exact versions."""
+    da, db = _bundled_cudnn(a), _bundled_cudnn(b)
+    majors = _cuda_majors(a, b) if da and db and da != db else None
+    if majors is None or majors[0] != majors[1]:
+        return ""
+    return (f"{a.label} bundles cuDNN {da} but {b.label} bundles cuDNN {db}: "
+            f"one environment holds one nvidia-cudnn-cu{majors[0]}")
+
+
+def _bundled_cudnn(c: Candidate) -> str:
+    """The exact cuDNN wheel version ``c``'s build installs ("" for none, or a range)."""
+    return c.build.cudnn if c.build is not None and _exact(c.build.cudnn) else ""
+
+
+def _cuda_majors(a: Candidate, b: Candidate) -> tuple[int, int] | None:
+    """The CUDA majors of both builds (None unless both have a CUDA)."""
+    ca, cb = _cuda_of(a), _cuda_of(b)
+    return (ca.major, cb.major) if ca is not None and cb is not None else None
+
+
+def _cuda_of(c: Candidate) -> Dotted | None:
+    return c.build.cuda if c.build is not None else None
+
+
+def _shared_pins(a: Candidate, b: Candidate) -> list[str]:
+    return sorted(set(dict(a.pins)) & set(dict(b.pins)))
+
+
+def _one_pin_clash(a: Candidate, b: Candidate, name: str) -> str:
+    """Why the two pins of ``name`` disagree ("" when each admits the other)."""
+    va, vb = dict(a.pins)[name], dict(b.pins)[name]
+    if va == vb or (_admits(va, vb) and _admits(vb, va)):
+        return ""
+    return f"{a.label} pins {name} {_pin(va)} but {b.label} pins {name} {_pin(vb)}"
 
 
 def _pin(v: str) -> str:
@@ -52,14 +76,17 @@ def _admits(spec: str, other: str) -> bool:
 
 
 def _requires_clash(a: Candidate, b: Candidate, backend: str) -> str:
-    for x, y in ((a, b), (b, a)):
-        want = dict(x.release.requires).get(y.package)
-        if want and not SpecifierSet(want).contains(y.release.version, prereleases=True):
-            return f"{x.label} requires {y.package}{want}, not {y.release.raw}"
-        if x.package == "keras" and y.package == backend:
-            floor = dict(x.release.backends).get(backend)
-            if floor and not SpecifierSet(floor).contains(y.release.version, prereleases=True):
-                return f"{x.label} needs {backend}{floor} as its backend, not {y.release.raw}"
+    """Why one of the two does not accept the other's version (its requirement, Keras' backend floor)."""
+    return next(filter(None, (_requires(x, y, backend) for x, y in ((a, b), (b, a)))), "")
+
+
+def _requires(x: Candidate, y: Candidate, backend: str) -> str:
+    want = dict(x.release.requires).get(y.package)
+    if want and not SpecifierSet(want).contains(y.release.version, prereleases=True):
+        return f"{x.label} requires {y.package}{want}, not {y.release.raw}"
+    floor = dict(x.release.backends).get(backend) if x.package == "keras" and y.package == backend else None
+    if floor and not SpecifierSet(floor).contains(y.release.version, prereleases=True):
+        return f"{x.label} needs {backend}{floor} as its backend, not {y.release.raw}"
     return ""
 
 
@@ -68,8 +95,13 @@ def clash(a: Candidate, b: Candidate, backend: str) -> str:
     if not a.pythons & b.pythons:
         return (f"{a.label} has Python {', '.join(sorted(a.pythons, key=parse_python_minor))} and "
                 f"{b.label} has {', '.join(sorted(b.pythons, key=parse_python_minor))}: no common Python")
-    ca = a.build.cuda if a.build else None
-    cb = b.build.cuda if b.build else None
-    if ca is not None and cb is not None and ca.major != cb.major:
-        return f"{a.label} uses CUDA {ca} and {b.label} uses CUDA {cb}: one environment needs one CUDA major"
-    return _pin_clash(a, b) or _requires_clash(a, b, backend)
+    return _cuda_clash(a, b) or _pin_clash(a, b) or _requires_clash(a, b, backend)
+
+
+def _cuda_clash(a: Candidate, b: Candidate) -> str:
+    """Two CUDA majors in one environment."""
+    majors = _cuda_majors(a, b)
+    if majors is None or majors[0] == majors[1]:
+        return ""
+    return (f"{a.label} uses CUDA {_cuda_of(a)} and {b.label} uses CUDA {_cuda_of(b)}: "
+            "one environment needs one CUDA major")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import NoReturn
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -34,66 +35,87 @@ def pinned(spec: ProjectSpec, pins: Mapping[str, str]) -> ProjectSpec:
     return dataclasses.replace(spec, frameworks=tuple(out))
 
 
-def _all_solve(g: Provider, spec: ProjectSpec, cache: Cache) -> list[Resolution] | None:
+def _all_solve(provider: Provider, spec: ProjectSpec, cache: Cache) -> list[Resolution] | None:
     try:
-        return [solve_target(g, spec, t, None, cache) for t in spec.targets]
+        return [solve_target(provider, spec, t, None, cache) for t in spec.targets]
     except Unsatisfiable:
         return None
 
 
-def solve_uniform(g: Provider, spec: ProjectSpec, reporter: Reporter | None = None) -> list[Resolution]:
+def solve_uniform(provider: Provider, spec: ProjectSpec, reporter: Reporter | None = None) -> list[Resolution]:
     """Every target solved with the same version of each framework: per framework in the spec's
     order, the newest release in range with which all targets still solve."""
-    first = solve_explained(g, spec, reporter)  # each target alone must work; its errors say why
+    first = solve_explained(provider, spec, reporter)  # each target alone must work; its errors say why
     cache = Cache()
     fixed: dict[str, str] = {}
     for f in spec.frameworks:
-        if f.name in COMPANIONS:
-            continue  # a companion follows its framework
-        chosen = {r.target.name: p.version for r in first for p in r.packages if p.name == f.name}
-        if len(set(chosen.values())) <= 1:
-            if chosen:
-                fixed[f.name] = next(iter(chosen.values()))
-            continue
-        newest_needed = min(Version(v) for v in chosen.values())  # each target took its newest
-        for rel in g.releases(f.name):
-            if rel.version > newest_needed or not f.specifier.contains(rel.version, prereleases=True):
-                continue
-            if _all_solve(g, pinned(spec, {**fixed, f.name: rel.raw}), cache) is not None:
-                fixed[f.name] = rel.raw
-                break
-        else:
-            each = ", ".join(f"{t} gets {v}" for t, v in sorted(chosen.items()))
-            raise Unsatisfiable("(all)", [Clash(subject=f"{f.name} {f.raw} (same-versions)",
-                                                reason=f"no release runs on every target ({each} alone)")],
-                                ("drop same-versions, or split the fleet into projects",))
-    return solve_explained(g, pinned(spec, fixed), reporter)
+        if f.name not in COMPANIONS:  # a companion follows its framework
+            version = _agreed(provider, spec, cache, fixed, f, first)
+            fixed.update({f.name: version} if version else {})
+    return solve_explained(provider, pinned(spec, fixed), reporter)
+
+
+def _agreed(provider: Provider, spec: ProjectSpec, cache: Cache, fixed: dict[str, str], f: FrameworkReq,
+            first: list[Resolution]) -> str:
+    """The version of ``f`` every target runs (with the versions ``fixed`` so far): the one all
+    chose alone, else the newest release, no newer than the oldest chosen, with which all solve."""
+    chosen = {r.target.name: p.version for r in first for p in r.packages if p.name == f.name}
+    if len(set(chosen.values())) <= 1:
+        return next(iter(chosen.values()), "")
+    newest_needed = min(Version(v) for v in chosen.values())  # each target took its newest
+    return _newest_for_all(provider, spec, cache, fixed, f, newest_needed) or _no_agreement(f, chosen)
+
+
+def _newest_for_all(provider: Provider, spec: ProjectSpec, cache: Cache, fixed: dict[str, str], f: FrameworkReq,
+                    newest_needed: Version) -> str:
+    """The newest release of ``f`` in range, no newer than ``newest_needed``, with which every target
+    solves (with the versions ``fixed`` so far); "" when none does."""
+    for rel in provider.releases(f.name):
+        in_range = rel.version <= newest_needed and f.specifier.contains(rel.version, prereleases=True)
+        if in_range and _all_solve(provider, pinned(spec, {**fixed, f.name: rel.raw}), cache) is not None:
+            return rel.raw
+    return ""
+
+
+def _no_agreement(f: FrameworkReq, chosen: dict[str, str]) -> NoReturn:
+    """No release of ``f`` runs on every target (each target's own choice told)."""
+    each = ", ".join(f"{t} gets {v}" for t, v in sorted(chosen.items()))
+    raise Unsatisfiable("(all)", [Clash(subject=f"{f.name} {f.raw} (same-versions)",
+                                        reason=f"no release runs on every target ({each} alone)")],
+                        ("drop same-versions, or split the fleet into projects",))
 
 
 def _keep(spec: ProjectSpec, previous: Mapping[str, str]) -> dict[str, str]:
+    """The previous versions the spec's ranges still admit (companions follow their framework)."""
     return {f.name: previous[f.name] for f in spec.frameworks
             if f.name in previous and f.name not in COMPANIONS
             and f.specifier.contains(previous[f.name], prereleases=True)}
 
 
-def solve_preferring(g: Provider, spec: ProjectSpec, previous: Mapping[str, Mapping[str, str]],
+def _kept(provider: Provider, spec: ProjectSpec, previous: Mapping[str, str], cache: Cache) -> ProjectSpec:
+    """``spec`` pinned to the ``previous`` versions it admits, when every target still solves so."""
+    keep = _keep(spec, previous)
+    if keep and _all_solve(provider, pinned(spec, keep), cache) is not None:
+        return pinned(spec, keep)
+    return spec
+
+
+def _common(spec: ProjectSpec, previous: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The previous versions every target of ``spec`` had."""
+    agreed = [dict(previous.get(t.name, {})) for t in spec.targets]
+    return {k: v for k, v in agreed[0].items() if all(a.get(k) == v for a in agreed)} if agreed else {}
+
+
+def solve_preferring(provider: Provider, spec: ProjectSpec, previous: Mapping[str, Mapping[str, str]],
                      reporter: Reporter | None = None, *, uniform: bool = False) -> list[Resolution]:
     """The solve keeping each target's ``previous`` framework versions (target -> framework ->
     version, from the lock on disk) where the spec's ranges still admit them and the target
     still solves; the others take the plain solve's answer."""
     cache = Cache()
     if uniform:
-        agreed = [dict(previous.get(t.name, {})) for t in spec.targets]
-        common = {k: v for k, v in agreed[0].items() if all(a.get(k) == v for a in agreed)} if agreed else {}
-        keep = _keep(spec, common)
-        if keep and _all_solve(g, pinned(spec, keep), cache) is not None:
-            spec = pinned(spec, keep)
-        return solve_uniform(g, spec, reporter)
+        return solve_uniform(provider, _kept(provider, spec, _common(spec, previous), cache), reporter)
     out = []
     for t in spec.targets:
-        one = dataclasses.replace(spec, targets=(t,))
-        keep = _keep(one, previous.get(t.name, {}))
-        if keep and _all_solve(g, pinned(one, keep), cache) is not None:
-            one = pinned(one, keep)
-        out += solve_explained(g, one, reporter)
+        one = _kept(provider, dataclasses.replace(spec, targets=(t,)), previous.get(t.name, {}), cache)
+        out += solve_explained(provider, one, reporter)
     return out
