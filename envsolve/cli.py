@@ -108,7 +108,7 @@ def _say(line: str, err: bool) -> None:
 @_handles_errors
 def lock(spec_path: Path, **chosen: Any) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
-    from .lock.job import Request, run
+    from .lock.job import Request, lock_command
 
     provider = _provider()
     spec, blob = _read_spec(spec_path, provider)
@@ -116,7 +116,7 @@ def lock(spec_path: Path, **chosen: Any) -> None:
         spec = _for_host(spec, provider)
     source = click.get_current_context().get_parameter_source("frameworks_only")
     request = Request.of(spec_path, chosen, frameworks_flag=source == click.core.ParameterSource.COMMANDLINE)
-    run(provider, spec, blob, request, say=_say,
+    lock_command(provider, spec, blob, request, say=_say,
         render=lambda data, path: _write_artifacts(data, path, None, None))
 
 
@@ -298,10 +298,10 @@ def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult],
 
 
 def _check_images(provider: Provider, path: Path, fmt: str) -> None:
-    from .matrix.images import check_images, images_of, report
+    from .matrix.images import check_images, images_of, verdicts_text
 
     verdicts = check_images(provider, images_of(_read_text(path), str(path)), str(path))
-    click.echo(report(verdicts, fmt), nl=False)
+    click.echo(verdicts_text(verdicts, fmt), nl=False)
     failing = [v for v in verdicts if not v.ok]
     if failing:
         raise CheckFailed(f"{len(failing)} of {len(verdicts)} images would fail",
@@ -490,7 +490,7 @@ def doctor(lock_path: Path, target: str | None) -> None:
     """Check this machine (or container) against a lock: driver, GPUs, installed frameworks, Docker."""
     from .errors import LockError
     from .host.detect import docker_tools, installed_versions
-    from .host.doctor import check, pick_environment, report, where
+    from .host.doctor import check, pick_environment, report_lines, where
     from .lock import model as lockfile
 
     data = lockfile.read(lock_path)
@@ -505,7 +505,7 @@ def doctor(lock_path: Path, target: str | None) -> None:
                      tools=docker_tools())
     click.echo(f"checking environment '{env.name}' of {lock_path} on this {where(facts)} "
                f"({facts.vendor}, from {facts.source})")
-    for line in report(findings):
+    for line in report_lines(findings):
         click.echo(line)
     fails = sum(f.level == "fail" for f in findings)
     warns = sum(f.level == "warn" for f in findings)

@@ -23,7 +23,7 @@ from ..solve import PackagePin
 from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 from .facts import GpuInfo, HostFacts, model_name
 
-__all__ = ["Finding", "Level", "Subject", "check", "pick_environment", "report", "where"]
+__all__ = ["Finding", "Level", "Subject", "check", "pick_environment", "report_lines", "where"]
 
 # A finding's level: ``fail`` would break the environment, ``warn`` might.
 Level = Literal["ok", "warn", "fail"]
@@ -63,7 +63,7 @@ def check(env: Environment, facts: HostFacts, provider: Provider, *,
     return out
 
 
-def report(findings: list[Finding]) -> list[str]:
+def report_lines(findings: list[Finding]) -> list[str]:
     """The findings as `envsolve doctor` prints them: level, subject, message, and the fix of each
     that is not ok."""
     return [line for f in findings for line in _report(f)]

@@ -37,7 +37,7 @@ from .replay import data_version_of
 from .resolve import Pin
 from .steer import Steer
 
-__all__ = ["Options", "Outcome", "Request", "make", "run", "steered"]
+__all__ = ["Options", "Outcome", "Request", "lock_command", "make", "steered"]
 
 Say = Callable[[str, bool], None]  # (line, to stderr)
 Render = Callable[[lockfile.Lock, Path], Sequence[Path]]  # (the lock, its path) -> the files written
@@ -350,7 +350,8 @@ def _warn(stale: str, index_warnings: Sequence[str], done: Outcome, output: _Out
             output.line(f"WARNING: {r.target.name}: {w}", err=True)
 
 
-def run(provider: Provider, spec: ProjectSpec, blob: bytes, request: Request, *, say: Say, render: Render) -> None:
+def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Request, *, say: Say,
+                 render: Render) -> None:
     """`envsolve lock` of ``spec`` (its bytes ``blob``; already for this host with ``--host``)."""
     from ..config import index_urls
     from .replay import store

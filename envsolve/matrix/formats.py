@@ -16,7 +16,7 @@ from .cells import CellResult
 from .parse import Cell, MatrixSpec
 
 __all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "bake", "check_shard", "everything",
-           "github", "image_tag", "markdown", "md_escape", "printed", "row", "smoke_target", "table", "too_many_jobs",
+           "github", "cell_image", "markdown", "md_escape", "printed", "row", "smoke_target", "table", "too_many_jobs",
            "vendor"]
 
 GITHUB_JOB_LIMIT = 256
@@ -37,7 +37,7 @@ def platforms(ms: MatrixSpec, cell: Cell) -> list[str]:
     return [p] if (p := cell.get("platform")) else list(ms.platforms)
 
 
-def image_tag(ms: MatrixSpec, cell: Cell) -> str:
+def cell_image(ms: MatrixSpec, cell: Cell) -> str:
     return f"{ms.repository}:{cell.id}"
 
 
@@ -47,7 +47,7 @@ def row(ms: MatrixSpec, res: CellResult, render_dir: str) -> dict[str, Any]:
     Jetson's ``nvidia`` runtime)."""
     out: dict[str, Any] = dict(res.cell.values)
     out["id"] = res.cell.id
-    out["image"] = image_tag(ms, res.cell)
+    out["image"] = cell_image(ms, res.cell)
     out["dockerfile"] = f"{render_dir}/{res.cell.id}/Dockerfile"
     out["vendor"] = vendor(res.resolution)
     if res.resolution is not None and res.resolution.jetpack:
@@ -97,7 +97,7 @@ def bake(ms: MatrixSpec, results: list[CellResult], render_dir: str) -> dict[str
 def _image_target(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]:
     """The bake target that builds a cell's image."""
     t: dict[str, Any] = {"context": f"{render_dir}/{r.cell.id}", "dockerfile": "Dockerfile",
-                         "tags": [image_tag(ms, r.cell)], "platforms": platforms(ms, r.cell)}
+                         "tags": [cell_image(ms, r.cell)], "platforms": platforms(ms, r.cell)}
     return t | ({"target": IMAGE_STAGE} if IMAGE_STAGE else {})
 
 
@@ -115,7 +115,7 @@ def cell_entry(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]
     if r.resolution is None:
         return entry | {"reason": r.reason}
     res = r.resolution
-    return entry | {"image": image_tag(ms, r.cell), "dockerfile": f"{render_dir}/{r.cell.id}/Dockerfile",
+    return entry | {"image": cell_image(ms, r.cell), "dockerfile": f"{render_dir}/{r.cell.id}/Dockerfile",
                     "python_resolved": res.python, "cuda": res.cuda, "rocm": res.rocm, "cudnn": res.cudnn,
                     "driver_min": res.driver_min, "compat": res.compat, "base_image": res.base_image,
                     "packages": {p.name: f"{p.version} ({p.variant})" for p in res.packages}}

@@ -22,7 +22,7 @@ from ..solve.together import clash
 from ..spec import GpuReq, ProjectSpec, Target, parse_gpus
 from ..versions import Dotted, parse_dotted, parse_driver, python_admits_minor
 
-__all__ = ["ImageVerdict", "check_images", "images_of", "report"]
+__all__ = ["ImageVerdict", "check_images", "images_of", "verdicts_text"]
 
 _VENDOR_ORDER: tuple[Vendor, ...] = ("amd", "nvidia")  # an image with ROCm and CUDA builds is taken for AMD's
 
@@ -46,7 +46,7 @@ def images_of(text: str, path: str) -> Any:
     return data.get("images") if isinstance(data, dict) else data
 
 
-def report(verdicts: list[ImageVerdict], fmt: str) -> str:
+def verdicts_text(verdicts: list[ImageVerdict], fmt: str) -> str:
     """The verdicts as ``--format json`` (a list of name, ok, problems), else a line each."""
     if fmt == "json":
         entries = [{"name": v.name, "ok": v.ok, "problems": list(v.problems)} for v in verdicts]

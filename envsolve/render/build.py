@@ -27,7 +27,7 @@ from ..errors import EnvsolveError
 from ..lock.model import Environment, Lock
 
 __all__ = ["PRINT_NOTE", "BuildError", "BuildOptions", "BuildPlan", "Built", "Engine", "build_all", "commands",
-           "engine_to_print", "failure", "find_engine", "image_tag", "pip_secrets", "plan", "run", "summary"]
+           "engine_to_print", "failure", "find_engine", "image_tag", "pip_secrets", "plan", "build_image", "summary"]
 
 ENGINES = ("docker", "podman", "buildah")
 _STEP = re.compile(r"^(STEP \d+/\d+: .*|#\d+ \[[^\]]+\] .*)$")  # podman/buildah, BuildKit
@@ -272,7 +272,7 @@ def _inspect(engine: Engine, tag: str) -> tuple[str, float]:
     return out[0], size
 
 
-def run(engine: Engine, p: BuildPlan, echo: Callable[[str], None]) -> Built:
+def build_image(engine: Engine, p: BuildPlan, echo: Callable[[str], None]) -> Built:
     """Build, smoke-test and push as planned; raise :class:`BuildError` naming the failing step."""
     t0 = time.perf_counter()
     out = _stream(p.build, echo)
@@ -314,7 +314,7 @@ def build_all(engine: Engine, lock: Lock, envs: Sequence[Environment], options: 
 def _attempt(engine: Engine, p: BuildPlan, echo: Callable[[str], None]) -> Built | BuildError:
     echo(f"building {p.tag} with {engine.name} from {p.context}")
     try:
-        return run(engine, p, echo)
+        return build_image(engine, p, echo)
     except BuildError as err:
         return err
 
