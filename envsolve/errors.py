@@ -101,7 +101,21 @@ class MatrixError(_ManyProblems):
 
 
 class LockError(EnvsolveError):
-    """A lock file is missing, hand-edited, or of another format version."""
+    """A lock file is missing, hand-edited, or of another format version: one message, or every
+    problem one read of the lock found. A lock's problem reads on from its key path, without a
+    colon (``envsolve.lock: environments[0].python must be a string, not 3``)."""
+
+    def __init__(self, message: str | Sequence[Problem], tip: str | None = None) -> None:
+        self.problems: tuple[Problem, ...] = () if isinstance(message, str) else tuple(message)
+        lines = [_lock_line(p) for p in self.problems]
+        many = f"{len(lines)} problems:\n  " + "\n  ".join(lines)
+        super().__init__(message if isinstance(message, str) else lines[0] if len(lines) == 1 else many, tip)
+
+
+def _lock_line(problem: Problem) -> str:
+    """One problem of a lock: ``file: where message`` (``file: message`` for the file as a whole)."""
+    where = problem.where if problem.where.isprintable() else repr(problem.where)[1:-1]
+    return f"{problem.file}: {where} {problem.message}" if where else f"{problem.file}: {problem.message}"
 
 
 class RefreshError(EnvsolveError):
