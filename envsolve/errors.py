@@ -107,9 +107,13 @@ class LockError(EnvsolveError):
 
     def __init__(self, message: str | Sequence[Problem], tip: str | None = None) -> None:
         self.problems: tuple[Problem, ...] = () if isinstance(message, str) else tuple(message)
-        lines = [_lock_line(p) for p in self.problems]
-        many = f"{len(lines)} problems:\n  " + "\n  ".join(lines)
-        super().__init__(message if isinstance(message, str) else lines[0] if len(lines) == 1 else many, tip)
+        super().__init__(message if isinstance(message, str) else _lock_lines(self.problems), tip)
+
+
+def _lock_lines(problems: Sequence[Problem]) -> str:
+    """A lock's problems as the message: the one problem, or their count and one a line."""
+    lines = [_lock_line(p) for p in problems]
+    return lines[0] if len(lines) == 1 else f"{len(lines)} problems:\n  " + "\n  ".join(lines)
 
 
 def _lock_line(problem: Problem) -> str:

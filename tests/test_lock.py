@@ -1,4 +1,5 @@
 import re
+import sys
 
 import pytest
 
@@ -7,6 +8,11 @@ from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
 from envsolve.solve import solve
 from tests.conftest import TEST_INDEXES, spec_of
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 SPEC = '[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]\n'
 URLS = {"pypi": TEST_INDEXES["ENVSOLVE_INDEX_PYPI"], "pytorch": TEST_INDEXES["ENVSOLVE_INDEX_PYTORCH"]}
@@ -140,3 +146,16 @@ def test_a_lock_names_every_unknown_and_missing_key_and_says_to_upgrade_for_an_u
 def test_a_lock_error_of_one_message_is_that_message() -> None:
     error = LockError("envsolve.lock: has no environment 'gpu'", tip="pick one")
     assert (str(error), error.tip, error.problems) == ("envsolve.lock: has no environment 'gpu'", "pick one", ())
+
+
+def test_a_lock_names_a_row_that_is_no_table_and_a_map_that_is_not_of_strings_with_their_values(
+        fixture_graph: Provider) -> None:
+    data = tomllib.loads(make(fixture_graph))
+    data["indexes"]["pypi"] = 1
+    data["environments"][0]["gpu_models"] = [1]
+    with pytest.raises(LockError) as bad:
+        lockfile.Lock.from_dict(data, "envsolve.lock")
+    assert str(bad.value).splitlines()[1:] == [
+        "  envsolve.lock: indexes must be a table of strings, not {'pypi': 1, "
+        "'pytorch': 'https://index.invalid/whl'}",
+        "  envsolve.lock: environments[0].gpu_models[0] must be a table, not 1"]

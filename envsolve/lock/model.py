@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
@@ -63,13 +63,13 @@ def _string(v: Any) -> str:
     return v
 
 
-def _closed(words: Sequence[W]) -> Callable[[Any], W]:
+def _closed(words: tuple[W, ...]) -> Callable[[Any], W]:
     """The check of a closed word such as an accelerator or a platform: one of ``words``."""
     quoted = [f'"{w}"' for w in words]
     message = f"must be {', '.join(quoted[:-1])} or {quoted[-1]}"
 
     def check(v: Any) -> W:
-        closed = word(v, tuple(words))
+        closed = word(v, words)
         if closed is None:
             raise ValueError(f"{message}, not {v!r}")
         return closed
@@ -111,6 +111,9 @@ class _LockReader(TableReader):
 
     def row(self, raw: Any, where: str, checks: Mapping[str, Check]) -> dict[str, Any] | None:
         """The checked fields of the table ``raw`` at ``where``, or None (its problems added)."""
+        if not isinstance(raw, dict):
+            self.bad(where, f"must be a table, not {raw!r}")
+            return None
         return self.record(raw, where, checks, checks, unknown=_not_a_key, missing="is missing")
 
     def each(self, where: str, read: Callable[[Any, str, _LockReader], T | None]) -> Callable[[Any], tuple[T, ...]]:
@@ -127,7 +130,7 @@ class _LockReader(TableReader):
     def tip(self) -> str:
         """What to do: upgrade envsolve when a key is unknown (a newer one may have written it)."""
         unknown = any(p.message == _NOT_A_KEY for p in self.problems.items)
-        return "upgrade envsolve if a newer one wrote this lock; else " + _REGENERATE if unknown else _REGENERATE
+        return ("upgrade envsolve if a newer one wrote this lock; else " + _REGENERATE) if unknown else _REGENERATE
 
 
 # ---------------------------------------------------------------------------- index URLs
