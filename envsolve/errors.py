@@ -101,7 +101,25 @@ class MatrixError(_ManyProblems):
 
 
 class LockError(EnvsolveError):
-    """A lock file is missing, hand-edited, or of another format version."""
+    """A lock file is missing, hand-edited, or of another format version: one message, or every
+    problem one read of the lock found. A lock's problem reads on from its key path, without a
+    colon (``envsolve.lock: environments[0].python must be a string, not 3``)."""
+
+    def __init__(self, message: str | Sequence[Problem], tip: str | None = None) -> None:
+        self.problems: tuple[Problem, ...] = () if isinstance(message, str) else tuple(message)
+        super().__init__(message if isinstance(message, str) else _lock_lines(self.problems), tip)
+
+
+def _lock_lines(problems: Sequence[Problem]) -> str:
+    """A lock's problems as the message: the one problem, or their count and one a line."""
+    lines = [_lock_line(p) for p in problems]
+    return lines[0] if len(lines) == 1 else f"{len(lines)} problems:\n  " + "\n  ".join(lines)
+
+
+def _lock_line(problem: Problem) -> str:
+    """One problem of a lock: ``file: where message`` (``file: message`` for the file as a whole)."""
+    where = problem.where if problem.where.isprintable() else repr(problem.where)[1:-1]
+    return f"{problem.file}: {where} {problem.message}" if where else f"{problem.file}: {problem.message}"
 
 
 class RefreshError(EnvsolveError):

@@ -20,15 +20,19 @@ joins them)::
                                               # unknown_key's "did you mean"; allowed_keys lists only
     rows = reader.rows(data, "build")         # an array of tables ([[build]]), or the problem and []
     fields = reader.record(raw, where, checks, required)    # one row: its checked fields, or None
+    fields = reader.record(raw, where, checks, required, unknown=..., missing=...)  # its own words
     value = reader.check(raw, where, parse)   # parse raises ValueError(message): the value or None
     word(raw, PLATFORMS)                      # a closed word, typed (domain's Literal), or None
+    strings(raw)                              # a check: a list of strings as a tuple
     reader.problems.raise_if_any(SpecError, tip=...)
 
 A check is any ``Callable[[Any], T]`` that returns the typed value or raises ``ValueError`` whose
 text is the message (``"must be a non-empty string"``); ``record`` applies a table of them in
-order, after naming unknown and missing keys, so one row's problems read top to bottom. A lock
-reader adopts it by turning each ``from_dict`` into a ``checks`` table and a ``record`` call,
-raising ``LockError`` from the collected problems instead of at the first one.
+order, after naming unknown and missing keys, so one row's problems read top to bottom. A check
+may itself read rows with the same reader (a table's array of tables): whatever it adds makes
+the outer row's ``record`` None too. The lock reader (:mod:`envsolve.lock.model`) turns each
+``from_dict`` into a ``checks`` table and a ``record`` call, raising ``LockError`` once from the
+collected problems.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Check", "TableReader", "allowed_keys", "at", "closest", "load_toml", "unknown_key", "word"]
+__all__ = ["Check", "TableReader", "allowed_keys", "at", "closest", "load_toml", "strings", "unknown_key",
+           "word"]
 
 T = TypeVar("T")
 W = TypeVar("W", bound=str)
@@ -78,6 +83,13 @@ def word(value: object, words: tuple[W, ...]) -> W | None:
     """``value`` as one of a closed set of words (domain's ``PLATFORMS``, ``VENDORS``), typed; None
     when it is none of them."""
     return next((w for w in words if w == value), None)
+
+
+def strings(value: Any) -> tuple[str, ...]:
+    """A check: ``value`` as a tuple of strings (empty ones allowed), else "must be a list of strings"."""
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise ValueError(f"must be a list of strings, not {value!r}")
+    return tuple(value)
 
 
 def load_toml(text: str, path: str, what: str = "a project file",
@@ -151,19 +163,20 @@ class TableReader:
             self.bad(where, str(e))
             return None
 
-    def record(self, raw: Any, where: str, checks: Mapping[str, Check],
-               required: Iterable[str]) -> dict[str, Any] | None:
+    def record(self, raw: Any, where: str, checks: Mapping[str, Check], required: Iterable[str], *,
+               unknown: Callable[[str, Collection[str]], str] = allowed_keys,
+               missing: str = "missing") -> dict[str, Any] | None:
         """The checked fields of the row ``raw`` at ``where``: its unknown keys (allowed: those of
-        ``checks``), the ``required`` keys it lacks, then each check in order. None when the row has
-        any problem, every one of them added."""
+        ``checks``; ``unknown`` words the problem), the ``required`` keys it lacks (``missing``),
+        then each check in order. None when the row has any problem, every one of them added."""
         if not isinstance(raw, dict):
             self.bad(where, "must be a table")
             return None
         before = len(self.problems)
-        self.unknown_keys(raw, where, checks, allowed_keys)
+        self.unknown_keys(raw, where, checks, unknown)
         for key in required:
             if key not in raw:
-                self.bad(at(where, key), "missing")
+                self.bad(at(where, key), missing)
         fields: dict[str, Any] = {}
         for key, check in checks.items():
             if key in raw:  # inline, not through check(): the data has thousands of rows

@@ -1,4 +1,5 @@
 import re
+import sys
 
 import pytest
 
@@ -7,6 +8,11 @@ from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
 from envsolve.solve import solve
 from tests.conftest import TEST_INDEXES, spec_of
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 SPEC = '[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]\n'
 URLS = {"pypi": TEST_INDEXES["ENVSOLVE_INDEX_PYPI"], "pytorch": TEST_INDEXES["ENVSOLVE_INDEX_PYTORCH"]}
@@ -99,3 +105,57 @@ def test_closed_words_of_a_lock_are_checked_on_read(fixture_graph: Provider, key
         lockfile.loads(edited, "envsolve.lock")
     with pytest.raises(LockError, match='scope must be "full" or "frameworks", not \'some\''):
         lockfile.loads(text.replace('scope = "frameworks"', 'scope = "some"'), "envsolve.lock")
+
+
+def full_lock(g: Provider) -> str:
+    spec = spec_of(SPEC, g)
+    package = lockfile.Package(name="filelock", version="3.16.1", index_url="", hashes=("sha256:" + "0" * 64,),
+                               direct=False)
+    return lockfile.dumps(lockfile.build(
+        project=spec.name, spec_name="project.toml", spec_bytes=SPEC.encode(), data_version=g.data_version,
+        data_digest=g.digest, resolutions=solve(g, spec), urls=URLS, full={"default": (package,)}))
+
+
+def test_a_lock_with_two_bad_values_reports_both_at_once(fixture_graph: Provider) -> None:
+    text = full_lock(fixture_graph)
+    assert lockfile.loads(text, "envsolve.lock").environments[0].packages[0].name == "filelock"
+    edited = re.sub(r'python = "[0-9.]+"', "python = 3", text, count=1).replace("direct = false", 'direct = "no"')
+    with pytest.raises(LockError) as bad:
+        lockfile.loads(edited, "envsolve.lock")
+    assert str(bad.value) == (
+        "2 problems:\n"
+        "  envsolve.lock: environments[0].python must be a string, not 3\n"
+        "  envsolve.lock: environments[0].packages[0].direct must be true or false, not 'no'")
+    assert [p.where for p in bad.value.problems] == ["environments[0].python", "environments[0].packages[0].direct"]
+    assert bad.value.tip is not None and bad.value.tip.startswith("regenerate")
+
+
+def test_a_lock_names_every_unknown_and_missing_key_and_says_to_upgrade_for_an_unknown_one(
+        fixture_graph: Provider) -> None:
+    text = make(fixture_graph)
+    edited = text.replace('variant = "cu128"', 'colour = "red"').replace('scope = "frameworks"\n', "")
+    with pytest.raises(LockError) as bad:
+        lockfile.loads(edited, "envsolve.lock")
+    assert str(bad.value).splitlines()[1:] == [
+        "  envsolve.lock: scope is missing",
+        "  envsolve.lock: environments[0].frameworks[0].colour is not a key of a lock of format 3",
+        "  envsolve.lock: environments[0].frameworks[0].variant is missing"]
+    assert bad.value.tip is not None and bad.value.tip.startswith("upgrade envsolve if a newer one wrote this lock")
+
+
+def test_a_lock_error_of_one_message_is_that_message() -> None:
+    error = LockError("envsolve.lock: has no environment 'gpu'", tip="pick one")
+    assert (str(error), error.tip, error.problems) == ("envsolve.lock: has no environment 'gpu'", "pick one", ())
+
+
+def test_a_lock_names_a_row_that_is_no_table_and_a_map_that_is_not_of_strings_with_their_values(
+        fixture_graph: Provider) -> None:
+    data = tomllib.loads(make(fixture_graph))
+    data["indexes"]["pypi"] = 1
+    data["environments"][0]["gpu_models"] = [1]
+    with pytest.raises(LockError) as bad:
+        lockfile.Lock.from_dict(data, "envsolve.lock")
+    assert str(bad.value).splitlines()[1:] == [
+        "  envsolve.lock: indexes must be a table of strings, not {'pypi': 1, "
+        "'pytorch': 'https://index.invalid/whl'}",
+        "  envsolve.lock: environments[0].gpu_models[0] must be a table, not 1"]

@@ -5,7 +5,7 @@ import pytest
 
 from envsolve.domain import PLATFORMS
 from envsolve.errors import MatrixError, Problems, SpecError
-from envsolve.tables import TableReader, allowed_keys, at, load_toml, unknown_key, word
+from envsolve.tables import TableReader, allowed_keys, at, load_toml, strings, unknown_key, word
 
 
 def messages(reader: TableReader) -> list[str]:
@@ -101,3 +101,18 @@ def test_a_closed_word_is_typed_or_none() -> None:
     assert word("linux/arm64", PLATFORMS) == "linux/arm64"
     assert word("arm64", PLATFORMS) is None
     assert word(["linux/arm64"], PLATFORMS) is None
+
+
+def test_a_list_of_strings_check_and_a_record_in_its_own_words() -> None:
+    assert strings(["a", ""]) == ("a", "")
+    for bad in ("a", ["a", 3], None):
+        with pytest.raises(ValueError, match="must be a list of strings, not"):
+            strings(bad)
+    r = TableReader("envsolve.lock")
+    checks = {"name": str, "pip": strings}
+    assert r.record({"name": "x", "pip": ["a"]}, "environments[0]", checks, checks) == {"name": "x", "pip": ("a",)}
+    assert r.record({"colour": 1}, "environments[0]", checks, checks, unknown=lambda key, allowed: "is not a key",
+                    missing="is missing") is None
+    assert messages(r) == ["envsolve.lock: environments[0].colour: is not a key",
+                           "envsolve.lock: environments[0].name: is missing",
+                           "envsolve.lock: environments[0].pip: is missing"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
@@ -25,6 +25,7 @@ from ..data import Gpu
 from ..domain import ACCELERATORS, DEFAULT_INDEXES, PLATFORMS, Accelerator, Platform
 from ..errors import LockError
 from ..solve import PackagePin, Resolution
+from ..tables import Check, TableReader, at, strings, word
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -56,65 +57,80 @@ def sha256(data: bytes) -> str:
 # ---------------------------------------------------------------------------- reading values
 
 
-def _str(v: Any, where: str) -> str:
+def _string(v: Any) -> str:
     if not isinstance(v, str):
-        raise LockError(f"{where} must be a string, not {v!r}", tip=_REGENERATE)
+        raise ValueError(f"must be a string, not {v!r}")
     return v
 
 
-def _closed(v: Any, where: str, words: Sequence[W]) -> W:
-    """``v`` as one of ``words`` (a closed word such as an accelerator or a platform)."""
-    for word in words:
-        if v == word:
-            return word
+def _closed(words: tuple[W, ...]) -> Callable[[Any], W]:
+    """The check of a closed word such as an accelerator or a platform: one of ``words``."""
     quoted = [f'"{w}"' for w in words]
-    raise LockError(f"{where} must be {', '.join(quoted[:-1])} or {quoted[-1]}, not {v!r}", tip=_REGENERATE)
+    message = f"must be {', '.join(quoted[:-1])} or {quoted[-1]}"
+
+    def check(v: Any) -> W:
+        closed = word(v, words)
+        if closed is None:
+            raise ValueError(f"{message}, not {v!r}")
+        return closed
+
+    return check
 
 
-def _strs(v: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(v, list):
-        raise LockError(f"{where} must be a list of strings, not {v!r}", tip=_REGENERATE)
-    return tuple(_str(x, f"{where}[{i}]") for i, x in enumerate(v))
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"must be true or false, not {v!r}")
+    return v
 
 
-def _str_map(v: Any, where: str) -> tuple[tuple[str, str], ...]:
-    if not isinstance(v, dict):
-        raise LockError(f"{where} must be a table of strings, not {v!r}", tip=_REGENERATE)
-    return tuple((k, _str(x, f"{where}.{k}")) for k, x in v.items())
+def _str_map(v: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
+        raise ValueError(f"must be a table of strings, not {v!r}")
+    return tuple(v.items())
 
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _num_map(v: Any, where: str) -> tuple[tuple[str, float], ...]:
+def _num_map(v: Any) -> tuple[tuple[str, float], ...]:
     if not isinstance(v, dict) or not all(_is_number(x) for x in v.values()):
-        raise LockError(f"{where} must be a table of numbers, not {v!r}", tip=_REGENERATE)
+        raise ValueError(f"must be a table of numbers, not {v!r}")
     return tuple((k, float(x)) for k, x in v.items())
 
 
-def _table(v: Any, where: str, keys: Sequence[str]) -> dict[str, Any]:
-    """``v`` as a table with exactly ``keys``."""
-    if not isinstance(v, dict):
-        raise LockError(f"{where} must be a table, not {v!r}", tip=_REGENERATE)
-    unknown = sorted(set(v) - set(keys))
-    if unknown:
-        raise LockError(f"{where}.{unknown[0]} is not a key of a lock of format {FORMAT}",
-                        tip="upgrade envsolve if a newer one wrote this lock; else " + _REGENERATE)
-    missing = [k for k in keys if k not in v]
-    if missing:
-        raise LockError(f"{where} lacks {', '.join(missing)}", tip=_REGENERATE)
-    return v
+_NOT_A_KEY = f"is not a key of a lock of format {FORMAT}"
 
 
-def _keys(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
+def _not_a_key(key: str, allowed: Collection[str]) -> str:
+    return _NOT_A_KEY
 
 
-def _list(v: Any, where: str, item: Callable[[Any, str], T]) -> tuple[T, ...]:
-    if not isinstance(v, list):
-        raise LockError(f"{where} must be an array of tables, not {v!r}", tip=_REGENERATE)
-    return tuple(item(x, f"{where}[{i}]") for i, x in enumerate(v))
+class _LockReader(TableReader):
+    """The reader of one lock file: its rows have exactly the keys of their checks."""
+
+    def row(self, raw: Any, where: str, checks: Mapping[str, Check]) -> dict[str, Any] | None:
+        """The checked fields of the table ``raw`` at ``where``, or None (its problems added)."""
+        if not isinstance(raw, dict):
+            self.bad(where, f"must be a table, not {raw!r}")
+            return None
+        return self.record(raw, where, checks, checks, unknown=_not_a_key, missing="is missing")
+
+    def each(self, where: str, read: Callable[[Any, str, _LockReader], T | None]) -> Callable[[Any], tuple[T, ...]]:
+        """The check of the array of tables at ``where``, ``read`` reading each (at ``where[i]``)."""
+
+        def check(raw: Any) -> tuple[T, ...]:
+            if not isinstance(raw, list):
+                raise ValueError(f"must be an array of tables, not {raw!r}")
+            items = [read(x, f"{where}[{i}]", self) for i, x in enumerate(raw)]
+            return tuple(x for x in items if x is not None)
+
+        return check
+
+    def tip(self) -> str:
+        """What to do: upgrade envsolve when a key is unknown (a newer one may have written it)."""
+        unknown = any(p.message == _NOT_A_KEY for p in self.problems.items)
+        return ("upgrade envsolve if a newer one wrote this lock; else " + _REGENERATE) if unknown else _REGENERATE
 
 
 # ---------------------------------------------------------------------------- index URLs
@@ -135,6 +151,9 @@ def _index_path(url: str, root: str) -> str:
 # ---------------------------------------------------------------------------- the model
 
 
+_GPU_CHECKS: dict[str, Check] = {"name": _string, "arch": _string, "aliases": strings, "peak_tflops": _num_map}
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GpuModel:
     """A GPU the environment was solved for, with what the smoke test needs of it."""
@@ -150,11 +169,10 @@ class GpuModel:
         return cls(name=gpu.name, arch=gpu.arch, aliases=gpu.aliases, peak_tflops=gpu.peak_tflops)
 
     @classmethod
-    def from_dict(cls, v: Any, where: str) -> GpuModel:
-        d = _table(v, where, _keys(cls))
-        return cls(name=_str(d["name"], f"{where}.name"), arch=_str(d["arch"], f"{where}.arch"),
-                   aliases=_strs(d["aliases"], f"{where}.aliases"),
-                   peak_tflops=_num_map(d["peak_tflops"], f"{where}.peak_tflops"))
+    def from_dict(cls, v: Any, where: str, reader: _LockReader) -> GpuModel | None:
+        """One ``gpu_models`` table, or None (its problems added to ``reader``)."""
+        checked = reader.row(v, where, _GPU_CHECKS)
+        return None if checked is None else cls(**checked)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "arch": self.arch, "aliases": list(self.aliases),
@@ -162,8 +180,9 @@ class GpuModel:
 
 
 # a framework pin as the lock writes it: index_path is not written, index_url holds it
-_PIN_STRINGS = ("name", "version", "variant", "index", "index_url", "extra")
-_PIN_KEYS = (*_PIN_STRINGS, "conda", "pins")
+_PIN_CHECKS: dict[str, Check] = {
+    **dict.fromkeys(("name", "version", "variant", "index", "index_url", "extra"), _string),
+    "conda": strings, "pins": _str_map}
 
 
 def _pin_to_dict(p: PackagePin) -> dict[str, Any]:
@@ -171,16 +190,20 @@ def _pin_to_dict(p: PackagePin) -> dict[str, Any]:
             "index_url": p.index_url, "extra": p.extra, "conda": list(p.conda), "pins": dict(p.pins)}
 
 
-def _pin_reader(roots: Mapping[str, str]) -> Callable[[Any, str], PackagePin]:
+def _pin_reader(roots: Mapping[str, str]) -> Callable[[Any, str, _LockReader], PackagePin | None]:
     """The reader of a framework pin of a lock whose index roots are ``roots``."""
 
-    def read_pin(v: Any, where: str) -> PackagePin:
-        d = _table(v, where, _PIN_KEYS)
-        s = {k: _str(d[k], f"{where}.{k}") for k in _PIN_STRINGS}
-        return PackagePin(**s, index_path=_index_path(s["index_url"], roots.get(s["index"], "")),
-                          conda=_strs(d["conda"], f"{where}.conda"), pins=_str_map(d["pins"], f"{where}.pins"))
+    def read_pin(v: Any, where: str, reader: _LockReader) -> PackagePin | None:
+        checked = reader.row(v, where, _PIN_CHECKS)
+        if checked is None:
+            return None
+        return PackagePin(**checked, index_path=_index_path(checked["index_url"], roots.get(checked["index"], "")))
 
     return read_pin
+
+
+_PACKAGE_CHECKS: dict[str, Check] = {"name": _string, "version": _string, "index_url": _string,
+                                     "hashes": strings, "direct": _flag}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -199,22 +222,22 @@ class Package:
         return f"{self.name}=={self.version}"
 
     @classmethod
-    def from_dict(cls, v: Any, where: str) -> Package:
-        d = _table(v, where, _keys(cls))
-        if not isinstance(d["direct"], bool):
-            raise LockError(f"{where}.direct must be true or false, not {d['direct']!r}", tip=_REGENERATE)
-        return cls(name=_str(d["name"], f"{where}.name"), version=_str(d["version"], f"{where}.version"),
-                   index_url=_str(d["index_url"], f"{where}.index_url"),
-                   hashes=_strs(d["hashes"], f"{where}.hashes"), direct=d["direct"])
+    def from_dict(cls, v: Any, where: str, reader: _LockReader) -> Package | None:
+        """One ``packages`` table, or None (its problems added to ``reader``)."""
+        checked = reader.row(v, where, _PACKAGE_CHECKS)
+        return None if checked is None else cls(**checked)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "index_url": self.index_url,
                 "hashes": list(self.hashes), "direct": self.direct}
 
 
-_ENV_STRINGS = ("name", "jetpack", "python", "cuda", "rocm", "cudnn", "driver_min", "compat", "base_image",
-                "python_from", "keras_backend")
-_ENV_LISTS = ("gpus", "gpu_archs", "pip", "conda", "apt")
+# an environment's checks but its arrays of tables, which Environment.from_dict adds
+_ENV_CHECKS: dict[str, Check] = {
+    **dict.fromkeys(("name", "python", "cuda", "rocm", "cudnn", "driver_min", "compat", "jetpack", "base_image",
+                     "python_from", "keras_backend"), _string),
+    **dict.fromkeys(("gpus", "gpu_archs", "pip", "conda", "apt"), strings),
+    "accelerator": _closed(ACCELERATORS), "platform": _closed(PLATFORMS), "tools": _str_map}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -249,21 +272,13 @@ class Environment:
         return dict(self.tools).get(name, "")
 
     @classmethod
-    def from_dict(cls, v: Any, where: str, roots: Mapping[str, str]) -> Environment:
-        """One ``[[environments]]`` table of a lock whose index roots are ``roots``."""
-        d = _table(v, where, _keys(cls))
-        s = {k: _str(d[k], f"{where}.{k}") for k in _ENV_STRINGS}
-        lists = {k: _strs(d[k], f"{where}.{k}") for k in _ENV_LISTS}
-        return cls(name=s["name"], jetpack=s["jetpack"], python=s["python"], cuda=s["cuda"], rocm=s["rocm"],
-                   cudnn=s["cudnn"], driver_min=s["driver_min"], compat=s["compat"], base_image=s["base_image"],
-                   python_from=s["python_from"], keras_backend=s["keras_backend"], gpus=lists["gpus"],
-                   gpu_archs=lists["gpu_archs"], pip=lists["pip"], conda=lists["conda"], apt=lists["apt"],
-                   accelerator=_closed(d["accelerator"], f"{where}.accelerator", ACCELERATORS),
-                   platform=_closed(d["platform"], f"{where}.platform", PLATFORMS),
-                   gpu_models=_list(d["gpu_models"], f"{where}.gpu_models", GpuModel.from_dict),
-                   tools=_str_map(d["tools"], f"{where}.tools"),
-                   frameworks=_list(d["frameworks"], f"{where}.frameworks", _pin_reader(roots)),
-                   packages=_list(d["packages"], f"{where}.packages", Package.from_dict))
+    def from_dict(cls, v: Any, where: str, reader: _LockReader, roots: Mapping[str, str]) -> Environment | None:
+        """One ``[[environments]]`` table of a lock whose index roots are ``roots``, or None."""
+        checks = {**_ENV_CHECKS, "gpu_models": reader.each(at(where, "gpu_models"), GpuModel.from_dict),
+                  "frameworks": reader.each(at(where, "frameworks"), _pin_reader(roots)),
+                  "packages": reader.each(at(where, "packages"), Package.from_dict)}
+        checked = reader.row(v, where, checks)
+        return None if checked is None else cls(**checked)
 
     def to_dict(self) -> dict[str, Any]:
         """The table the lock writes, keys in the fields' order."""
@@ -281,7 +296,11 @@ def _plain(key: str, value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-_LOCK_STRINGS = ("project", "spec", "spec_digest", "data_version", "data_digest", "lock_digest")
+# a lock's checks but its environments, which Lock.from_dict adds; the version is checked first
+_LOCK_CHECKS: dict[str, Check] = {
+    "version": lambda v: FORMAT,
+    **dict.fromkeys(("project", "spec", "spec_digest", "data_version", "data_digest", "lock_digest"), _string),
+    "indexes": _str_map, "scope": _closed(SCOPES)}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -308,14 +327,15 @@ class Lock:
         if not isinstance(v, dict):
             raise LockError(f"{path}: is not a lock (not a table)", tip=_REGENERATE)
         _check_format(v.get("version"), path)
-        d = _table(v, path, _keys(cls))
-        indexes = _str_map(d["indexes"], f"{path}: indexes")
-        envs = _list(d["environments"], f"{path}: environments",
-                     lambda e, where: Environment.from_dict(e, where, dict(indexes)))
-        if not envs:
-            raise LockError(f"{path}: has no [[environments]]", tip=_REGENERATE)
-        lock = cls(version=FORMAT, **{k: _str(d[k], f"{path}: {k}") for k in _LOCK_STRINGS},
-                   indexes=indexes, scope=_closed(d["scope"], f"{path}: scope", SCOPES), environments=envs)
+        reader = _LockReader(path)
+        roots = _roots(v.get("indexes"))
+        environments = reader.each("environments", lambda e, where, r: Environment.from_dict(e, where, r, roots))
+        checked = reader.row(v, "", {**_LOCK_CHECKS, "environments": environments})
+        if checked is not None and not checked["environments"]:
+            reader.bad("", "has no [[environments]]")
+        if checked is None or reader.problems:
+            raise LockError(reader.problems.items, tip=reader.tip())
+        lock = cls(**checked)
         if lock.lock_digest != _digest_of(lock.indexes, lock.environments):
             raise LockError(f"{path}: was edited by hand (its lock_digest does not match its contents)",
                             tip=_REGENERATE)
@@ -327,6 +347,14 @@ class Lock:
                 "spec_digest": self.spec_digest, "data_version": self.data_version,
                 "data_digest": self.data_digest, "lock_digest": self.lock_digest, "indexes": dict(self.indexes),
                 "scope": self.scope, "environments": [e.to_dict() for e in self.environments]}
+
+
+def _roots(indexes: Any) -> dict[str, str]:
+    """The index roots of a lock's ``indexes`` table (none when it is bad: its check names it)."""
+    try:
+        return dict(_str_map(indexes))
+    except ValueError:
+        return {}
 
 
 def _check_format(version: Any, path: str) -> None:
