@@ -114,8 +114,9 @@ def lock(spec_path: Path, **chosen: Any) -> None:
     spec, blob = _read_spec(spec_path, provider)
     if chosen["host"]:
         spec = _for_host(spec, provider)
-    source = click.get_current_context().get_parameter_source("frameworks_only")
-    request = Request.of(spec_path, chosen, frameworks_flag=source == click.core.ParameterSource.COMMANDLINE)
+    ctx = click.get_current_context()
+    typed = [dest for dest in chosen if ctx.get_parameter_source(dest) == click.core.ParameterSource.COMMANDLINE]
+    request = Request.of(spec_path, chosen, typed=typed)
     lock_command(provider, spec, blob, request, say=_say,
         render=lambda data, path: _write_artifacts(data, path, None, None))
 

@@ -81,7 +81,7 @@ def test_a_corrupt_entry_is_ignored(tmp_path: Path) -> None:
 
 def test_request_parsing_follows_the_lock_command() -> None:
     assert replay.parse(["lock"]) == ("project.toml", "", "toml", "")
-    assert replay.parse(["lock", "--frameworks-only"]) == ("project.toml", "", "toml", "frameworks")
+    assert replay.parse(["lock", "--frameworks-only"]) == ("project.toml", "", "toml", "yes")
     assert replay.parse(["lock", "./a/p.toml", "-o", "x.lock", "--format=json"]) == ("a/p.toml", "x.lock", "json", "")
     for other in (["render"], ["lock", "--host"], ["lock", "--format", "yaml"], ["lock", "a", "b"], ["--matrices", "m"]):
         assert replay.parse(other) is None
@@ -117,8 +117,8 @@ def test_the_replay_reads_argv_as_click_reads_the_option_table(args: list[str]) 
 
     with lock.make_context("lock", list(args)) as ctx:
         spec_path = ctx.params.pop("spec_path")
-        flag = ctx.get_parameter_source("frameworks_only") == ParameterSource.COMMANDLINE
-        request = Request.of(spec_path, ctx.params, frameworks_flag=flag)
+        typed = [d for d in ctx.params if ctx.get_parameter_source(d) == ParameterSource.COMMANDLINE]
+        request = Request.of(spec_path, ctx.params, typed=typed)
     assert replay.parse(["lock", *args]) == request.replay_key
 
 
@@ -143,3 +143,14 @@ def test_only_requests_the_replay_reads_are_stored(tmp_path: Path, monkeypatch: 
     r = CliRunner().invoke(main, ["lock", str(spec)])
     assert r.exit_code == 0, r.output
     assert len(list((tmp_path / "cache").glob("locks/*.marshal"))) == 1
+
+
+def test_every_replayed_option_is_part_of_the_replay_request() -> None:
+    # an option the replay reads must change what it looks up, or a lock with it would replay one without it
+    from envsolve.lock.options import LOCK_OPTIONS
+
+    for o in (o for o in LOCK_OPTIONS if o.replayed):
+        value = "yes" if o.kind == "flag" else next((c for c in o.choices if c != o.default), "other.lock")
+        assert replay.request_of("p.toml", {o.dest: value}) != replay.request_of("p.toml", {}), o
+        assert replay.parse(["lock", "p.toml", o.names[-1], *([] if o.kind == "flag" else [value])]) == \
+            replay.request_of("p.toml", {o.dest: value}), o

@@ -17,7 +17,7 @@ same request next time (:mod:`envsolve.lock.replay`). Nothing here prints: lines
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +33,7 @@ from ..spec import ProjectSpec
 from . import model as lockfile
 from .options import LOCK_OPTIONS
 from .replay import Request as ReplayKey
-from .replay import data_version_of
+from .replay import data_version_of, request_of
 from .resolve import Pin
 from .steer import Steer
 
@@ -236,16 +236,18 @@ class Request:
     render: bool = False
     host: bool = False
     options: Options = field(default_factory=Options)
-    frameworks_flag: bool = False  # --frameworks-only on the command line (not from ENVSOLVE_FRAMEWORKS_ONLY)
+    replay_key: ReplayKey = ()  # the request as the replay reads it from argv (see :func:`.replay.request_of`)
     # the replay can answer this request next time: no option it does not read was given
     replayable: bool = False
 
     @classmethod
-    def of(cls, spec_path: Path, chosen: Mapping[str, Any], *, frameworks_flag: bool = False) -> Request:
-        """The request of the command line's values (by the options' ``dest``)."""
+    def of(cls, spec_path: Path, chosen: Mapping[str, Any], *, typed: Collection[str] = ()) -> Request:
+        """The request of the command line's values (by the options' ``dest``); ``typed`` names the
+        options given on the command line itself (not by an environment variable or a default)."""
         opts = Options(**{f.name: chosen[f.name] for f in fields(Options)})
         return cls(spec_path=spec_path, output=chosen["output"], fmt=chosen["fmt"], check=chosen["check"],
-                   render=chosen["then_render"], host=chosen["host"], options=opts, frameworks_flag=frameworks_flag,
+                   render=chosen["then_render"], host=chosen["host"], options=opts,
+                   replay_key=request_of(str(spec_path), {dest: chosen[dest] for dest in typed}),
                    replayable=all(o.replayed or not chosen[o.dest] for o in LOCK_OPTIONS))
 
     @property
@@ -256,12 +258,6 @@ class Request:
     @property
     def stale_tip(self) -> str:
         return f"run `envsolve lock {self.spec_path}` and commit the result"
-
-    @property
-    def replay_key(self) -> ReplayKey:
-        """The request as the replay reads it from argv."""
-        return (str(self.spec_path), str(self.output) if self.output else "", self.fmt,
-                "frameworks" if self.frameworks_flag else "")
 
 
 @dataclass(slots=True)

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ..paths import cache_dir, data_dir, pip_config_files
-from .options import Option, option_named
+from .options import LOCK_OPTIONS, Option, option_named
 
-__all__ = ["Request", "data_version_of", "parse", "replay", "store"]
+__all__ = ["Request", "data_version_of", "parse", "replay", "request_of", "store"]
 
 _FORMAT = b"envsolve-replay-1\0"
 _ENV = ("ENVSOLVE_", "PIP_")
@@ -33,8 +33,11 @@ _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME")
 _CODE = Path(__file__).resolve().parent.parent  # the whole envsolve package
 _LIBRARIES = ("packaging", "tomli_w")  # whose code shapes the lock's bytes besides envsolve's own
 
-# (spec path, output path or "", format, "frameworks" with --frameworks-only else ""), as the lock command reads them
-Request = tuple[str, str, str, str]
+# The spec path, then the text of each option LOCK_OPTIONS marks as replayed, in the table's order:
+# a path as pathlib writes it, a choice or text as given (else its default), a flag "yes" or "".
+Request = tuple[str, ...]
+_REPLAYED = tuple(o for o in LOCK_OPTIONS if o.replayed)
+_OUTPUT = 1 + [o.dest for o in _REPLAYED].index("output")
 
 
 def _value(opt: Option, value: str | None, args: list[str]) -> str | None:
@@ -71,9 +74,21 @@ def parse(argv: Sequence[str]) -> Request | None:
     chosen = _values(list(argv[1:]))
     if chosen is None:
         return None
-    output = chosen.get("output", "")
-    return (str(Path(chosen.get("", "") or "project.toml")), str(Path(output)) if output else "",
-            chosen.get("fmt", "toml"), "frameworks" if "frameworks_only" in chosen else "")
+    return request_of(chosen.pop("", ""), chosen)
+
+
+def request_of(spec: str, given: Mapping[str, object]) -> Request:
+    """The request of a spec path and the replayed options given on the command line (by ``dest``:
+    argv's text or click's value, the same request either way)."""
+    return (str(Path(spec or "project.toml")), *(_text(o, given.get(o.dest)) for o in _REPLAYED))
+
+
+def _text(opt: Option, value: object) -> str:
+    if opt.kind == "flag":
+        return "yes" if value in (True, "yes") else ""
+    if opt.kind == "path":
+        return str(Path(str(value))) if value else ""
+    return str(value) if value else opt.default
 
 
 def _add(h: hashlib._Hash, label: str, data: bytes) -> None:
@@ -128,7 +143,7 @@ def _entry_path(request: Request, environ: Mapping[str, str], lock: bytes | None
 
 
 def _lock_path(request: Request) -> Path:
-    return Path(request[1]) if request[1] else Path(request[0]).parent / "envsolve.lock"
+    return Path(request[_OUTPUT]) if request[_OUTPUT] else Path(request[0]).parent / "envsolve.lock"
 
 
 def data_version_of(text: str) -> str:
