@@ -15,6 +15,7 @@ import click
 
 from .errors import CheckFailed, EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
 from .files import write_all
+from .index import policy
 from .lock.options import LOCK_OPTIONS, Option
 
 if TYPE_CHECKING:
@@ -384,11 +385,12 @@ def _index_options(fn: F) -> F:
         click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), envvar="ENVSOLVE_CACHE_DIR",
                      help="Cache of index answers (default: ~/.cache/envsolve; env ENVSOLVE_CACHE_DIR)."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
-        click.option("--timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+        click.option("--timeout", type=click.FloatRange(min=0.01), default=policy.TIMEOUT, show_default=True,
                      help="Seconds to wait for each answer."),
-        click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
-                     help="Retries of a request that failed or answered 429/5xx."),
-        click.option("--backoff", type=click.FloatRange(min=0), default=1.0, show_default=True,
+        click.option("--retries", type=click.IntRange(min=0), default=policy.RETRIES, show_default=True,
+                     help="Retries of a request that failed or answered "
+                          f"{'/'.join(map(str, sorted(policy.RETRY_STATUS)))}."),
+        click.option("--backoff", type=click.FloatRange(min=0), default=policy.BACKOFF, show_default=True,
                      help="Seconds before the first retry; doubled for each further one."),
     )):
         fn = opt(fn)

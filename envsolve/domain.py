@@ -32,6 +32,7 @@ __all__ = [
     "DOCKER_PLATFORM",
     "WHEEL_MACHINE",
     "EXTRA_INDEXES",
+    "GITHUB_RUNNER",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
     "Kernels",
@@ -89,7 +90,9 @@ DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
 DOCKER_PLATFORM: dict[str, Platform] = {"x86_64": "linux/amd64", "amd64": "linux/amd64",
                                         "aarch64": "linux/arm64", "arm64": "linux/arm64"}
 # Docker's name of a platform -> the machine its Linux wheels are tagged for (manylinux_2_28_x86_64).
-WHEEL_MACHINE: dict[str, str] = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+WHEEL_MACHINE: dict[Platform, str] = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+# Docker's name of a platform -> the GitHub-hosted runner that builds it natively (the CI workflow).
+GITHUB_RUNNER: dict[Platform, str] = {"linux/amd64": "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"}
 
 # Indexes that hold a framework but not its dependencies (nvidia-tensorflow's nvidia-*-cu12 wheels and numpy
 # are on the default index): their builds are installed with --extra-index-url, pinned to a local version

@@ -37,13 +37,13 @@ from ..files import write_atomic
 from . import pages as ix
 from . import wheel
 from .metadata import Metadata, parse_metadata
+from .policy import BACKOFF, RETRIES, RETRY_STATUS, TIMEOUT
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["IndexClient"]
 
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 METADATA_TRIES = 3  # wheels of one release whose metadata file is tried before giving up
 _AGENT = "envsolve-refresh"
 _OTHER_INDEX = "try again later, or use another index with --index-url"
@@ -192,8 +192,8 @@ class IndexClient:
     """Reads project pages, metadata files and wheel members from one simple-API index (the
     :class:`envsolve.index.reader.Reader` of steering, ``data --verify`` and ``refresh``)."""
 
-    def __init__(self, index_url: str, *, cache_dir: Path | None = None, timeout: float = 30.0,
-                 retries: int = 3, backoff: float = 1.0, progress: Callable[[str], None] = _quiet,
+    def __init__(self, index_url: str, *, cache_dir: Path | None = None, timeout: float = TIMEOUT,
+                 retries: int = RETRIES, backoff: float = BACKOFF, progress: Callable[[str], None] = _quiet,
                  offline: bool = False, revalidate: bool = True, cert: str | None = None) -> None:
         if urlparse(index_url).scheme not in ("http", "https"):
             raise EnvsolveError(f"index URL {index_url!r} is not an http(s) URL",

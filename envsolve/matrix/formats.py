@@ -9,9 +9,10 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..domain import ACCELERATOR, DEFAULT_PLATFORM, VENDORS, Vendor, driver_text
+from ..domain import ACCELERATOR, GITHUB_RUNNER, PLATFORMS, VENDORS, Vendor, driver_text
 from ..errors import Problem, SpecError
 from ..solve import Resolution
+from ..tables import word
 from .cells import CellResult
 from .parse import Cell, MatrixSpec
 
@@ -26,10 +27,6 @@ GITHUB_JOB_LIMIT = 256
 SMOKE_STAGE = "smoke"
 IMAGE_STAGE = "runtime"
 MARKDOWN_ROWS = 500  # per table: GitHub keeps at most 1 MiB of a step's summary
-
-
-# The GitHub-hosted runner that builds a platform natively.
-RUNNERS: dict[str, str] = {DEFAULT_PLATFORM: "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"}
 
 
 def platforms(ms: MatrixSpec, cell: Cell) -> list[str]:
@@ -52,8 +49,8 @@ def row(ms: MatrixSpec, res: CellResult, render_dir: str) -> dict[str, Any]:
     out["vendor"] = vendor(res.resolution)
     if res.resolution is not None and res.resolution.jetpack:
         out["jetpack"] = res.resolution.jetpack
-    if platform := res.cell.get("platform"):
-        out["runner"] = RUNNERS[platform]  # built natively: GitHub's Arm runners for linux/arm64
+    if platform := word(res.cell.get("platform"), PLATFORMS):
+        out["runner"] = GITHUB_RUNNER[platform]  # built natively: GitHub's Arm runners for linux/arm64
     return out
 
 
