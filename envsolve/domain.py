@@ -1,10 +1,12 @@
 """The few compatibility facts that are code, each written once.
 
 Everything that can be data lives in ``matrices/``; what is here are names and rules the code
-itself branches on: which frameworks the solver resolves and in which order, which packages
-follow a framework (companions), Keras' backends, which accelerator a vendor needs, how a build
-variant names its CUDA or ROCm version, the pip requirement of a locked package, and the one
-rule for whether a build carries kernels a GPU can run.
+itself branches on: the closed words (platform, vendor, accelerator) and the default platform, a
+platform's wheel machine and GitHub runner, which frameworks the solver resolves and in which
+order, which packages follow a framework (companions), Keras' backends, which accelerator a vendor
+needs, how a build variant names its CUDA or ROCm version, an image reference's registry, how a
+GPU container is started, the pip requirement of a locked package, and the one rule for whether a
+build carries kernels a GPU can run.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where files are: envsolve's shipped matrices and templates (inside the wheel, else the source
 checkout's), the user's cache folder, and pip's configuration files. Standard library only: the warm path of
-`envsolve lock` (:mod:`envsolve.replay`) imports this and little else."""
+`envsolve lock` (:mod:`envsolve.lock.replay`) imports this and little else."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """Parsing of driver, CUDA/ROCm and architecture strings.
 
 Each parsed value keeps the raw text for display (``str(Version("535.104.05"))`` would print
-``535.104.5``) and an integer key for comparison. Architectures are names, never versions.
+``535.104.5``) and an integer key for comparison. Architectures are names, never versions;
+:class:`Arch` says where SASS runs and where PTX JIT-compiles (``domain.kernels`` applies it to a
+build). :func:`python_admits_minor` is the one rule for a Python range admitting a minor.
 """
 
 from __future__ import annotations

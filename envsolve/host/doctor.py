@@ -1,6 +1,6 @@
 """Pure checks of a host's facts against a lock: each finding says what is wrong and the fix.
 
-:func:`check` takes the host's facts (:mod:`envsolve.host`, which :mod:`envsolve.detect` fills: the
+:func:`check` takes the host's facts (:mod:`envsolve.host.facts`, which :mod:`envsolve.host.detect` fills: the
 driver, the GPUs, the installed frameworks, the container tools) and the provider for the driver
 and CUDA facts
 (toolkit driver floors, the minor-version compatibility floor of each CUDA major, the arch lists

@@ -1,4 +1,4 @@
-"""Pure facts about a host: its vendor, driver, GPUs and platform, as :mod:`envsolve.detect`
+"""Pure facts about a host: its vendor, driver, GPUs and platform, as :mod:`envsolve.host.detect`
 found them, completed from the data where the tools were silent. Nothing here reads the host.
 """
 

@@ -1,2 +1,3 @@
-"""The image-matrix feature of `envsolve matrix`: ``spec`` parses a matrix file, ``cells`` solves
-every cell, ``formats`` prints them, ``images`` checks existing images."""
+"""The image-matrix feature of `envsolve matrix`: ``parse`` reads a matrix file, ``cells`` solves
+every cell, ``formats`` prints them, ``workflow`` writes the GitHub Actions workflow, ``images``
+checks existing images."""
