@@ -302,8 +302,8 @@ def likely_cause() -> str:
     nvidia = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
     amd = os.path.exists("/dev/kfd")
     if not nvidia and not amd:
-        causes.append("no GPU device or driver is visible: start the container with --gpus all "
-                      "(NVIDIA Container Toolkit) or --device=/dev/kfd --device=/dev/dri (ROCm), "
+        flags = EXPECTED.get("run_flags") or "--gpus all (NVIDIA) or --device=/dev/kfd --device=/dev/dri (ROCm)"
+        causes.append(f"no GPU device or driver is visible: start the container with {flags}, "
                       "and check that the host has the GPU driver loaded")
     elif nvidia and not _nvidia_smi_driver():
         causes.append("nvidia-smi is present but reports no driver: the driver is not loaded or "

@@ -313,3 +313,25 @@ def test_lock_host_with_an_unknown_gpu_names_it(tmp_path: Path, monkeypatch: pyt
         "sm_80, 8.0, gfx942)\nTIP: describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 (or "
         "gfx942), or update envsolve's data\n")
     assert not (tmp_path / "envsolve.lock").exists()
+
+
+@pytest.mark.parametrize(("case", "flags"), [("jetson-agx-orin-jetpack6", "--runtime nvidia"),
+                                              ("h100-torch-newest", "--gpus all"),
+                                              ("mi300x-torch", "--device=/dev/kfd --device=/dev/dri --group-add video "
+                                                               "--group-add render")])
+def test_the_smoke_test_asks_for_the_run_flags_the_dockerfile_names(case: str, flags: str) -> None:
+    # one answer for how a GPU container runs: the smoke test's hint is domain.gpu_run_flags, as the Dockerfile's
+    import ast
+    import json
+    import re
+
+    from envsolve.lock.model import read
+    from envsolve.render.artifacts import render_environment
+
+    lock = read(Path(__file__).parent / "cases" / case / "expected.lock")
+    out = render_environment(lock, lock.environments[0])
+    literal = re.search(r"EXPECTED: dict\[str, Any\] = json.loads\((.*)\)  #", out["smoke_test.py"])
+    assert literal is not None
+    expected = json.loads(ast.literal_eval(literal.group(1)))
+    assert expected["run_flags"] == flags
+    assert f" {flags} " in next(line for line in out["Dockerfile"].splitlines() if "docker run" in line)

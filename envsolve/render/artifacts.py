@@ -104,6 +104,7 @@ def _expected(lock: Lock, env: Environment) -> dict[str, Any]:
         "packages": [{"name": p.name, "version": p.version, "variant": p.variant,
                       "pins": {k: v for k, v in p.pins if v[:1].isdigit()}}
                      for p in env.frameworks],
+        "run_flags": " ".join(gpu_run_flags(env.accelerator, jetson=bool(env.jetpack))),
     }
 
 

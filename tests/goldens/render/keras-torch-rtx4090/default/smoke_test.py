@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-EXPECTED: dict[str, Any] = json.loads('{"accelerator": "cuda", "cuda": "13.2", "cudnn": "9.26.0.51", "driver_min": "595.45.04", "environment": "default", "gpu_archs": ["sm_89"], "gpu_models": [{"aliases": ["NVIDIA GeForce RTX 4090"], "arch": "sm_89", "name": "RTX 4090", "peak_tflops": {}}], "gpus": ["RTX 4090"], "keras_backend": "torch", "lock_digest": "sha256:954706ba5a8050ec99fb276c9030cd1b81f723ab5595ffc8808493ad66683ba9", "packages": [{"name": "keras", "pins": {}, "variant": "any", "version": "3.15.1"}, {"name": "torch", "pins": {"cuda-toolkit": "13.2.2", "nvidia-cudnn-cu13": "9.26.0.51", "nvidia-cusparselt-cu13": "0.8.1", "nvidia-nccl-cu13": "2.30.7", "nvidia-nvshmem-cu13": "3.7.2"}, "variant": "cu132", "version": "2.15.0"}], "project": "project", "python": "3.12", "rocm": "", "torch_cuda": "13.2"}')  # the lock's facts, filled in by envsolve
+EXPECTED: dict[str, Any] = json.loads('{"accelerator": "cuda", "cuda": "13.2", "cudnn": "9.26.0.51", "driver_min": "595.45.04", "environment": "default", "gpu_archs": ["sm_89"], "gpu_models": [{"aliases": ["NVIDIA GeForce RTX 4090"], "arch": "sm_89", "name": "RTX 4090", "peak_tflops": {}}], "gpus": ["RTX 4090"], "keras_backend": "torch", "lock_digest": "sha256:954706ba5a8050ec99fb276c9030cd1b81f723ab5595ffc8808493ad66683ba9", "packages": [{"name": "keras", "pins": {}, "variant": "any", "version": "3.15.1"}, {"name": "torch", "pins": {"cuda-toolkit": "13.2.2", "nvidia-cudnn-cu13": "9.26.0.51", "nvidia-cusparselt-cu13": "0.8.1", "nvidia-nccl-cu13": "2.30.7", "nvidia-nvshmem-cu13": "3.7.2"}, "variant": "cu132", "version": "2.15.0"}], "project": "project", "python": "3.12", "rocm": "", "run_flags": "--gpus all", "torch_cuda": "13.2"}')  # the lock's facts, filled in by envsolve
 
 if EXPECTED.get("keras_backend"):
     os.environ.setdefault("KERAS_BACKEND", EXPECTED["keras_backend"])
@@ -302,8 +302,8 @@ def likely_cause() -> str:
     nvidia = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
     amd = os.path.exists("/dev/kfd")
     if not nvidia and not amd:
-        causes.append("no GPU device or driver is visible: start the container with --gpus all "
-                      "(NVIDIA Container Toolkit) or --device=/dev/kfd --device=/dev/dri (ROCm), "
+        flags = EXPECTED.get("run_flags") or "--gpus all (NVIDIA) or --device=/dev/kfd --device=/dev/dri (ROCm)"
+        causes.append(f"no GPU device or driver is visible: start the container with {flags}, "
                       "and check that the host has the GPU driver loaded")
     elif nvidia and not _nvidia_smi_driver():
         causes.append("nvidia-smi is present but reports no driver: the driver is not loaded or "
