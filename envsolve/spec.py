@@ -31,7 +31,7 @@ from .domain import (
 )
 from .errors import SpecError
 from .tables import TableReader, closest, load_toml, word
-from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
+from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_range
 
 if TYPE_CHECKING:
     from .data import Gpu, JetPack
@@ -192,9 +192,8 @@ class _ProjectParser(SectionParser):
         return v.strip()
 
     def _specifier(self, raw: str, key: str) -> SpecifierSet:
-        text = "" if raw.strip() in ("", "*") else raw.strip()
         try:
-            return SpecifierSet(text)
+            return parse_range(raw)
         except InvalidSpecifier:
             self.bad(key, f"{raw!r} is not a version specifier; write e.g. '>=2.4', '==2.7.*' or '*'")
             return SpecifierSet()

@@ -21,6 +21,8 @@ __all__ = [
     "parse_dotted",
     "parse_driver",
     "parse_python_minor",
+    "admits_any",
+    "parse_range",
     "python_admits_minor",
     "arch_from_compute_capability",
 ]
@@ -80,6 +82,17 @@ def parse_python_minor(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def admits_any(raw: str) -> bool:
+    """Whether a range as written admits every version: ``""`` or ``"*"`` (the spec's "any")."""
+    return raw.strip() in ("", "*")
+
+
+def parse_range(raw: str) -> SpecifierSet:
+    """The specifier a range as written stands for, ``"*"`` admitting everything; raises
+    ``InvalidSpecifier`` as packaging does."""
+    return SpecifierSet("" if admits_any(raw) else raw.strip())
+
+
 def python_admits_minor(spec: SpecifierSet | str, minor: str) -> bool:
     """Whether a Python range admits the CPython minor ``X.Y``: it does when it admits any patch of
     it (``>=3.12.1,<3.13`` admits 3.12; so does ``==3.12.5``). The solver, the index readers, the
@@ -87,7 +100,7 @@ def python_admits_minor(spec: SpecifierSet | str, minor: str) -> bool:
     (whoever parsed it has reported it)."""
     if isinstance(spec, str):
         try:
-            spec = SpecifierSet("" if spec.strip() in ("", "*") else spec)
+            spec = parse_range(spec)
         except InvalidSpecifier:
             return True
     return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in _patches_to_try(spec, minor))

@@ -16,7 +16,7 @@ from typing import Literal
 from packaging.version import InvalidVersion, Version
 
 from ..data import Build
-from ..domain import ACCELERATOR, ACCELERATORS, DOCKER_PLATFORM, Accelerator, gpu_run_flags, serves
+from ..domain import ACCELERATOR, DOCKER_PLATFORM, serves
 from ..lock.model import Environment, Lock
 from ..provider import Provider
 from ..solve import PackagePin
@@ -119,8 +119,7 @@ def _platform(env: Environment, facts: HostFacts) -> list[Finding]:
 
 def _run_flags(env: Environment) -> str:
     """The container-engine arguments that give ``env``'s container its GPUs."""
-    accelerator: Accelerator = next((a for a in ACCELERATORS if a == env.accelerator), "cpu")
-    return " ".join(gpu_run_flags(accelerator, jetson=bool(env.jetpack)))
+    return " ".join(env.run_flags)
 
 
 def _no_gpu_fix(env: Environment, facts: HostFacts) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeVar, get_args
 import tomli_w
 
 from ..data import Gpu
-from ..domain import ACCELERATORS, DEFAULT_INDEXES, PLATFORMS, Accelerator, Platform
+from ..domain import ACCELERATORS, DEFAULT_INDEXES, PLATFORMS, Accelerator, Platform, gpu_run_flags
 from ..errors import LockError
 from ..solve import PackagePin, Resolution
 from ..tables import Check, TableReader, at, strings, word
@@ -270,6 +270,11 @@ class Environment:
     def tool(self, name: str) -> str:
         """The pinned version of a tool the images install ("" when none)."""
         return dict(self.tools).get(name, "")
+
+    @property
+    def run_flags(self) -> tuple[str, ...]:
+        """The ``docker run`` arguments that give this environment's container its GPUs."""
+        return gpu_run_flags(self.accelerator, jetson=bool(self.jetpack))
 
     @classmethod
     def from_dict(cls, v: Any, where: str, reader: _LockReader, roots: Mapping[str, str]) -> Environment | None:

@@ -27,7 +27,7 @@ from ..index import pages as ix
 from ..index.metadata import Metadata, requirements
 from ..index.reader import Reader
 from ..spec import FrameworkReq, ProjectSpec
-from ..versions import parse_python_minor, python_admits_minor
+from ..versions import admits_any, parse_python_minor, python_admits_minor
 
 __all__ = ["Steer", "apply", "steer"]
 
@@ -214,8 +214,6 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
     return tuple(s for req, line in lines if (s := _steer_line(ctx, req, line)) is not None)
 
 
-def _any(raw: str) -> bool:
-    return raw.strip() in ("", "*")
 
 
 def _asks_of(name: str, steers: Sequence[Steer]) -> list[tuple[str, str]]:
@@ -228,7 +226,7 @@ def _asked(f: FrameworkReq, steers: Sequence[Steer]) -> FrameworkReq:
     asked = _asks_of(f.name, steers)
     if not asked:
         return f
-    raw = ",".join(([] if _any(f.raw) else [f.raw]) + [raw for _, raw in asked])
+    raw = ",".join(([] if admits_any(f.raw) else [f.raw]) + [raw for _, raw in asked])
     return FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
                         asked_by=", ".join(p for p, _ in asked))
 
@@ -243,7 +241,7 @@ def apply(spec: ProjectSpec, steers: Sequence[Steer]) -> ProjectSpec:
     python, python_raw = spec.python, spec.python_raw
     for bound in _python_bounds(steers):
         python = python & SpecifierSet(bound)
-        python_raw = bound if _any(python_raw) else f"{python_raw},{bound}"
+        python_raw = bound if admits_any(python_raw) else f"{python_raw},{bound}"
     frameworks = tuple(_asked(f, steers) for f in spec.frameworks)
     return dataclasses.replace(spec, frameworks=frameworks, python=python, python_raw=python_raw)
 

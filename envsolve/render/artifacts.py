@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import check_url
-from ..domain import DEFAULT_PLATFORM, EXTRA_INDEXES, cuda_of_variant, driver_text, gpu_run_flags, qualified_image
+from ..domain import DEFAULT_PLATFORM, EXTRA_INDEXES, cuda_of_variant, driver_text, qualified_image
 from ..errors import LockError
 from ..lock.model import Environment, Lock, Package, index_url
 from ..paths import templates_dir
@@ -104,7 +104,7 @@ def _expected(lock: Lock, env: Environment) -> dict[str, Any]:
         "packages": [{"name": p.name, "version": p.version, "variant": p.variant,
                       "pins": {k: v for k, v in p.pins if v[:1].isdigit()}}
                      for p in env.frameworks],
-        "run_flags": " ".join(gpu_run_flags(env.accelerator, jetson=bool(env.jetpack))),
+        "run_flags": " ".join(env.run_flags),
     }
 
 
@@ -211,11 +211,6 @@ def _refuse(lock: Lock, env: Environment, lock_name: str, groups: list[dict[str,
                         tip="pin the frameworks to builds of one variant, then lock again")
 
 
-def _run_flags(env: Environment) -> str:
-    """How `docker run` gives the container its GPUs (see :func:`envsolve.domain.gpu_run_flags`)."""
-    return "".join(f"{flag} " for flag in gpu_run_flags(env.accelerator, jetson=bool(env.jetpack)))
-
-
 def _description(env: Environment) -> str:
     """The image's description label: its frameworks, Python and stack."""
     names = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in env.frameworks) or "no frameworks"
@@ -233,7 +228,7 @@ def _image(lock: Lock, env: Environment) -> dict[str, Any]:
         "base_image": qualified_image(env.base_image),
         "tag": tag,
         "conda_name": tag,
-        "run_flags": _run_flags(env),
+        "run_flags": "".join(f"{flag} " for flag in env.run_flags),
         "platform_flag": f"--platform {env.platform} " if env.platform != DEFAULT_PLATFORM else "",
         "groups_of_user": "video,render" if env.accelerator == "rocm" else "",
         "description": _description(env),

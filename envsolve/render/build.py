@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..domain import ACCELERATORS, Accelerator, gpu_run_flags
+from ..domain import Accelerator, gpu_run_flags
 from ..errors import EnvsolveError
 from ..lock.model import Environment, Lock
 
@@ -147,7 +147,7 @@ _BUILD = {"docker": ("buildx", "build", "--load"), "podman": ("build", "--format
           "buildah": ("bud", "--format=docker")}
 
 
-def plan(engine: Engine, *, environment: str, accelerator: str, context: Path, tag: str,
+def plan(engine: Engine, *, environment: str, accelerator: Accelerator, context: Path, tag: str,
          secrets: Mapping[str, Path], platform: str = "", smoke: bool = False, push: bool = False,
          jetson: bool = False) -> BuildPlan:
     """The engine commands for one environment (pure: nothing runs)."""
@@ -166,7 +166,7 @@ def _build_head(engine: Engine, secrets: Mapping[str, Path], platform: str) -> l
     return head
 
 
-def _smoke(engine: Engine, head: list[str], *, accelerator: str, jetson: bool, tag: str,
+def _smoke(engine: Engine, head: list[str], *, accelerator: Accelerator, jetson: bool, tag: str,
            context: Path) -> tuple[str, ...]:
     """A CPU image's smoke stage, built; a GPU image's smoke test, run with the GPUs (buildah
     runs no containers: nothing)."""
@@ -177,11 +177,10 @@ def _smoke(engine: Engine, head: list[str], *, accelerator: str, jetson: bool, t
     return (engine.path, "run", "--rm", *_gpu_args(accelerator, jetson), tag, "python", "smoke_test.py")
 
 
-def _gpu_args(accelerator: str, jetson: bool) -> list[str]:
+def _gpu_args(accelerator: Accelerator, jetson: bool) -> list[str]:
     """domain.gpu_run_flags, each option with its value in one argument (``--gpus=all``), as the
     other engine arguments are written."""
-    closed: Accelerator = next((a for a in ACCELERATORS if a == accelerator), "cpu")
-    return _OPTION_VALUE.sub(r"\1=", " ".join(gpu_run_flags(closed, jetson=jetson))).split()
+    return _OPTION_VALUE.sub(r"\1=", " ".join(gpu_run_flags(accelerator, jetson=jetson))).split()
 
 
 def image_tag(lock: Lock, environment: str, tag: str | None, several: bool) -> str:

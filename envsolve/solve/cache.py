@@ -14,7 +14,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ..versions import python_admits_minor
+from ..versions import parse_range, python_admits_minor
 
 __all__ = ["Cache"]
 
@@ -32,7 +32,7 @@ class Cache:
         """The specifier ``raw`` stands for ("" and "*" admit everything)."""
         got = self._ranges.get(raw)
         if got is None:
-            got = self._ranges[raw] = SpecifierSet("" if raw.strip() in ("", "*") else raw)
+            got = self._ranges[raw] = parse_range(raw)
         return got
 
     def pythons(self, python_raw: str, pys: tuple[str, ...]) -> frozenset[str]:

@@ -15,6 +15,7 @@ from ..domain import COMPANIONS
 from ..errors import Clash, Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, ProjectSpec
+from ..versions import admits_any
 from .cache import Cache
 from .fixes import solve_explained
 from .model import Reporter, Resolution
@@ -28,7 +29,7 @@ def pinned(spec: ProjectSpec, pins: Mapping[str, str]) -> ProjectSpec:
     out = []
     for f in spec.frameworks:
         if f.name in pins:
-            raw = f"=={pins[f.name]}" if f.raw.strip() in ("", "*") else f"{f.raw},=={pins[f.name]}"
+            raw = f"=={pins[f.name]}" if admits_any(f.raw) else f"{f.raw},=={pins[f.name]}"
             f = FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
                              asked_by=f.asked_by)
         out.append(f)
