@@ -35,6 +35,7 @@ __all__ = [
     "WHEEL_MACHINE",
     "EXTRA_INDEXES",
     "GITHUB_RUNNER",
+    "JETSON_PLATFORM",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
     "Kernels",
@@ -74,6 +75,8 @@ VENDORS: tuple[Vendor, ...] = get_args(Vendor)
 ACCELERATORS: tuple[Accelerator, ...] = get_args(Accelerator)
 # The platform of a spec, target, image or lock that names none.
 DEFAULT_PLATFORM: Platform = "linux/amd64"
+# A Jetson module is an Arm computer: its builds and images are for this platform only.
+JETSON_PLATFORM: Platform = "linux/arm64"
 # Vendor -> the accelerator its GPUs need.
 ACCELERATOR: dict[str, Accelerator] = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
 

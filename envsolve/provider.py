@@ -35,7 +35,7 @@ from .data import (
     Toolkit,
     fold,
 )
-from .domain import DEFAULT_PLATFORM, Accelerator
+from .domain import DEFAULT_PLATFORM, JETSON_PLATFORM, Accelerator
 from .versions import Arch, Dotted, parse_arch, parse_driver
 
 __all__ = ["Provider"]
@@ -266,7 +266,7 @@ class Provider:
         """Whether ``b`` is published for ``platform``: every non-Jetson build for linux/amd64, a
         Jetson build for linux/arm64 only, the rest for linux/arm64 as matrices/platforms.toml says."""
         if b.jetpack:
-            return platform == "linux/arm64"
+            return platform == JETSON_PLATFORM
         return platform == DEFAULT_PLATFORM or self.platform_wheel(b, platform) is not None
 
     def image_on_platform(self, image: Image, platform: str) -> bool:

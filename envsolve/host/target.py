@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..domain import DOCKER_PLATFORM, Platform, Vendor
+from ..domain import DOCKER_PLATFORM, JETSON_PLATFORM, Platform, Vendor
 from ..errors import SpecError
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, SectionParser, Target
@@ -14,7 +14,6 @@ from .facts import GpuInfo, HostFacts
 
 __all__ = ["for_host"]
 
-_JETSON_PLATFORM: Platform = "linux/arm64"  # a Jetson module is an Arm computer
 _HOST_VENDOR: dict[str, Vendor] = {"nvidia": "nvidia", "amd": "amd"}  # the vendors whose GPUs a host can serve
 
 
@@ -85,7 +84,7 @@ def _host_jetpack(facts: HostFacts, gpus: list[GpuReq], base: Target, provider: 
 
 def _host_platform(facts: HostFacts, gpus: list[GpuReq], jetson: bool, base: Target) -> tuple[Platform, str]:
     """(platform, why): the host CPU's (a Jetson's when unknown), else the one its GPUs imply, else the spec's."""
-    platform = DOCKER_PLATFORM.get(facts.machine) or (_JETSON_PLATFORM if jetson else None)
+    platform = DOCKER_PLATFORM.get(facts.machine) or (JETSON_PLATFORM if jetson else None)
     if platform is not None:
         return platform, f"this host's CPU ({facts.machine})" if facts.machine else "a Jetson (/etc/nv_tegra_release)"
     implied = {g.platform for g in gpus if g.platform}
