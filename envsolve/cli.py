@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from . import ui
 from .errors import CheckFailed, EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
 from .files import write_all
 from .index import policy
@@ -20,6 +21,7 @@ from .lock.options import LOCK_OPTIONS, Option
 
 if TYPE_CHECKING:
     from .host.facts import HostFacts
+    from .lock.job import Said
     from .lock.model import Lock
     from .matrix.cells import CellResult
     from .matrix.parse import MatrixSpec
@@ -30,9 +32,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(e: EnvsolveError) -> None:
-    click.echo(f"ERROR: {e.message}", err=True)
-    if e.tip:
-        click.echo(f"TIP: {e.tip}", err=True)
+    ui.console().error(e.message, e.tip or "")
     sys.exit(e.exit_code)
 
 
@@ -43,16 +43,23 @@ def _handles_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except EnvsolveError as e:
             _fail(e)
+        finally:
+            ui.console().done()
 
     return wrapper  # type: ignore[return-value]
+
+
+def _matrices() -> Path | None:
+    """The --matrices folder, given before or after the subcommand (or ENVSOLVE_MATRICES)."""
+    value = click.get_current_context().meta.get(_MATRICES_KEY)
+    return value if isinstance(value, Path) else None
 
 
 def _provider() -> Provider:
     from .data import load
     from .provider import Provider
 
-    root = click.get_current_context().find_root().params.get("matrices")
-    return Provider(load(root))
+    return Provider(load(_matrices()))
 
 
 def _read_spec(path: Path, provider: Provider) -> tuple[ProjectSpec, bytes]:
@@ -71,12 +78,70 @@ def _read_spec(path: Path, provider: Provider) -> tuple[ProjectSpec, bytes]:
     return parse_spec(text, str(path), provider), blob
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# ---------------------------------------------------------------------------- options every command shares
+
+_MATRICES_KEY = "envsolve.matrices"
+
+
+def _set_level(level: ui.Level) -> Callable[[click.Context, click.Parameter, bool], None]:
+    def callback(ctx: click.Context, param: click.Parameter, on: bool) -> None:
+        if on:
+            ui.console().level = level
+
+    return callback
+
+
+def _set_no_color(ctx: click.Context, param: click.Parameter, on: bool) -> None:
+    if on:
+        ui.console().no_color()
+
+
+def _set_matrices(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    if value is not None:
+        ctx.meta[_MATRICES_KEY] = value
+
+
+def _shared_options(envvar: str | None) -> list[click.Option]:
+    """-q, -v, --no-color and --matrices: accepted before the subcommand and after it."""
+    return [
+        click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, callback=_set_level("quiet"),
+                     help="Print only errors and the command's own output (no summaries, warnings or progress)."),
+        click.Option(["-v", "--verbose"], is_flag=True, expose_value=False, callback=_set_level("verbose"),
+                     help="Also say what is read: the spec, the matrices, which index, which cache."),
+        click.Option(["--no-color"], is_flag=True, expose_value=False, callback=_set_no_color,
+                     help="No colour (also NO_COLOR=1); colour is used only on a terminal."),
+        click.Option(["--matrices"], type=click.Path(path_type=Path, file_okay=False), envvar=envvar,
+                     expose_value=False, callback=_set_matrices,
+                     help="Use this matrices/ folder instead of the shipped data (env ENVSOLVE_MATRICES)."),
+    ]
+
+
+class EnvsolveCommand(click.Command):
+    """A subcommand: the shared options after its own, and the exit codes under its help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["epilog"] = "\n\n".join(x for x in (kwargs.get("epilog"), ui.EXIT_CODES) if x)
+        super().__init__(*args, **kwargs)
+        self.params.extend(_shared_options(None))
+
+
+class EnvsolveGroup(click.Group):
+    command_class = EnvsolveCommand
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        ui.reset()  # a new run: the shared options set the console as they are read
+        return super().make_context(*args, **kwargs)
+
+
+@click.group(cls=EnvsolveGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=ui.EXIT_CODES + " Shell completion: see README (`_ENVSOLVE_COMPLETE=bash_source envsolve`).")
 @click.version_option(package_name="envsolve")
-@click.option("--matrices", type=click.Path(path_type=Path, file_okay=False), envvar="ENVSOLVE_MATRICES",
-              help="Use this matrices/ folder instead of the shipped data.")
-def main(matrices: Path | None) -> None:
+def main() -> None:
     """Resolve GPU software stacks against a sourced compatibility graph."""
+
+
+for _option in _shared_options("ENVSOLVE_MATRICES"):
+    main.params.append(_option)
 
 
 def _click_option(o: Option) -> Callable[[F], F]:
@@ -99,8 +164,15 @@ def _lock_options(fn: F) -> F:
     return fn
 
 
-def _say(line: str, err: bool) -> None:
-    click.echo(line, err=err)
+def _say(line: str, kind: Said, err: bool) -> None:
+    """A line of `envsolve lock` through the console: the product always, the rest as -q/-v say."""
+    console = ui.console()
+    if kind == "out":
+        console.out(line)
+    elif kind == "warn":
+        console.warn(line)
+    else:
+        console.say(line, err=err)
 
 
 @main.command()
@@ -151,7 +223,7 @@ def _render(lock_path: Path, out_dir: Path | None, target: str | None, dockerfil
 def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dockerfile: bool) -> None:
     """Write Dockerfile, requirements.txt, environment.yml and smoke_test.py per environment."""
     for path in _render(lock_path, output, target, dockerfile=not no_dockerfile):
-        click.echo(f"wrote {path}")
+        ui.console().say(f"wrote {path}")
 
 
 @main.command(name="build")
@@ -183,13 +255,13 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
     options = builder.BuildOptions(root=output or lock_path.parent / "envsolve-out", tag=tag,
                                    platform=platform or "", smoke=smoke, push=push)
     if print_only:
-        click.echo(builder.PRINT_NOTE)
+        ui.console().out(builder.PRINT_NOTE)
         for argv in builder.commands(builder.engine_to_print(engine), data, envs, options):
-            click.echo(shlex.join(argv))
+            ui.console().out(shlex.join(argv))
         return
     results = builder.build_all(builder.find_engine(engine), data, envs, options,
-                                lambda line: click.echo(line, err=True))
-    click.echo(builder.summary(results))
+                                lambda line: ui.console().say(line, err=True))
+    ui.console().out(builder.summary(results))
     if (failed := builder.failure(results)) is not None:
         raise failed
 
@@ -228,12 +300,12 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     folder = str(render_dir or RENDER_DIR)
     if fmt == "json" and not (render_dir or check or workflow_path):  # nothing else asked: stream the cells
         for piece in formats.everything(ms, iter_cells(provider, ms, ms.iter_cells()), folder):
-            click.echo(piece, nl=False)
+            ui.console().out(piece, nl=False)
         return
     results = solve_cells(provider, ms, ms.cells())
     if warning := formats.too_many_jobs(fmt, results, max_jobs):
-        click.echo(warning, err=True)
-    click.echo(formats.printed(fmt, ms, results, folder, max_jobs=max_jobs, shard=shard), nl=False)
+        ui.console().warn(warning)
+    ui.console().out(formats.printed(fmt, ms, results, folder, max_jobs=max_jobs, shard=shard), nl=False)
     if render_dir is not None:
         _render_cells(provider, ms, results, render_dir)
     if workflow_path is not None:
@@ -258,12 +330,12 @@ def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path) -> None:
                                      "run from the repository root cannot find it")],
                             tip="run envsolve from the repository root with a path inside it") from None
 
-    root = click.get_current_context().find_root().params.get("matrices")
+    root = _matrices()
     text = workflow(ms, matrix_file=relative(matrix_path, "the matrix file"), version=__version__,
                     command=f"envsolve matrix {relative(matrix_path, 'the matrix file')} --workflow {out.as_posix()}",
                     matrices_dir=relative(root, "the --matrices folder") if root else "")
     write_all({out: text}, tip="choose another path with --workflow")
-    click.echo(f"wrote {out}", err=True)
+    ui.console().say(f"wrote {out}", err=True)
 
 
 def _read_text(path: Path) -> str:
@@ -283,7 +355,7 @@ def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult],
 
     urls, warnings = index_urls({})
     for w in warnings:
-        click.echo(f"WARNING: {w}", err=True)
+        ui.console().warn(w)
     texts = {}
     cells = 0
     for r in results:
@@ -296,14 +368,14 @@ def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult],
         for name, text in render_environment(data, data.environments[0]).items():
             texts[root / r.cell.id / name] = text
     write_all(texts, tip="choose another folder with --render")
-    click.echo(f"rendered {cells} cells under {root}", err=True)
+    ui.console().say(f"rendered {cells} cells under {root}", err=True)
 
 
 def _check_images(provider: Provider, path: Path, fmt: str) -> None:
     from .matrix.images import check_images, images_of, verdicts_text
 
     verdicts = check_images(provider, images_of(_read_text(path), str(path)), str(path))
-    click.echo(verdicts_text(verdicts, fmt), nl=False)
+    ui.console().out(verdicts_text(verdicts, fmt), nl=False)
     failing = [v for v in verdicts if not v.ok]
     if failing:
         raise CheckFailed(f"{len(failing)} of {len(verdicts)} images would fail",
@@ -329,17 +401,17 @@ def explain(spec_path: Path, verbose: bool) -> None:
     except ResolveError as e:
         steers, warnings = (), [f"{e.message}; explaining without what [packages] pip asks"]
     for w in warnings:
-        click.echo(f"WARNING: {w}", err=True)
+        ui.console().warn(w)
     for note in (n for st in steers for n in st.notes()):
-        click.echo(f"[packages] pip: {note}")
+        ui.console().out(f"[packages] pip: {note}")
     rep = ExplainReporter()
     try:
         resolutions = solve_explained(provider, spec, rep)
     except Unsatisfiable as e:
-        click.echo(f"target {e.target}: no resolution")
-        click.echo("\n".join(rep.rejections(e.target, verbose)))
+        ui.console().out(f"target {e.target}: no resolution")
+        ui.console().out("\n".join(rep.rejections(e.target, verbose)))
         raise
-    click.echo(rep.text(resolutions, verbose=verbose), nl=False)
+    ui.console().out(rep.text(resolutions, verbose=verbose), nl=False)
 
 
 @main.command()
@@ -359,7 +431,7 @@ def graph(around: str | None, depth: int, fmt: str) -> None:
         if sub.number_of_nodes() == 0:
             raise SpecError([Problem("--around", around, "matches no node")],
                             tip="try a GPU (H100), an arch (sm_90), or a build (torch==2.7.1)")
-    click.echo(to_dot(sub) if fmt == "dot" else to_json(sub), nl=False)
+    ui.console().out(to_dot(sub) if fmt == "dot" else to_json(sub), nl=False)
 
 
 def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool, timeout: float,
@@ -410,10 +482,10 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
     """Show the data version, counts per kind and the newest release of each framework."""
     from .data import data_dir, load
 
-    root = click.get_current_context().find_root().params.get("matrices") or data_dir()
+    root = _matrices() or data_dir()
     m = load(root)
     if validate:
-        click.echo(f"{root}: valid (data {m.data_version}, {m.digest})")
+        ui.console().out(f"{root}: valid (data {m.data_version}, {m.digest})")
         return
     if verify:
         from .verify import checked_packages, report_text
@@ -421,22 +493,22 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
 
         wanted = checked_packages(packages)
         client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff,
-                               lambda line: click.echo(f"verify: {line}", err=True))
+                               lambda line: ui.console().progress(f"verify: {line}"))
         report = verify_rows(client, m, wanted, client.index_url)
-        click.echo(report_text(report), nl=False)
+        ui.console().out(report_text(report), nl=False)
         if report.mismatches:
             raise CheckFailed(f"{len(report.mismatches)} fact(s) in {root} disagree with the index",
                               tip="correct the rows named above from their sources, then run "
                                   "`envsolve data --verify` again")
         return
-    click.echo(f"data version {m.data_version} ({m.digest})")
+    ui.console().out(f"data version {m.data_version} ({m.digest})")
     kinds = {"GPU models": m.gpus, "architectures": m.archs, "CUDA toolkits": m.toolkits,
              "driver branches": m.branches, "cuDNN releases": m.cudnn, "ROCm releases": m.rocm,
              "framework releases": m.releases, "framework builds": m.builds, "base images": m.images}
     for kind, rows in kinds.items():
-        click.echo(f"  {kind}: {len(rows)}")
+        ui.console().out(f"  {kind}: {len(rows)}")
     low = sum(r.confidence == "low" for rows in kinds.values() for r in rows)
-    click.echo(f"  rows marked confidence = low: {low}")
+    ui.console().out(f"  rows marked confidence = low: {low}")
     _echo_newest_packages(m)
 
 
@@ -454,11 +526,11 @@ def _for_host(spec: ProjectSpec, provider: Provider) -> ProjectSpec:
 
     facts = _host_facts(provider)
     for w in facts.warnings:
-        click.echo(f"WARNING: host: {w}", err=True)
+        ui.console().warn(f"host: {w}")
     host, warnings = for_host(spec, facts, provider)
     for w in warnings:
-        click.echo(f"WARNING: host: {w}", err=True)
-    click.echo("host: " + ", ".join(f"{k} = {v}" for k, v in hardware_table(facts, provider).items()), err=True)
+        ui.console().warn(f"host: {w}")
+    ui.console().say("host: " + ", ".join(f"{k} = {v}" for k, v in hardware_table(facts, provider).items()), err=True)
     return host
 
 
@@ -475,14 +547,15 @@ def detect_cmd(fmt: str) -> None:
     provider = _provider()
     facts = _host_facts(provider)
     if fmt == "json":
-        click.echo(json.dumps(facts.to_dict(), indent=2))
+        ui.console().out(json.dumps(facts.to_dict(), indent=2))
     elif fmt == "toml":
-        click.echo(f"# {facts.vendor} host, from {facts.source}" + (f", driver {facts.driver}" if facts.driver else ""))
-        click.echo(tomli_w.dumps({"hardware": hardware_table(facts, provider)}), nl=False)
+        driver = f", driver {facts.driver}" if facts.driver else ""
+        ui.console().out(f"# {facts.vendor} host, from {facts.source}{driver}")
+        ui.console().out(tomli_w.dumps({"hardware": hardware_table(facts, provider)}), nl=False)
     else:
-        click.echo(describe(facts, provider))
+        ui.console().out(describe(facts, provider))
     for w in facts.warnings:
-        click.echo(f"WARNING: {w}", err=True)
+        ui.console().warn(w)
 
 
 @main.command()
@@ -506,16 +579,16 @@ def doctor(lock_path: Path, target: str | None) -> None:
                         tip="pass one of those to --target, or leave --target out")
     findings = check(env, facts, provider, installed=installed_versions(p.name for p in env.frameworks),
                      tools=docker_tools())
-    click.echo(f"checking environment '{env.name}' of {lock_path} on this {where(facts)} "
+    ui.console().out(f"checking environment '{env.name}' of {lock_path} on this {where(facts)} "
                f"({facts.vendor}, from {facts.source})")
     for line in report_lines(findings):
-        click.echo(line)
+        ui.console().out(line)
     fails = sum(f.level == "fail" for f in findings)
     warns = sum(f.level == "warn" for f in findings)
     if fails:
         raise CheckFailed(f"{fails} check(s) failed, {warns} warning(s)", tip="apply the fixes above, then run "
                          "`envsolve doctor` again")
-    click.echo(f"all checks passed ({warns} warning(s))")
+    ui.console().out(f"all checks passed ({warns} warning(s))")
 
 
 def _echo_newest_packages(m: Any) -> None:
@@ -525,11 +598,11 @@ def _echo_newest_packages(m: Any) -> None:
 
     for name in (*FRAMEWORKS, *COMPANIONS):
         if newest := known_newest(m, name):
-            click.echo(f"  newest {name}: {newest}")
+            ui.console().out(f"  newest {name}: {newest}")
     if m.toolkits:
-        click.echo(f"  newest CUDA toolkit: {max(m.toolkits, key=lambda t: t.version).version}")
+        ui.console().out(f"  newest CUDA toolkit: {max(m.toolkits, key=lambda t: t.version).version}")
     for major in sorted({c.cuda_major for c in m.cudnn}):
-        click.echo(f"  newest cuDNN for CUDA {major}: "
+        ui.console().out(f"  newest cuDNN for CUDA {major}: "
                    f"{max((c for c in m.cudnn if c.cuda_major == major), key=lambda c: c.version).version}")
 
 
@@ -559,22 +632,23 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
         datetime.date.fromisoformat(version)
     except ValueError:
         raise SpecError([Problem("--data-version", version, "is not a date such as 2026-11-22")]) from None
-    root = click.get_current_context().find_root().params.get("matrices") or data_dir()
+    root = _matrices() or data_dir()
 
     def progress(line: str) -> None:
-        click.echo(f"refresh: {line}", err=True)
+        ui.console().progress(f"refresh: {line}")
 
     client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
     plan = survey(client, load_dir(root), packages or DEFAULT_PACKAGES, progress)
-    click.echo(plan_text(plan), nl=False)
+    ui.console().out(plan_text(plan), nl=False)
     for w in plan.warnings:
-        click.echo(f"WARNING: {w}", err=True)
+        ui.console().warn(w)
     if not diff_only:
         written = write_rows(plan.rows, root, version)
-        click.echo("".join(f"wrote {path}\n" for path in written) or "nothing to write\n", nl=False)
+        for line in [f"wrote {path}" for path in written] or ["nothing to write"]:
+            ui.console().say(line)
         return
     if plan.rows:
-        click.echo(f"{len(plan.rows)} new row(s); run `envsolve refresh --write` to add them")
+        ui.console().say(f"{len(plan.rows)} new row(s); run `envsolve refresh --write` to add them")
     if exit_code and len(plan.rows) + plan.changed:
         raise CheckFailed(f"the index has {len(plan.rows)} new row(s) and {plan.changed} change(s) for {root}",
                           tip="run `envsolve refresh --write` to add the new rows; correct changed rows by hand")

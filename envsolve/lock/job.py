@@ -39,7 +39,8 @@ from .steer import Steer
 
 __all__ = ["Options", "Outcome", "Request", "lock_command", "make", "steered"]
 
-Say = Callable[[str, bool], None]  # (line, to stderr)
+Said = Literal["out", "say", "warn"]  # the product (stdout) | what was done | a warning (stderr)
+Say = Callable[[str, Said, bool], None]  # (line, what it is, to stderr)
 Render = Callable[[lockfile.Lock, Path], Sequence[Path]]  # (the lock, its path) -> the files written
 
 
@@ -269,12 +270,24 @@ class _Output:
     json: bool
     said: list[tuple[bool, str]] = field(default_factory=list)
 
-    def line(self, text: str, err: bool = False) -> None:
+    def _line(self, text: str, kind: Said, err: bool) -> None:
         self.said.append((err, text))
-        self.say(text, err)
+        self.say(text, kind, err)
+
+    def product(self, text: str) -> None:
+        """The lock itself (``--format json``), on stdout."""
+        self._line(text, "out", False)
+
+    def line(self, text: str) -> None:
+        """What was done, on stdout."""
+        self._line(text, "say", False)
 
     def summary(self, text: str) -> None:
-        self.line(text, err=self.json)
+        """What was written and chosen: stderr with ``--format json``, else stdout."""
+        self._line(text, "say", self.json)
+
+    def warning(self, text: str) -> None:
+        self._line(text, "warn", True)
 
 
 def _stale_data_warning(out: Path, installed: str) -> str:
@@ -327,7 +340,7 @@ def _stack(r: Resolution) -> str:
 def _summarise(done: Outcome, out: Path, fmt: str, output: _Output) -> None:
     """The JSON structure (with ``--format json``) and what was written, per target."""
     if fmt == "json":
-        output.line(json.dumps(done.lock.to_dict(), indent=2, sort_keys=False))
+        output.product(json.dumps(done.lock.to_dict(), indent=2, sort_keys=False))
     output.summary(f"wrote {out}")
     for note in (n for st in done.steers for n in st.notes()):
         output.summary(f"  [packages] pip: {note}")
@@ -338,12 +351,12 @@ def _summarise(done: Outcome, out: Path, fmt: str, output: _Output) -> None:
 
 def _warn(stale: str, index_warnings: Sequence[str], done: Outcome, output: _Output) -> None:
     if stale:
-        output.line(stale, err=True)
+        output.warning(stale)
     for w in (*index_warnings, *done.warnings):
-        output.line(f"WARNING: {w}", err=True)
+        output.warning(f"WARNING: {w}")
     for r in done.resolutions:
         for w in r.warnings:
-            output.line(f"WARNING: {r.target.name}: {w}", err=True)
+            output.warning(f"WARNING: {r.target.name}: {w}")
 
 
 def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Request, *, say: Say,

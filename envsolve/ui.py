@@ -1,0 +1,144 @@
+"""How the commands talk to the person running them: how much (``-q``, normal, ``-v``), in colour
+or not, and transient progress lines on a terminal.
+
+One :class:`Console` per run, set by the options every command shares (see ``cli.EnvsolveCommand``).
+Lower layers never import this module: they take ``progress``/``say`` callables, and the command
+hands them the console's methods.
+
+- ``out``: the command's product (a lock as JSON, a table, a report): always printed, to stdout.
+- ``say``: what was done (``wrote envsolve.lock``, a summary): hidden by ``-q``.
+- ``warn``: a ``WARNING:`` line on stderr: hidden by ``-q`` ("errors only").
+- ``error``: the ``ERROR:``/``TIP:`` lines on stderr: always.
+- ``detail``: what it reads, which index, which cache: only with ``-v``, on stderr.
+- ``progress``: what long work is doing now: on a terminal (stderr), one line rewritten in place;
+  elsewhere nothing, unless ``-v`` (then a plain line).
+
+Colour follows click's rule (only on a terminal) and is off with ``NO_COLOR`` (any non-empty
+value, see https://no-color.org) or ``--no-color``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+import click
+
+__all__ = ["EXIT_CODES", "Console", "Level", "console", "reset"]
+
+Level = Literal["quiet", "normal", "verbose"]
+
+# the one statement of what envsolve's exit codes mean (errors.py raises them; --help shows this)
+EXIT_CODES = ("Exit codes: 0 success; 1 unsatisfiable spec or a failed check; "
+              "2 bad input (the message names the file, key and value, with a TIP).")
+
+_STYLES = {"ERROR:": {"fg": "red", "bold": True}, "TIP:": {"fg": "cyan"}, "WARNING:": {"fg": "yellow"}}
+
+
+@dataclass(slots=True)
+class Console:
+    level: Level = "normal"
+    color: bool | None = None  # None: click decides (a terminal gets colour); False: never
+    _live: bool = False  # a progress line is on the terminal now
+
+    # ------------------------------------------------------------------ settings
+
+    @property
+    def quiet(self) -> bool:
+        return self.level == "quiet"
+
+    @property
+    def verbose(self) -> bool:
+        return self.level == "verbose"
+
+    def no_color(self) -> None:
+        self.color = False
+
+    # ------------------------------------------------------------------ lines
+
+    def out(self, text: str, nl: bool = True) -> None:
+        """The command's product, on stdout, whatever the level."""
+        self._clear()
+        click.echo(text, nl=nl, color=self.color)
+
+    def say(self, text: str, err: bool = False) -> None:
+        """What was done; hidden by ``-q``."""
+        if not self.quiet:
+            self._clear()
+            click.echo(self._styled(text), err=err, color=self.color)
+
+    def warn(self, text: str) -> None:
+        """A warning (``WARNING:`` is added when missing); hidden by ``-q``."""
+        self.say(text if text.startswith("WARNING:") else f"WARNING: {text}", err=True)
+
+    def error(self, message: str, tip: str = "") -> None:
+        """The lines of a failure, always on stderr."""
+        self._clear()
+        click.echo(self._styled(f"ERROR: {message}"), err=True, color=self.color)
+        if tip:
+            click.echo(self._styled(f"TIP: {tip}"), err=True, color=self.color)
+
+    def detail(self, text: str) -> None:
+        """What the command reads and from where; only with ``-v``."""
+        if self.verbose:
+            self._clear()
+            click.echo(click.style(text, dim=True), err=True, color=self.color)
+
+    def progress(self, text: str) -> None:
+        """What long work is doing now: rewritten in place on a terminal, else only with ``-v``."""
+        if self.quiet:
+            return
+        if _terminal():
+            width = max(20, _columns() - 1)
+            sys.stderr.write("\r\x1b[K" + text[:width])
+            sys.stderr.flush()
+            self._live = True
+        else:
+            self.detail(text)
+
+    def done(self) -> None:
+        """The long work is over: its progress line goes."""
+        self._clear()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _clear(self) -> None:
+        if self._live:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self._live = False
+
+    @staticmethod
+    def _styled(text: str) -> str:
+        for prefix, style in _STYLES.items():
+            if text.startswith(prefix):
+                return click.style(prefix, **style) + text[len(prefix):]  # type: ignore[arg-type]
+        return text
+
+
+def _terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def _columns() -> int:
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        return 80
+
+
+_CONSOLE = Console()
+
+
+def console() -> Console:
+    """The console of this run."""
+    return _CONSOLE
+
+
+def reset() -> Console:
+    """A fresh console for a new run (the group's start), colour off when ``NO_COLOR`` is set."""
+    global _CONSOLE
+    _CONSOLE = Console(color=False if os.environ.get("NO_COLOR") else None)
+    return _CONSOLE
