@@ -42,6 +42,7 @@ class Console:
     level: Level = "normal"
     color: bool | None = None  # None: click decides (a terminal gets colour); False: never
     _live: bool = False  # a progress line is on the terminal now
+    _status: str = ""  # the progress line of the work going on (a terminal only)
 
     # ------------------------------------------------------------------ settings
 
@@ -60,14 +61,12 @@ class Console:
 
     def out(self, text: str, nl: bool = True) -> None:
         """The command's product, on stdout, whatever the level."""
-        self._clear()
-        click.echo(text, nl=nl, color=self.color)
+        self._echo(text, nl=nl)
 
     def say(self, text: str, err: bool = False) -> None:
         """What was done; hidden by ``-q``."""
         if not self.quiet:
-            self._clear()
-            click.echo(self._styled(text), err=err, color=self.color)
+            self._echo(self._styled(text), err=err)
 
     def warn(self, text: str) -> None:
         """A warning (``WARNING:`` is added when missing); hidden by ``-q``."""
@@ -75,34 +74,45 @@ class Console:
 
     def error(self, message: str, tip: str = "") -> None:
         """The lines of a failure, always on stderr."""
-        self._clear()
-        click.echo(self._styled(f"ERROR: {message}"), err=True, color=self.color)
+        self._echo(self._styled(f"ERROR: {message}"), err=True)
         if tip:
-            click.echo(self._styled(f"TIP: {tip}"), err=True, color=self.color)
+            self._echo(self._styled(f"TIP: {tip}"), err=True)
 
     def detail(self, text: str) -> None:
         """What the command reads and from where; only with ``-v``."""
         if self.verbose:
-            self._clear()
-            click.echo(click.style(text, dim=True), err=True, color=self.color)
+            self._echo(click.style(text, dim=True), err=True)
 
     def progress(self, text: str) -> None:
-        """What long work is doing now: rewritten in place on a terminal, else only with ``-v``."""
+        """What long work is doing now: rewritten in place on a terminal (and written again under
+        any line printed meanwhile), else only with ``-v``."""
         if self.quiet:
             return
         if _terminal():
-            width = max(20, _columns() - 1)
-            sys.stderr.write("\r\x1b[K" + text[:width])
-            sys.stderr.flush()
-            self._live = True
+            self._status = text.splitlines()[0] if text else ""
+            self._draw()
         else:
             self.detail(text)
 
     def done(self) -> None:
         """The long work is over: its progress line goes."""
         self._clear()
+        self._status = ""
 
     # ------------------------------------------------------------------ helpers
+
+    def _echo(self, text: str, *, err: bool = False, nl: bool = True) -> None:
+        """One line, with the progress line moved out of its way and drawn again under it."""
+        self._clear()
+        click.echo(text, nl=nl, err=err, color=self.color)
+        if self._status and (nl or text.endswith("\n")):
+            self._draw()
+
+    def _draw(self) -> None:
+        width = max(20, _columns() - 1)
+        sys.stderr.write("\r\x1b[K" + self._status[:width])
+        sys.stderr.flush()
+        self._live = True
 
     def _clear(self) -> None:
         if self._live:

@@ -3,6 +3,7 @@ the Reader protocol steering takes, and the HTTP client's cache (CacheControl) a
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -135,6 +136,25 @@ def test_retries_wait_backoff_then_double_and_say_so(httpserver: HTTPServer, mon
         httpserver.expect_oneshot_request("/simple/x/").respond_with_data("busy", status=503)
     httpserver.expect_request("/simple/x/").respond_with_data(PAGE, content_type=JSON)
     said: list[str] = []
-    IndexClient(httpserver.url_for("/simple"), backoff=0.5, retries=3, progress=said.append).project("x")
+    IndexClient(httpserver.url_for("/simple"), backoff=0.5, retries=3, warn=said.append).project("x")
     assert slept == [0.5, 1.0]
-    assert said == [f"retrying {httpserver.url_for('/simple/x/')} in {s:g} s" for s in (0.5, 1.0)]
+    assert said == [f"{httpserver.url_for('/simple/x/')} answered HTTP 503; trying again in {s:g} s (retry {i} of 3)"
+                    for i, s in ((1, 0.5), (2, 1.0))]
+
+
+def test_a_refused_connection_is_said_before_each_retry_without_credentials(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("time.sleep", lambda _: None)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    said: list[str] = []
+    client = IndexClient(f"http://bot:S3CRET@127.0.0.1:{port}/simple", retries=2, backoff=2,
+                         warn=said.append)
+    with pytest.raises(RefreshError) as e:
+        client.project("x")
+    assert said == [f"http://127.0.0.1:{port}/simple/x/ did not answer (connection refused); trying again in "
+                    f"{s} s (retry {i} of 2)" for i, s in ((1, 2), (2, 4))]
+    assert e.value.message == f"cannot reach the package index at http://127.0.0.1:{port}/simple (Connection refused; 3 tries)"
+    assert "--index-url" in (e.value.tip or "") and "PIP_INDEX_URL" in (e.value.tip or "")
+    assert "S3CRET" not in e.value.message + (e.value.tip or "") + "".join(said)

@@ -31,7 +31,7 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
 
-from ..config import pip_config
+from ..config import pip_config, strip_credentials
 from ..errors import EnvsolveError, MissingProject, RefreshError
 from ..files import write_atomic
 from . import pages as ix
@@ -47,6 +47,8 @@ __all__ = ["IndexClient"]
 METADATA_TRIES = 3  # wheels of one release whose metadata file is tried before giving up
 _AGENT = "envsolve-refresh"
 _OTHER_INDEX = "try again later, or use another index with --index-url"
+# where an unreachable index leaves a user (`envsolve lock` says its own: lock.resolve.WAYS_OUT)
+_WAYS_OUT = "or use another index: --index-url URL, or PIP_INDEX_URL / pip's configuration"
 _OFFLINE_TIP = "lock once with the network to fill the cache, or use --frameworks-only"
 
 
@@ -59,30 +61,47 @@ class _Uncached(requests.RequestException):
 
 
 class _Retry(Retry):
-    """urllib3's retries, reporting each one and waiting ``backoff`` before the first, doubled for
-    each further one (urllib3's own first retry waits nothing)."""
+    """urllib3's retries, each one said through ``warn`` before it waits (what failed, when it
+    tries again, which retry of how many), waiting ``backoff`` before the first, doubled for each
+    further one (urllib3's own first retry waits nothing)."""
 
-    progress: Callable[[str], None] = _quiet
+    warn: Callable[[str], None] = _quiet
     where = ""
+    most = 0  # the retries allowed in all
 
     def new(self, **kw: Any) -> Self:
         out = super().new(**kw)
-        out.progress, out.where = self.progress, self.where
+        out.warn, out.where, out.most = self.warn, self.where, self.most
         return out
 
     def increment(self, method: str | None = None, url: str | None = None, response: BaseHTTPResponse | None = None,
                   error: Exception | None = None, _pool: ConnectionPool | None = None,
                   _stacktrace: TracebackType | None = None) -> Self:
         out = super().increment(method, url, response, error, _pool, _stacktrace)
-        out.where = f"{_pool.scheme}://{_pool.host}:{_pool.port}{url}" if _pool is not None else str(url)
+        where = f"{_pool.scheme}://{_pool.host}:{_pool.port}{url}" if _pool is not None else str(url)
+        out.where = strip_credentials(where)[0]
         return out
 
     def get_backoff_time(self) -> float:
         return min(self.backoff_max, self.backoff_factor * 2 ** (len(self.history) - 1)) if self.history else 0.0
 
     def sleep(self, response: BaseHTTPResponse | None = None) -> None:
-        self.progress(f"retrying {self.where} in {self.get_backoff_time():g} s")
+        self.warn(retry_text(self.where, self.history[-1].error if self.history else None,
+                             self.history[-1].status if self.history else None,
+                             self.get_backoff_time(), len(self.history), self.most))
         super().sleep(response)
+
+
+def retry_text(where: str, error: Exception | None, status: int | None, wait: float, retry: int, most: int) -> str:
+    """The warning before a retry: ``URL did not answer (connection refused); trying again in 2 s
+    (retry 1 of 3)``."""
+    if status:
+        what = f"answered HTTP {status}"
+    elif isinstance(error, Urllib3Timeout) and not isinstance(error, NewConnectionError):  # refused: a "timeout" too
+        what = "did not answer (timed out)"
+    else:
+        what = f"did not answer ({_reason_text(str(error), type(error).__name__).lower()})"
+    return f"{where} {what}; trying again in {wait:g} s (retry {retry} of {most})"
 
 
 class _Controller(CacheController):
@@ -142,17 +161,25 @@ def _session(adapter: HTTPAdapter, cert: str) -> requests.Session:
     return session
 
 
-def _reason(e: requests.RequestException) -> str:
-    text = str(e)
+def _reason_text(text: str, fallback: str) -> str:
     m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text) or re.search(r"(Connection refused|Name or service "
                                                                      r"not known|No route to host)", text)
-    return m.group(1).strip() if m else type(e).__name__
+    return m.group(1).strip() if m else fallback
+
+
+def _reason(e: requests.RequestException) -> str:
+    return _reason_text(str(e), type(e).__name__)
 
 
 def _timed_out(e: requests.RequestException) -> bool:
     reason = e.args[0].reason if e.args and isinstance(e.args[0], MaxRetryError) else None
     refused = isinstance(reason, NewConnectionError)  # urllib3 counts it as a connect timeout
     return isinstance(e, requests.Timeout) or (isinstance(reason, Urllib3Timeout) and not refused)
+
+
+def _shown(url: str) -> str:
+    """``url`` as a message shows it: without user, password or query (where tokens travel)."""
+    return strip_credentials(url)[0]
 
 
 def _sha256(data: bytes) -> str:
@@ -194,11 +221,13 @@ class IndexClient:
 
     def __init__(self, index_url: str, *, cache_dir: Path | None = None, timeout: float = TIMEOUT,
                  retries: int = RETRIES, backoff: float = BACKOFF, progress: Callable[[str], None] = _quiet,
-                 offline: bool = False, revalidate: bool = True, cert: str | None = None) -> None:
+                 warn: Callable[[str], None] = _quiet, offline: bool = False, revalidate: bool = True,
+                 cert: str | None = None) -> None:
         if urlparse(index_url).scheme not in ("http", "https"):
             raise EnvsolveError(f"index URL {index_url!r} is not an http(s) URL",
                                 tip="pass the simple-API root of an index with --index-url")
         self.index_url = index_url.rstrip("/")
+        self.shown_url = _shown(self.index_url)  # as messages name it: without credentials
         self.timeout = timeout
         self.tries = max(0, retries) + 1
         self.progress = progress
@@ -206,7 +235,7 @@ class IndexClient:
         self.warnings: list[str] = []  # files that failed and were skipped (see first_metadata)
         retry = _Retry(total=self.tries - 1, backoff_factor=backoff, status_forcelist=sorted(RETRY_STATUS),
                        raise_on_status=False, respect_retry_after_header=False)
-        retry.progress = progress
+        retry.warn, retry.most = warn, self.tries - 1
         root = cache_dir / "index" if cache_dir is not None else None
         self.blobs = _Blobs(root)
         self.cache_first = not revalidate  # False: a cached answer is used as is, however old
@@ -214,31 +243,43 @@ class IndexClient:
                            cache_first=self.cache_first)
         self.session = _session(adapter, pip_config().get("cert", "") if cert is None else cert)
         self._checked: dict[str, tuple[ix.DistFile, ...]] = {}  # pages revalidated in this run
+        self.answers = {"cache": 0, "network": 0}  # where this run's answers came from (``-v`` says)
+
+    def answered(self) -> str:
+        """Where this client's answers came from, for ``-v``."""
+        cache, network = self.answers["cache"], self.answers["network"]
+        return f"{self.shown_url}: {cache} answer(s) from the cache, {network} from the network"
 
     # ------------------------------------------------------------------ requests
 
     def _send(self, url: str, headers: Mapping[str, str], *, stream: bool = False) -> requests.Response:
         try:
-            return self.session.get(url, headers={"User-Agent": _AGENT, **headers},
+            resp = self.session.get(url, headers={"User-Agent": _AGENT, **headers},
                                     timeout=(self.timeout, self.timeout), stream=stream)
         except _Uncached:
-            raise RefreshError(f"{url} is not in envsolve's cache, and --offline reads nothing else",
+            raise RefreshError(f"{_shown(url)} is not in envsolve's cache, and --offline reads nothing else",
                                tip=_OFFLINE_TIP) from None
         except requests.RequestException as e:
             raise self._unreachable(url, e) from None
+        self.answers["cache" if getattr(resp, "from_cache", False) else "network"] += 1
+        return resp
 
     def _unreachable(self, url: str, e: requests.RequestException) -> RefreshError:
         tries = f"{self.tries} {'try' if self.tries == 1 else 'tries'}"
         if _timed_out(e):
-            return RefreshError(f"the package index at {self.index_url} did not answer within {self.timeout:g} s "
-                                f"({url}; {tries})",
-                                tip="try again later, raise --timeout, or use another index with --index-url")
-        return RefreshError(f"cannot reach the package index at {self.index_url} ({_reason(e)}; {tries})",
-                            tip="check the network or proxy, or pass another index with --index-url "
-                                "(or set PIP_INDEX_URL)")
+            return RefreshError(f"the package index at {self.shown_url} did not answer within {self.timeout:g} s "
+                                f"({_shown(url)}; {tries})", tip=f"try again later, raise --timeout, {_WAYS_OUT}")
+        return RefreshError(f"cannot reach the package index at {self.shown_url} ({_reason(e)}; {tries})",
+                            tip=f"check the network or proxy, {_WAYS_OUT}")
 
     def _failed(self, status: int, url: str) -> RefreshError:
-        return RefreshError(f"the package index answered HTTP {status} for {url}", tip=_OTHER_INDEX)
+        return RefreshError(f"the package index answered HTTP {status} for {_shown(url)}", tip=_OTHER_INDEX)
+
+    def _kept(self, kind: str, key: str) -> bytes | None:
+        """A file kept by its hash (counted as an answer of the cache), or None."""
+        body = self.blobs.load(kind, key)
+        self.answers["cache"] += body is not None
+        return body
 
     # ------------------------------------------------------------------ pages
 
@@ -256,7 +297,7 @@ class IndexClient:
         url = ix.project_url(self.index_url, name)
         resp = self._send(url, self._page_headers(revalidate))
         if resp.status_code == 404:
-            raise MissingProject(f"the package index at {self.index_url} has no project {name!r}",
+            raise MissingProject(f"the package index at {self.shown_url} has no project {name!r}",
                                  tip="check the name given to --package, or use an index that carries it "
                                      "(--index-url)")
         files = _page_files(name, url, resp)
@@ -270,7 +311,7 @@ class IndexClient:
         """The core metadata of ``f`` (None when the index serves no metadata file for it)."""
         if f.metadata is False:
             return self.wheel_metadata(f)
-        body = self.blobs.load("metadata", f.metadata_sha256)
+        body = self._kept("metadata", f.metadata_sha256)
         if body is None:
             self.progress(f"reading metadata of {f.filename}")
             resp = self._send(f.metadata_url, {"Accept": "*/*"})
@@ -326,7 +367,7 @@ class IndexClient:
         if not f.filename.endswith(".whl"):
             return None
         key = f"{f.sha256}-{_sha256(pattern.encode())[:16]}.txt" if f.sha256 else ""
-        kept = self.blobs.load("members", key)
+        kept = self._kept("members", key)
         if kept is not None:
             return kept.decode("utf-8")
         self.progress(f"reading {pattern} out of {f.filename} (range requests)")
@@ -349,11 +390,11 @@ class IndexClient:
             if resp.status_code == 200:
                 return None
             if resp.status_code != 206:
-                raise RefreshError(f"the package index answered HTTP {resp.status_code} for {url} "
+                raise RefreshError(f"the package index answered HTTP {resp.status_code} for {_shown(url)} "
                                    f"(bytes {spec})", tip=_OTHER_INDEX)
             total = _content_range_total(resp.headers.get("Content-Range", ""))
             if total is None:
-                raise RefreshError(f"{url} answered a range request without a usable Content-Range")
+                raise RefreshError(f"{_shown(url)} answered a range request without a usable Content-Range")
             return resp.content, total
 
     def _directory(self, url: str, tail: bytes, total: int) -> bytes | None:
@@ -378,11 +419,12 @@ class IndexClient:
 
 def _page_files(name: str, url: str, resp: requests.Response) -> tuple[ix.DistFile, ...]:
     if resp.status_code != 200:
-        raise RefreshError(f"the package index answered HTTP {resp.status_code} for {url}", tip=_OTHER_INDEX)
+        raise RefreshError(f"the package index answered HTTP {resp.status_code} for {_shown(url)}",
+                           tip=_OTHER_INDEX)
     try:
         return ix.parse_project_page(resp.content, resp.headers.get("Content-Type", ""), url)
     except ix.IndexFormatError as e:
-        raise RefreshError(f"the page of {name!r} at {url} is not a simple-API page: {e}",
+        raise RefreshError(f"the page of {name!r} at {_shown(url)} is not a simple-API page: {e}",
                            tip="pass the simple-API root of the index with --index-url") from None
 
 
