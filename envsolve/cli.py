@@ -56,10 +56,17 @@ def _matrices() -> Path | None:
 
 
 def _provider() -> Provider:
-    from .data import load
+    from .data import data_dir, load
     from .provider import Provider
 
-    return Provider(load(_matrices()))
+    provider = Provider(load(_matrices()))
+    ui.console().detail(f"matrices: {_matrices() or data_dir()} (data {provider.data_version}, {provider.digest})")
+    return provider
+
+
+def _progress(what: str) -> Callable[[str], None]:
+    """The console's progress line, each line said as ``what: line``."""
+    return lambda line: ui.console().progress(f"{what}: {line}")
 
 
 def _read_spec(path: Path, provider: Provider) -> tuple[ProjectSpec, bytes]:
@@ -181,17 +188,22 @@ def _say(line: str, kind: Said, err: bool) -> None:
 @_handles_errors
 def lock(spec_path: Path, **chosen: Any) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
-    from .lock.job import Request, lock_command
+    from .lock.job import Request, Voice, lock_command
 
     provider = _provider()
+    ui.console().detail(f"spec: {spec_path}")
     spec, blob = _read_spec(spec_path, provider)
     if chosen["host"]:
         spec = _for_host(spec, provider)
     ctx = click.get_current_context()
     typed = [dest for dest in chosen if ctx.get_parameter_source(dest) == click.core.ParameterSource.COMMANDLINE]
     request = Request.of(spec_path, chosen, typed=typed)
+    console = ui.console()
+    console.detail("lock replay: not consulted with -v (it answers a plain `envsolve lock` whose inputs are "
+                   "unchanged); solving")
     lock_command(provider, spec, blob, request, say=_say,
-        render=lambda data, path: _write_artifacts(data, path, None, None))
+                 render=lambda data, path: _write_artifacts(data, path, None, None),
+                 voice=Voice(progress=_progress("lock"), detail=console.detail, warn=console.warn))
 
 
 def _write_artifacts(data: Lock, lock_path: Path, out_dir: Path | None, target: str | None,
@@ -200,16 +212,23 @@ def _write_artifacts(data: Lock, lock_path: Path, out_dir: Path | None, target: 
     rendered."""
     from .render.artifacts import render_lock
 
-    texts = render_lock(data, lock_path, out_dir or lock_path.parent / "envsolve-out", target, dockerfile=dockerfile)
+    folder = out_dir or lock_path.parent / "envsolve-out"
+    ui.console().detail(f"output folder: {folder}")
+    texts = render_lock(data, lock_path, folder, target, dockerfile=dockerfile)
     write_all(texts, tip="choose another folder with -o")
     return list(texts)
 
 
 def _render(lock_path: Path, out_dir: Path | None, target: str | None, dockerfile: bool = True) -> list[Path]:
     """Render the lock file at ``lock_path`` (see :func:`_write_artifacts`)."""
+    return _write_artifacts(_read_lock(lock_path), lock_path, out_dir, target, dockerfile)
+
+
+def _read_lock(lock_path: Path) -> Lock:
     from .lock import model as lockfile
 
-    return _write_artifacts(lockfile.read(lock_path), lock_path, out_dir, target, dockerfile)
+    ui.console().detail(f"lock: {lock_path}")
+    return lockfile.read(lock_path)
 
 
 @main.command(name="render")
@@ -246,11 +265,10 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
     """Render and build each environment's image; report image, digest, size, seconds and smoke result."""
     import shlex
 
-    from .lock import model as lockfile
     from .render import build as builder
 
-    _render(lock_path, output, target)
-    data = lockfile.read(lock_path)
+    data = _read_lock(lock_path)
+    _write_artifacts(data, lock_path, output, target)
     envs = [e for e in data.environments if target in (None, e.name)]
     options = builder.BuildOptions(root=output or lock_path.parent / "envsolve-out", tag=tag,
                                    platform=platform or "", smoke=smoke, push=push)
@@ -259,8 +277,10 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
         for argv in builder.commands(builder.engine_to_print(engine), data, envs, options):
             ui.console().out(shlex.join(argv))
         return
-    results = builder.build_all(builder.find_engine(engine), data, envs, options,
-                                lambda line: ui.console().say(line, err=True))
+    found = builder.find_engine(engine)
+    ui.console().detail(f"engine: {found.name} ({found.path})")
+    results = builder.build_all(found, data, envs, options, lambda line: ui.console().say(line, err=True),
+                                progress=_progress("build"))
     ui.console().out(builder.summary(results))
     if (failed := builder.failure(results)) is not None:
         raise failed
@@ -357,18 +377,18 @@ def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult],
     for w in warnings:
         ui.console().warn(w)
     texts = {}
-    cells = 0
-    for r in results:
-        if r.resolution is None:
-            continue
+    valid = [(r.cell, r.resolution) for r in results if r.resolution is not None]
+    for k, (cell, resolution) in enumerate(valid, 1):
+        ui.console().progress(f"matrix: rendering cell {k} of {len(valid)} ({cell.id})")
         data = lockfile.build(project=ms.repository, spec_name=Path(ms.path).name, spec_bytes=ms.path.encode(),
                               data_version=provider.data_version, data_digest=provider.digest,
-                              resolutions=[r.resolution], urls=urls)
-        cells += 1
+                              resolutions=[resolution], urls=urls)
         for name, text in render_environment(data, data.environments[0]).items():
-            texts[root / r.cell.id / name] = text
+            texts[root / cell.id / name] = text
+    ui.console().done()
+    ui.console().detail(f"output folder: {root}")
     write_all(texts, tip="choose another folder with --render")
-    ui.console().say(f"rendered {cells} cells under {root}", err=True)
+    ui.console().say(f"rendered {len(valid)} cells under {root}", err=True)
 
 
 def _check_images(provider: Provider, path: Path, fmt: str) -> None:
@@ -445,8 +465,13 @@ def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool,
     if not url:
         raise SpecError([Problem("--index-url", "", "no package index is configured")],
                         tip="pass --index-url URL or set PIP_INDEX_URL")
-    return IndexClient(url, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
-                       timeout=timeout, retries=retries, backoff=backoff, progress=progress)
+    cache = None if no_cache else (cache_dir or default_cache_dir())
+    client = IndexClient(url, cache_dir=cache, timeout=timeout, retries=retries, backoff=backoff, progress=progress,
+                         warn=ui.console().warn)
+    where = "--index-url" if index_url else "pip's configuration (PIP_INDEX_URL, pip.conf, or pip's default)"
+    ui.console().detail(f"index: {client.shown_url} (from {where}); timeout {timeout:g} s, {retries} retries")
+    ui.console().detail(f"cache: {cache / 'index' if cache is not None else 'none (--no-cache)'}")
+    return client
 
 
 def _index_options(fn: F) -> F:
@@ -484,6 +509,7 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
 
     root = _matrices() or data_dir()
     m = load(root)
+    ui.console().detail(f"matrices: {root} (data {m.data_version}, {m.digest})")
     if validate:
         ui.console().out(f"{root}: valid (data {m.data_version}, {m.digest})")
         return
@@ -492,9 +518,10 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
         from .verify import verify as verify_rows
 
         wanted = checked_packages(packages)
-        client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff,
-                               lambda line: ui.console().progress(f"verify: {line}"))
-        report = verify_rows(client, m, wanted, client.index_url)
+        client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, _progress("verify"))
+        report = verify_rows(client, m, wanted, client.shown_url, progress=_progress("verify"))
+        ui.console().done()
+        ui.console().detail(client.answered())
         ui.console().out(report_text(report), nl=False)
         if report.mismatches:
             raise CheckFailed(f"{len(report.mismatches)} fact(s) in {root} disagree with the index",
@@ -633,12 +660,11 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
     except ValueError:
         raise SpecError([Problem("--data-version", version, "is not a date such as 2026-11-22")]) from None
     root = _matrices() or data_dir()
-
-    def progress(line: str) -> None:
-        ui.console().progress(f"refresh: {line}")
-
-    client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, progress)
-    plan = survey(client, load_dir(root), packages or DEFAULT_PACKAGES, progress)
+    ui.console().detail(f"matrices: {root}")
+    client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, _progress("refresh"))
+    plan = survey(client, load_dir(root), packages or DEFAULT_PACKAGES, _progress("refresh"))
+    ui.console().done()
+    ui.console().detail(client.answered())
     ui.console().out(plan_text(plan), nl=False)
     for w in plan.warnings:
         ui.console().warn(w)

@@ -18,6 +18,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from .config import strip_credentials
 from .curate import Row
 from .data import Matrices
 from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM, variant_of_cuda
@@ -124,11 +125,13 @@ def survey(reader: Reader, m: Matrices, packages: Sequence[str] = DEFAULT_PACKAG
     pages, missing = _read_pages(reader, _names(packages), asked, progress)
     s = _Survey(reader=reader, m=m, pages=pages, known_pythons=_known_pythons(m))
     for fw in sorted(asked.intersection(pages, FRAMEWORKS), key=FRAMEWORKS.index):
+        progress(f"comparing {fw}'s releases with the matrices")
         _framework(s, fw)
     names = [n for n in _names(packages) if n in pages]
     for name in names:
         _cuda_package(s, name)
-    return RefreshPlan(index_url=reader.index_url, newest=tuple(_newest(s, n) for n in names), rows=tuple(s.rows),
+    return RefreshPlan(index_url=strip_credentials(reader.index_url)[0], newest=tuple(_newest(s, n) for n in names),
+                       rows=tuple(s.rows),
                        findings=tuple(s.findings), warnings=tuple(missing + reader.warnings))
 
 

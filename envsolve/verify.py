@@ -503,10 +503,15 @@ def _known_pythons(m: Matrices, pages: Iterable[Page | None]) -> tuple[str, ...]
     return tuple(sorted((p for p in found if parse_python_minor(p) >= floor), key=parse_python_minor))
 
 
-def _read_pages(ctx: _Ctx, frameworks: Sequence[str]) -> None:
-    for fw in frameworks:
-        for name in (fw, *COMPANIONS_OF.get(fw, ())):
-            ctx.page(name)
+def _quiet(_: str) -> None:
+    return None
+
+
+def _read_pages(ctx: _Ctx, frameworks: Sequence[str], progress: Callable[[str], None]) -> None:
+    names = [name for fw in frameworks for name in (fw, *COMPANIONS_OF.get(fw, ()))]
+    for i, name in enumerate(names, 1):
+        progress(f"reading {name} ({i}/{len(names)})")
+        ctx.page(name)
 
 
 def _release(ctx: _Ctx, rel: Release, files: Sequence[ix.DistFile]) -> None:
@@ -536,19 +541,21 @@ def checked_packages(packages: Sequence[str]) -> tuple[str, ...]:
 
 
 def verify(reader: Reader, m: Matrices, packages: Sequence[str] = (*FRAMEWORKS, *DATA_CHECKS),
-           index_url: str = "") -> Report:
+           index_url: str = "", progress: Callable[[str], None] = _quiet) -> Report:
     """Compare the rows of ``m`` for ``packages`` (frameworks, and "cudnn" / "cuda" for the CUDA
-    libraries' rows) with what ``reader``'s index says."""
+    libraries' rows) with what ``reader``'s index says; ``progress`` hears what is checked now."""
     ctx = _Ctx(reader=reader, m=m)
     wanted = {canonicalize_name(p) for p in packages}
     fws = [fw for fw in FRAMEWORKS if fw in wanted]
-    _read_pages(ctx, fws)
+    _read_pages(ctx, fws, progress)
     ctx.known_pythons = _known_pythons(m, ctx.pages.values())
-    for fw in fws:
-        _framework(ctx, fw)
-    for name, data_check in DATA_CHECKS.items():
-        if name in wanted:
-            data_check(ctx)
+    checks = [*fws, *(name for name in DATA_CHECKS if name in wanted)]
+    for i, name in enumerate(checks, 1):
+        progress(f"checking the {name} rows ({i} of {len(checks)})")
+        if name in DATA_CHECKS:
+            DATA_CHECKS[name](ctx)
+        else:
+            _framework(ctx, name)
     return Report(index_url=index_url, checked=ctx.checked, mismatches=tuple(ctx.mismatches),
                   warnings=tuple(reader.warnings) + tuple(ctx.warnings))
 

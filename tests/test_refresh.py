@@ -184,8 +184,15 @@ def test_diff_lists_new_rows_and_curation_and_writes_nothing(index: HTTPServer, 
     assert "  - CUDA 12.9 (nvidia-cuda-runtime-cu12 12.9.79): cuda.toml has no 12.9 toolkit" in out
     assert "  - cuDNN 9.28.0 for CUDA 12 (nvidia-cudnn-cu12 9.28.0.42) is not in cudnn.toml" in out
     assert out.endswith("6 new row(s); run `envsolve refresh --write` to add them\n")
-    assert "refresh: reading torch (1/15)" in r.stderr  # progress goes to stderr
+    assert "refresh: " not in r.stderr  # stderr is no terminal: no progress lines
     assert snapshot(matrices) == before
+    told = refresh(matrices, index.url_for("/simple"), "-v")  # -v: the progress lines, and what is read
+    assert told.exit_code == 0 and told.stdout == out
+    assert "refresh: reading torch (1/15)" in told.stderr
+    assert "refresh: comparing torch's releases with the matrices" in told.stderr
+    assert f"index: {index.url_for('/simple')} (from --index-url)" in told.stderr
+    assert "cache: none (--no-cache)" in told.stderr
+    assert "answer(s) from the cache, " in told.stderr
 
 
 def test_write_adds_valid_sourced_rows_as_a_new_data_version(index: HTTPServer, matrices: Path) -> None:
@@ -244,7 +251,19 @@ def test_server_error_is_retried_then_succeeds(httpserver: HTTPServer, matrices:
     assert r.exit_code == 0, r.output
     assert "  triton 3.7.1 (-)\n" in r.stdout
     assert [req.path for req, _ in httpserver.log] == ["/simple/triton/", "/simple/triton/"]
-    assert "refresh: retrying" in r.stderr
+    # a retry is a warning, said without -v and when stderr is no terminal (a line in a CI log)
+    assert (f"WARNING: {httpserver.url_for('/simple/triton/')} answered HTTP 500; trying again in 0 s "
+            "(retry 1 of 3)\n") in r.stderr
+
+
+def test_quiet_hides_the_retry_warning_but_not_the_product(httpserver: HTTPServer, matrices: Path) -> None:
+    body = (INDEX / "simple" / "triton.json").read_bytes()
+    httpserver.expect_oneshot_request("/simple/triton/").respond_with_data("busy", status=500)
+    httpserver.expect_request("/simple/triton/").respond_with_data(body, content_type=JSON)
+    r = refresh(matrices, httpserver.url_for("/simple"), "--package", "triton", "-q")
+    assert r.exit_code == 0, r.output
+    assert "  triton 3.7.1 (-)\n" in r.stdout
+    assert r.stderr == ""
 
 
 def test_server_error_that_persists_is_exit_1(httpserver: HTTPServer, matrices: Path) -> None:

@@ -37,11 +37,26 @@ from .replay import data_version_of, request_of
 from .resolve import Pin
 from .steer import Steer
 
-__all__ = ["Options", "Outcome", "Request", "lock_command", "make", "steered"]
+__all__ = ["Options", "Outcome", "Request", "Voice", "lock_command", "make", "steered"]
 
 Said = Literal["out", "say", "warn"]  # the product (stdout) | what was done | a warning (stderr)
 Say = Callable[[str, Said, bool], None]  # (line, what it is, to stderr)
 Render = Callable[[lockfile.Lock, Path], Sequence[Path]]  # (the lock, its path) -> the files written
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Voice:
+    """What the lock says while it works, none of it part of the lock's own lines (the replay
+    never repeats these): ``progress`` (the long work now: index reads, uv's resolve), ``detail``
+    (what it reads: indexes, caches; ``-v``), ``warn`` (a retry of an index that did not answer)."""
+
+    progress: Callable[[str], None] = _quiet
+    detail: Callable[[str], None] = _quiet
+    warn: Callable[[str], None] = _quiet
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -125,7 +140,8 @@ def _check_digests(out: Path, blob: bytes, provider: Provider) -> str | None:
     return ""
 
 
-def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options) -> tuple[Steer, ...]:
+def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options,
+            voice: Voice) -> tuple[Steer, ...]:
     if not spec.pip:
         return ()
     from ..config import pip_index_url
@@ -135,21 +151,25 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
     from .steer import steer
 
     index = urls.get("pypi", "") or pip_index_url()
-    client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.refresh)
+    client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.refresh,
+                         progress=voice.progress, warn=voice.warn)
+    voice.progress(f"reading what [packages] pip asks from {client.shown_url}")
     try:
         return steer(spec, client, provider.pythons(), provider.releases)
     except RefreshError as e:
         raise ResolveError(f"the [packages] pip requirements cannot be read from the index: {e.message}",
                            tip=e.tip if opts.offline else WAYS_OUT) from None
+    finally:
+        voice.detail(f"[packages] pip read from {client.answered()}")
 
 
-def steered(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options
+def steered(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options, voice: Voice = Voice()
             ) -> tuple[ProjectSpec, tuple[Steer, ...], list[str]]:
     """``spec`` narrowed by what its pip packages ask (none with frameworks only), those asks, and
     a warning for each framework they pull that the project does not name."""
     from .steer import apply
 
-    steers = () if opts.frameworks_only else _steers(spec, provider, urls, opts)
+    steers = () if opts.frameworks_only else _steers(spec, provider, urls, opts, voice)
     warnings = [f"{st.package} requires {name}{raw}, which [frameworks] does not name: add {name} there so "
                 "that envsolve chooses its build for your GPUs" for st in steers for name, raw in st.unmanaged]
     return (apply(spec, steers) if steers else spec), steers, warnings
@@ -178,11 +198,11 @@ def _kept(out: Path, spec: ProjectSpec, opts: Options, upgrading: set[str]) -> P
 
 
 def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, urls: Mapping[str, str],
-         out: Path, opts: Options) -> Outcome:
+         out: Path, opts: Options, voice: Voice = Voice()) -> Outcome:
     """The lock of ``spec`` (its bytes ``blob``), written later to ``out``, whose lock on disk
     gives the versions to keep."""
     _refuse_upgrade_of_frameworks_only(opts)
-    spec, steers, warnings = steered(spec, provider, urls, opts)
+    spec, steers, warnings = steered(spec, provider, urls, opts, voice)
     upgrading = {str(canonicalize_name(n)) for n in opts.upgrade_packages}
     keep = _kept(out, spec, opts, upgrading)
     resolutions = _resolutions(provider, spec, keep, opts)
@@ -195,13 +215,13 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
 
     frameworks = build(None)
     done = frameworks if opts.frameworks_only else build(
-        _full(frameworks, spec.pip, urls, opts, keep.packages, tuple(sorted(upgrading))))
+        _full(frameworks, spec.pip, urls, opts, keep.packages, tuple(sorted(upgrading)), voice))
     return Outcome(lock=done, resolutions=resolutions, steers=steers,
                    warnings=(*warnings, *([keep.warning] if keep.warning else [])))
 
 
 def _full(frameworks: lockfile.Lock, pip: tuple[str, ...], urls: Mapping[str, str], opts: Options,
-          keep: Mapping[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...]
+          keep: Mapping[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...], voice: Voice
           ) -> dict[str, tuple[lockfile.Package, ...]]:
     """Every package of every environment (uv's full resolve), by environment name."""
     from ..config import pip_index_url
@@ -209,11 +229,15 @@ def _full(frameworks: lockfile.Lock, pip: tuple[str, ...], urls: Mapping[str, st
 
     named_default = urls.get("pypi", "")
     default_index = named_default or pip_index_url()
-    return {env.name: resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=pip,
-                               default_index=default_index, record_default=named_default, offline=opts.offline,
-                               exclude_newer=opts.exclude_newer, prefer=keep.get(env.name, ()), upgrade=upgrade,
-                               cache_first=not opts.refresh)
-            for env in frameworks.environments}
+    envs = frameworks.environments
+    full = {}
+    for i, env in enumerate(envs, 1):
+        voice.progress(f"resolving environment {env.name} with uv ({i} of {len(envs)})")
+        full[env.name] = resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=pip,
+                                 default_index=default_index, record_default=named_default, offline=opts.offline,
+                                 exclude_newer=opts.exclude_newer, prefer=keep.get(env.name, ()), upgrade=upgrade,
+                                 cache_first=not opts.refresh, detail=voice.detail)
+    return full
 
 
 def _pins(env: lockfile.Environment) -> list[Pin]:
@@ -359,8 +383,21 @@ def _warn(stale: str, index_warnings: Sequence[str], done: Outcome, output: _Out
             output.warning(f"WARNING: {r.target.name}: {w}")
 
 
+def _say_indexes(urls: Mapping[str, str], detail: Callable[[str], None]) -> None:
+    """``-v``: the index of each name the full lock reads (credentials dropped) and envsolve's cache."""
+    from ..config import pip_index_url, strip_credentials
+    from ..paths import cache_dir
+
+    for name, url in sorted(urls.items()):
+        detail(f"index {name}: {url}")
+    if "pypi" not in urls:
+        detail(f"index pypi (the default): {strip_credentials(pip_index_url())[0] or 'none configured'} "
+               "(pip's configuration; the lock records pip's own, whatever it is at install time)")
+    detail(f"cache: {cache_dir()}")
+
+
 def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Request, *, say: Say,
-                 render: Render) -> None:
+                 render: Render, voice: Voice = Voice()) -> None:
     """`envsolve lock` of ``spec`` (its bytes ``blob``; already for this host with ``--host``)."""
     from ..config import index_urls
     from .replay import store
@@ -370,7 +407,10 @@ def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Re
     if request.check and _up_to_date_by_digests(request, blob, provider, output):
         return
     opts = replace(request.options, frameworks_only=True) if request.check else request.options
-    done = make(provider, spec, spec_name=request.spec_path.name, blob=blob, urls=urls, out=request.out, opts=opts)
+    if not opts.frameworks_only:
+        _say_indexes(urls, voice.detail)
+    done = make(provider, spec, spec_name=request.spec_path.name, blob=blob, urls=urls, out=request.out, opts=opts,
+                voice=voice)
     text = lockfile.dumps(done.lock)
     stale = _stale_data_warning(request.out, provider.data_version)
     _warn(stale, index_warnings, done, output)
@@ -382,3 +422,5 @@ def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Re
         output.summary(f"wrote {path}")
     if request.replayable and not stale:
         store(request.replay_key, text, provider.data_version, output.said)
+        voice.detail("kept for the lock replay: `envsolve lock` with these same inputs writes this lock again "
+                     "without solving (ENVSOLVE_NO_CACHE=1 turns it off)")

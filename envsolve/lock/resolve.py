@@ -26,7 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from typing import Any
 import tomli_w
 from packaging.utils import canonicalize_name
 
+from ..config import strip_credentials
 from ..domain import DEFAULT_PLATFORM, WHEEL_MACHINE, Platform
 from ..errors import ResolveError
 from ..paths import cache_dir
@@ -46,9 +47,10 @@ else:  # pragma: no cover
 
 __all__ = ["WAYS_OUT", "Pin", "resolve"]
 
-WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network), or point the "
-             "index at a mirror you can reach (ENVSOLVE_INDEX_PYPI, ENVSOLVE_INDEX_PYTORCH or [indexes] in "
-             "project.toml; see README 'Index URLs')")
+WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network); lock from "
+             "envsolve's cache alone with --offline (once a lock with the network has filled it); or point the "
+             "index at a mirror you can reach (ENVSOLVE_INDEX_PYPI, ENVSOLVE_INDEX_PYTORCH, [indexes] in "
+             "project.toml, or pip's PIP_INDEX_URL; see README 'Index URLs')")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -117,7 +119,7 @@ def _unreachable(stderr: str, default_index: str, routed: Sequence[str]) -> str 
     if not any(u in stderr.lower() for u in _UNREACHABLE):
         return None
     urls = [u for u in (*routed, default_index) if u and u in stderr] or [*routed, default_index]
-    return " / ".join(u for u in urls if u)
+    return " / ".join(strip_credentials(u)[0] for u in urls if u)
 
 
 def _failure(stderr: str, default_index: str, routed: Sequence[str], offline: bool) -> ResolveError:
@@ -190,24 +192,35 @@ def _write_inputs(root: Path, ask: _Ask, prefer: Sequence[tuple[str, str]]) -> N
              "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
 
 
-def _uv_compile(cmd: Sequence[str], root: Path, env: Mapping[str, str], cache_first: bool
-                ) -> subprocess.CompletedProcess[str]:
+def _quiet(_: str) -> None:
+    return None
+
+
+def _uv_compile(cmd: Sequence[str], root: Path, env: Mapping[str, str], cache_first: bool,
+                detail: Callable[[str], None]) -> subprocess.CompletedProcess[str]:
     """uv's run: from its cache alone first when ``cache_first`` (and there is a cache), else (or
     when the cache cannot answer) from the indexes, with the preferences as they were."""
     out = root / "pylock.toml"
     preferences = out.read_bytes() if out.exists() else None
-    if cache_first and (cache_dir(env) / "uv").is_dir():  # an empty cache cannot answer: skip the try
+    uv_cache = cache_dir(env) / "uv"
+    if cache_first and uv_cache.is_dir():  # an empty cache cannot answer: skip the try
         run = _uv_run([*cmd, "--offline"], root, env)
         if run.returncode == 0 and out.exists():
+            detail(f"uv: answered from its cache ({uv_cache}), without the network")
             return run
+        detail(f"uv: its cache ({uv_cache}) could not answer alone; reading the indexes")
         if preferences is not None:
             out.write_bytes(preferences)
+    else:
+        detail(f"uv: its cache alone ({uv_cache}; --offline)" if "--offline" in cmd else
+               f"uv: reading the indexes (cache {uv_cache})")
     return _uv_run(cmd, root, env)
 
 
-def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool) -> dict[str, Any]:
+def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool,
+              detail: Callable[[str], None] = _quiet) -> dict[str, Any]:
     """uv's pylock.toml for ``ask``; raises :class:`ResolveError` when uv fails."""
-    run = _uv_compile(_command(ask, env), root, env, cache_first and not ask.offline)
+    run = _uv_compile(_command(ask, env), root, env, cache_first and not ask.offline, detail)
     out = root / "pylock.toml"
     if run.returncode != 0 or not out.exists():
         raise _failure(run.stderr, ask.default_index, ask.routed, ask.offline)
@@ -236,13 +249,14 @@ def _packages(data: Mapping[str, Any], pins: Sequence[Pin], pip: Sequence[str], 
 def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequence[Pin], pip: Sequence[str],
             default_index: str, record_default: str = "", offline: bool = False, exclude_newer: str = "",
             prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (), cache_first: bool = True,
-            environ: Mapping[str, str] | None = None) -> tuple[Package, ...]:
+            environ: Mapping[str, str] | None = None, detail: Callable[[str], None] = _quiet
+            ) -> tuple[Package, ...]:
     """The full package list of an environment for ``python`` (``"3.12"``), sorted by name.
 
     ``prefer`` (name, version) are kept where they still fit (the previous lock's, as uv keeps
     those of an existing output file); ``upgrade`` names move to their newest. With
     ``cache_first`` uv resolves from its cache alone first (a second lock of the same spec needs no
-    network) and reads the index only when the cache cannot answer. Raises
+    network) and reads the index only when the cache cannot answer (``detail`` says which). Raises
     :class:`ResolveError` for a conflict, an unreachable index or (offline) a missing file."""
     # environ: settings over this process's; the user's uv settings do not change a lock
     env = {k: v for k, v in {**os.environ, **(environ or {})}.items() if not k.startswith("UV_")}
@@ -250,5 +264,5 @@ def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequenc
                exclude_newer=exclude_newer, upgrade=upgrade)
     with tempfile.TemporaryDirectory(prefix="envsolve-resolve-") as tmp:
         _write_inputs(Path(tmp), ask, prefer)
-        data = _compiled(Path(tmp), ask, env, cache_first)
+        data = _compiled(Path(tmp), ask, env, cache_first, detail)
     return _packages(data, pins, pip, record_default)

@@ -271,21 +271,31 @@ def _inspect(engine: Engine, tag: str) -> tuple[str, float]:
     return out[0], size
 
 
-def build_image(engine: Engine, p: BuildPlan, echo: Callable[[str], None]) -> Built:
-    """Build, smoke-test and push as planned; raise :class:`BuildError` naming the failing step."""
+def _quiet(_: str) -> None:
+    return None
+
+
+def build_image(engine: Engine, p: BuildPlan, echo: Callable[[str], None],
+                step: Callable[[str], None] = _quiet) -> Built:
+    """Build, smoke-test and push as planned, saying each ``step`` as it starts; raise
+    :class:`BuildError` naming the failing step."""
     t0 = time.perf_counter()
+    step("build")
     out = _stream(p.build, echo)
     if out.status != 0:
         raise _failure(f"building the image of environment '{p.environment}'", out)
     seconds = time.perf_counter() - t0
     smoke = "not run"
     if p.smoke:
+        step("smoke test")
         out = _stream(p.smoke, echo)
         if out.status != 0:
             raise _failure(f"the smoke test of environment '{p.environment}'", out)
         smoke = "passed"
-    if p.push and (out := _stream(p.push, echo)).status != 0:
-        raise _failure(f"pushing {p.tag}", out)
+    if p.push:
+        step("push")
+        if (out := _stream(p.push, echo)).status != 0:
+            raise _failure(f"pushing {p.tag}", out)
     digest, size = _inspect(engine, p.tag)
     return Built(environment=p.environment, tag=p.tag, digest=digest, size_mb=size, seconds=seconds, smoke=smoke)
 
@@ -302,18 +312,28 @@ BuildResult = tuple[BuildPlan, Built | BuildError]
 
 
 def build_all(engine: Engine, lock: Lock, envs: Sequence[Environment], options: BuildOptions,
-              echo: Callable[[str], None], environ: Mapping[str, str] = os.environ) -> list[BuildResult]:
+              echo: Callable[[str], None], environ: Mapping[str, str] = os.environ,
+              progress: Callable[[str], None] = _quiet) -> list[BuildResult]:
     """Build every environment of ``envs`` (each is tried; a failure does not stop the others),
-    with this machine's pip settings as secrets."""
+    with this machine's pip settings as secrets; ``progress`` hears which environment and which
+    step (build, smoke test, push) runs now."""
     with secrets_folder() as folder:
         secrets = pip_secrets(environ, Path(folder))
-        return [(p, _attempt(engine, p, echo)) for p in plans(engine, lock, envs, options, secrets)]
+        planned = plans(engine, lock, envs, options, secrets)
+        return [(p, _attempt(engine, p, echo, _stepper(progress, p, k, len(planned))))
+                for k, p in enumerate(planned, 1)]
 
 
-def _attempt(engine: Engine, p: BuildPlan, echo: Callable[[str], None]) -> Built | BuildError:
+def _stepper(progress: Callable[[str], None], p: BuildPlan, k: int, n: int) -> Callable[[str], None]:
+    """What ``progress`` says at each step of environment ``k`` of ``n``."""
+    return lambda step: progress(f"environment {p.environment} ({k} of {n}): {step} of {p.tag}")
+
+
+def _attempt(engine: Engine, p: BuildPlan, echo: Callable[[str], None],
+             step: Callable[[str], None] = _quiet) -> Built | BuildError:
     echo(f"building {p.tag} with {engine.name} from {p.context}")
     try:
-        return build_image(engine, p, echo)
+        return build_image(engine, p, echo, step)
     except BuildError as err:
         return err
 
