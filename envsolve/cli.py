@@ -286,7 +286,18 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
         raise failed
 
 
-@main.command(name="matrix")
+class _MatrixCommand(EnvsolveCommand):
+    """`envsolve matrix`: its help lists the keys of a matrix file, from the parser's own table."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from .matrix.parse import keys
+
+        with formatter.section("Keys of a matrix file (images.toml)"):
+            formatter.write_dl(keys())
+        super().format_epilog(ctx, formatter)
+
+
+@main.command(name="matrix", cls=_MatrixCommand)
 @click.argument("matrix_path", required=False, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "markdown", "json"]), default="table",
               show_default=True, help="markdown: a summary for $GITHUB_STEP_SUMMARY.")
@@ -302,7 +313,11 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
 @_handles_errors
 def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: int | None,
                render_dir: Path | None, check: bool, check_images: Path | None, workflow_path: Path | None) -> None:
-    """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output."""
+    """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output.
+
+    MATRIX_PATH is a TOML file (images.toml): a [matrix] table of axes, each a list of values, whose
+    product is the cells, with optional [[include]], [[exclude]] and [image] (keys below).
+    """
     from .matrix import formats
     from .matrix.cells import check_includes, iter_cells, solve_cells
     from .matrix.parse import parse_matrix

@@ -194,3 +194,27 @@ def test_a_failing_build_is_one_clear_error_naming_the_step(tmp_path: Path, podm
     step = err.splitlines()[0]
     assert " at STEP " in step and "pip install" in step and "envsolve-no-such-package==0.0.1" in step
     assert r.stdout.splitlines()[-1].endswith("| failed |")  # the table still tells every environment
+
+
+def test_build_says_which_environment_and_step_runs_with_verbose(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    podman = tools / "podman"
+    podman.write_text('#!/bin/sh\necho "STEP 1/1: FROM base"\nexit 0\n')  # builds, runs and pushes anything
+    podman.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    lock = tmp_path / "envsolve.lock"
+    lock.write_bytes((HERE / "cases" / "fleet-three-targets" / "expected.lock").read_bytes())
+    args = ["build", str(lock), "--engine", "podman", "--smoke", "--push", "--tag", "registry.example/ml:1"]
+    plain = CliRunner().invoke(main, args)
+    assert plain.exit_code == 0, plain.output
+    assert "build: environment" not in plain.stderr  # stderr is no terminal: no progress lines
+    r = CliRunner().invoke(main, [*args, "-v"])
+    assert r.exit_code == 0, r.output
+    assert f"lock: {lock}\n" in r.stderr and f"output folder: {tmp_path / 'envsolve-out'}\n" in r.stderr
+    assert f"engine: podman ({podman})\n" in r.stderr
+    steps = [ln for ln in r.stderr.splitlines() if ln.startswith("build: environment ")]
+    assert steps[:3] == [f"build: environment default (1 of 3): {step} of registry.example/ml-default:1"
+                         for step in ("build", "smoke test", "push")]
+    assert len(steps) == 9 and steps[8].startswith("build: environment ") and " (3 of 3): push of " in steps[8]

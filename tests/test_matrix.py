@@ -157,6 +157,10 @@ def test_render_writes_each_valid_cell_and_check_flags_invalid_includes(example:
         cell / "requirements-pytorch.txt").read_text()
     assert "torch==2.7.1+cu128" in (cell / "requirements.txt").read_text()  # held at its version
     assert "rendered 17 cells under" in r.output
+    assert "matrix: rendering cell" not in r.stderr  # stderr is no terminal: no progress
+    told = CliRunner().invoke(main, ["matrix", str(example), "--render", str(out), "-v"])
+    assert "matrix: rendering cell 1 of 17 (" in told.stderr and "matrix: rendering cell 17 of 17 (" in told.stderr
+    assert f"output folder: {out}\n" in told.stderr
     bad = example.read_text().replace('torch = "2.7.1"\naccelerator = "cu128"', 'torch = "2.4.1"\naccelerator = "cu128"')
     example.write_text(bad)
     r = CliRunner().invoke(main, ["matrix", str(example), "--check"])
@@ -306,3 +310,23 @@ def test_check_images_bad_shapes_exit_2(text: str, expected: str, tmp_path: Path
     p.write_text(text)
     r = CliRunner().invoke(main, ["matrix", "--check-images", str(p)])
     assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output, r.output
+
+
+def test_help_lists_every_key_the_parser_accepts(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["matrix", "--help"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    listed = re.findall(r"^  (\[\[?\w+\]\]?|\w+\.\w+) ", r.output, re.M)
+    # what the parser itself names as allowed when it meets a key it does not know
+    bad = tmp_path / "images.toml"
+    bad.write_text('[matrix]\ntorch = ["2.7.1"]\nbogus = ["x"]\n[image]\nbogus = 1\n[bogus]\n')
+    err = CliRunner().invoke(main, ["matrix", str(bad)]).stderr
+    assert "unknown axis (axes: " in err and "unknown section (allowed: " in err
+    axes, hardware = re.search(r"unknown axis \(axes: ([^;]+); also ([^)]+)\)", err).groups()  # type: ignore[union-attr]
+    image = re.search(r"image\.bogus: unknown key \(allowed: ([^)]+)\)", err).group(1)  # type: ignore[union-attr]
+    sections = re.search(r"unknown section \(allowed: ([^)]+)\)", err).group(1)  # type: ignore[union-attr]
+    accepted = {f"matrix.{k}" for k in (*axes.split(", "), *hardware.split(", "))}
+    accepted |= {f"image.{k}" for k in image.split(", ")}
+    assert len(accepted) > 12
+    assert accepted <= set(listed)
+    assert {s.strip("[]") for s in listed if s.startswith("[")} == set(sections.split(", "))
+    assert "matrix.python" in listed and "image.platforms" in listed and "[[include]]" in listed

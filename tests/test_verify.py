@@ -55,6 +55,21 @@ def test_rows_that_agree_with_the_index_pass(index: HTTPServer, matrices: Path) 
     assert int(r.stdout.rsplit("\n", 2)[-2].split()[0]) > 50  # pins, Pythons, companions, versions
     # what the recorded index cannot say is a warning, not a pass or a mismatch
     assert "warning: torch 2.7.1: no metadata could be read for its Linux x86_64 wheels; pins not checked\n" in r.stdout
+    assert "verify: " not in r.stderr  # stderr is no terminal: no progress lines
+
+
+def test_verbose_says_the_index_the_cache_and_what_is_checked(index: HTTPServer, matrices: Path,  # noqa: F811
+                                                              tmp_path: Path) -> None:
+    url = index.url_for("/simple")
+    args = ["--matrices", str(matrices), "data", "--verify", "--index-url", url, "--package", "keras", "-v"]
+    r = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "c")])
+    assert r.exit_code == 0, r.output
+    assert f"index: {url} (from --index-url); timeout 30 s, 3 retries\n" in r.stderr
+    assert f"cache: {tmp_path / 'c' / 'index'}\n" in r.stderr
+    assert "verify: reading keras (1/1)\n" in r.stderr and "verify: checking the keras rows (1 of 1)\n" in r.stderr
+    assert f"{url}: 0 answer(s) from the cache, 1 from the network\n" in r.stderr
+    quiet = CliRunner().invoke(main, [*args[:-1], "--cache-dir", str(tmp_path / "c")])
+    assert quiet.stdout == r.stdout and quiet.stderr == ""
 
 
 def test_a_mismatch_of_each_kind_is_a_table_row_and_exit_1(index: HTTPServer, matrices: Path) -> None:  # noqa: F811

@@ -20,16 +20,60 @@ from ..spec import FLAVORS, GpuReq, SectionParser
 from ..tables import closest, load_toml, word
 from ..versions import parse_driver, parse_python_minor
 
-__all__ = ["AXES", "Cell", "MatrixSpec", "parse_matrix"]
+__all__ = ["AXES", "Cell", "MatrixSpec", "keys", "parse_matrix"]
 
-AXES = ("python", *FRAMEWORKS, "accelerator", "os", "flavor", "platform")
-_SECTIONS = ("matrix", "include", "exclude", "image")
-_HARDWARE = ("gpus", "driver", "keras_backend")  # keys of [matrix] that are no axis
+_REPOSITORY_DEFAULT = "envsolve-matrix"
+
+# Every key of a matrix file with what it means, once: the parser reads by these tables (anything
+# else is an unknown key) and `envsolve matrix --help` lists them (see :func:`keys`).
+_SECTION_MEANINGS = {
+    "matrix": "the axes (each a list of values; the cells are their product) and the hardware every cell serves",
+    "include": "a cell that must be valid, as axis = value pairs (one outside the product names every axis); "
+               "--check exits 1 when one is not",
+    "exclude": "axis = value pairs; the cells matching all of them are left out",
+    "image": "how the images are named and for which platforms they are built",
+}
+_AXIS_MEANINGS = {
+    "python": 'axis: Python minors, e.g. ["3.11", "3.12"]',
+    **{fw: f"axis: {fw} releases, as the data writes them (e.g. 2.7.1 for torch)"
+       for fw in FRAMEWORKS},
+    "accelerator": "axis: cpu, cuda, cuXYZ (cu128), rocm or rocmX.Y (rocm6.2)",
+    "os": "axis: the base image's OS, e.g. ubuntu22.04",
+    "flavor": f"axis: the base image's flavor: {', '.join(FLAVORS)}",
+    "platform": f"axis: {' or '.join(PLATFORMS)} (Docker's names)",
+}
+_HARDWARE_MEANINGS = {  # keys of [matrix] that are no axis
+    "gpus": 'the GPUs every cell must run on, e.g. ["A100", "H100"] (models, sm_90 or gfx942)',
+    "driver": "the oldest driver of the machines that run the images, e.g. 535.104.05",
+    "keras_backend": f"the Keras backend of the keras cells: {', '.join(KERAS_BACKENDS)}",
+}
+_IMAGE_MEANINGS = {
+    "repository": f"the image repository, lower case, no tag (default {_REPOSITORY_DEFAULT})",
+    "platforms": f"the platforms each image is built for: {' and/or '.join(PLATFORMS)} (default {DEFAULT_PLATFORM})",
+}
+
+AXES = tuple(_AXIS_MEANINGS)
+_SECTIONS = tuple(_SECTION_MEANINGS)
+_HARDWARE = tuple(_HARDWARE_MEANINGS)
+_IMAGE_KEYS = tuple(_IMAGE_MEANINGS)
+
+
+def keys() -> list[tuple[str, str]]:
+    """Every key of a matrix file, as the parser names it in its messages (``matrix.python``), with
+    its meaning: the sections, then each section's keys."""
+    brackets = {"include": "[[include]]", "exclude": "[[exclude]]"}
+    out: list[tuple[str, str]] = []
+    for section, meaning in _SECTION_MEANINGS.items():
+        out.append((brackets.get(section, f"[{section}]"), meaning))
+        inner = {"matrix": {**_AXIS_MEANINGS, **_HARDWARE_MEANINGS}, "image": _IMAGE_MEANINGS}.get(section, {})
+        out += [(f"{section}.{key}", text) for key, text in inner.items()]
+    return out
+
+
 _ACCEL = re.compile(r"cpu|cuda|cu\d{2,3}|rocm|rocm\d+(\.\d+){0,2}")
 # an image repository: registry host[:port]/path segments, lower case (Docker's reference grammar)
 _REPOSITORY = re.compile(r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*")
 _OS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_REPOSITORY_DEFAULT = "envsolve-matrix"
 
 Pattern = tuple[tuple[str, str], ...]  # (axis, value) pairs in axis order
 
@@ -137,7 +181,7 @@ class _MatrixParser(SectionParser):
         if key not in AXES:
             near = closest(key, AXES)
             tip = f"; did you mean '{near}'?" if near else ""
-            self.bad(f"matrix.{key}", f"unknown axis (axes: {', '.join(AXES)}; also gpus, driver, keras_backend){tip}")
+            self.bad(f"matrix.{key}", f"unknown axis (axes: {', '.join(AXES)}; also {', '.join(_HARDWARE)}){tip}")
             return None
         if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
             self.bad(f"matrix.{key}", f"must be a non-empty list of strings, not {value!r}")
@@ -217,7 +261,7 @@ class _MatrixParser(SectionParser):
         if not isinstance(image, dict):
             self.bad("image", f"must be a table [image], not {image!r}")
             return _REPOSITORY_DEFAULT, (DEFAULT_PLATFORM,)
-        self.unknown_keys(image, "image", ("platforms", "repository"))
+        self.unknown_keys(image, "image", _IMAGE_KEYS)
         return self._repository(image.get("repository", _REPOSITORY_DEFAULT)), self._platforms(image)
 
     def _repository(self, repository: Any) -> str:
