@@ -73,7 +73,8 @@ class Console:
         self.say(text if text.startswith("WARNING:") else f"WARNING: {text}", err=True)
 
     def error(self, message: str, tip: str = "") -> None:
-        """The lines of a failure, always on stderr."""
+        """The lines of a failure, always on stderr (the work stopped: its progress line goes)."""
+        self.done()
         self._echo(self._styled(f"ERROR: {message}"), err=True)
         if tip:
             self._echo(self._styled(f"TIP: {tip}"), err=True)

@@ -51,9 +51,18 @@ def test_a_conflict_is_one_clear_error_naming_the_packages(httpserver: HTTPServe
     assert "scipy" in e.value.message and "numpy" in e.value.message and e.value.exit_code == 1
 
 
-def test_an_unreachable_index_is_named_with_the_ways_out(tmp_path: Path) -> None:
+def test_an_unreachable_index_is_named_with_the_ways_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    said: list[str] = []
     with pytest.raises(ResolveError) as e:
-        resolve(python="3.12", pins=[], pip=["numpy"], default_index="http://127.0.0.1:9/simple",
-                environ={"ENVSOLVE_CACHE_DIR": str(tmp_path)})
+        resolve(python="3.12", pins=[], pip=["numpy"], default_index="http://bot:S3CRET@127.0.0.1:9/simple",
+                environ={"ENVSOLVE_CACHE_DIR": str(tmp_path)}, warn=said.append, retries=2, backoff=0.5)
     assert "http://127.0.0.1:9/simple" in e.value.message
-    assert e.value.tip is not None and "--frameworks-only" in e.value.tip
+    assert e.value.tip is not None
+    assert all(way in e.value.tip for way in ("--frameworks-only", "--offline", "ENVSOLVE_INDEX_PYPI", "PIP_INDEX_URL"))
+    # each retry said (uv's own, silent, are off), when and which of how many
+    assert said == [f"the package index http://127.0.0.1:9/simple did not answer (connection refused); trying again "
+                    f"in {wait} s (retry {i} of 2)" for i, wait in ((1, 0.5), (2, 1))]
+    assert slept == [0.5, 1.0]
+    assert "S3CRET" not in e.value.message + "".join(said)

@@ -236,7 +236,7 @@ def _full(frameworks: lockfile.Lock, pip: tuple[str, ...], urls: Mapping[str, st
         full[env.name] = resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=pip,
                                  default_index=default_index, record_default=named_default, offline=opts.offline,
                                  exclude_newer=opts.exclude_newer, prefer=keep.get(env.name, ()), upgrade=upgrade,
-                                 cache_first=not opts.refresh, detail=voice.detail)
+                                 cache_first=not opts.refresh, detail=voice.detail, warn=voice.warn)
     return full
 
 

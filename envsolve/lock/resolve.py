@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ from packaging.utils import canonicalize_name
 from ..config import strip_credentials
 from ..domain import DEFAULT_PLATFORM, WHEEL_MACHINE, Platform
 from ..errors import ResolveError
+from ..index.policy import BACKOFF, RETRIES
 from ..paths import cache_dir
 from .model import Package
 
@@ -217,10 +219,37 @@ def _uv_compile(cmd: Sequence[str], root: Path, env: Mapping[str, str], cache_fi
     return _uv_run(cmd, root, env)
 
 
-def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool,
-              detail: Callable[[str], None] = _quiet) -> dict[str, Any]:
-    """uv's pylock.toml for ``ask``; raises :class:`ResolveError` when uv fails."""
-    run = _uv_compile(_command(ask, env), root, env, cache_first and not ask.offline, detail)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Told:
+    """What a resolve says while it works, and how often it asks again an index that did not
+    answer (uv's own retries are off: envsolve's, said as warnings, take their place)."""
+
+    detail: Callable[[str], None] = _quiet
+    warn: Callable[[str], None] = _quiet
+    retries: int = RETRIES
+    backoff: float = BACKOFF
+
+
+def _why_not(stderr: str) -> str:
+    """uv's last word on a request that failed (``Connection refused (os error 111)``)."""
+    causes = [re.sub(r"\s*\(os error \d+\)", "", ln.strip().removeprefix("cause: ")) for ln in stderr.splitlines()
+              if "cause:" in ln]
+    return causes[-1] if causes else "no answer"
+
+
+def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool, told: _Told) -> dict[str, Any]:
+    """uv's pylock.toml for ``ask``; raises :class:`ResolveError` when uv fails. An index that
+    cannot be reached is asked again ``told.retries`` times, each retry a warning."""
+    cmd = _command(ask, env)
+    for retry in range(1, told.retries + 2):
+        run = _uv_compile(cmd, root, env, cache_first and not ask.offline, told.detail)
+        urls = None if run.returncode == 0 or ask.offline else _unreachable(run.stderr, ask.default_index, ask.routed)
+        if urls is None or retry > told.retries:
+            break
+        wait = told.backoff * 2 ** (retry - 1)
+        told.warn(f"the package index {urls} did not answer ({_why_not(run.stderr).lower()}); trying again in "
+                  f"{wait:g} s (retry {retry} of {told.retries})")
+        time.sleep(wait)
     out = root / "pylock.toml"
     if run.returncode != 0 or not out.exists():
         raise _failure(run.stderr, ask.default_index, ask.routed, ask.offline)
@@ -249,20 +278,25 @@ def _packages(data: Mapping[str, Any], pins: Sequence[Pin], pip: Sequence[str], 
 def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequence[Pin], pip: Sequence[str],
             default_index: str, record_default: str = "", offline: bool = False, exclude_newer: str = "",
             prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (), cache_first: bool = True,
-            environ: Mapping[str, str] | None = None, detail: Callable[[str], None] = _quiet
+            environ: Mapping[str, str] | None = None, detail: Callable[[str], None] = _quiet,
+            warn: Callable[[str], None] = _quiet, retries: int = RETRIES, backoff: float = BACKOFF
             ) -> tuple[Package, ...]:
     """The full package list of an environment for ``python`` (``"3.12"``), sorted by name.
 
     ``prefer`` (name, version) are kept where they still fit (the previous lock's, as uv keeps
     those of an existing output file); ``upgrade`` names move to their newest. With
     ``cache_first`` uv resolves from its cache alone first (a second lock of the same spec needs no
-    network) and reads the index only when the cache cannot answer (``detail`` says which). Raises
+    network) and reads the index only when the cache cannot answer (``detail`` says which). An
+    index that cannot be reached is asked again ``retries`` times, waiting ``backoff`` seconds,
+    doubled each time, each retry said through ``warn``. Raises
     :class:`ResolveError` for a conflict, an unreachable index or (offline) a missing file."""
     # environ: settings over this process's; the user's uv settings do not change a lock
     env = {k: v for k, v in {**os.environ, **(environ or {})}.items() if not k.startswith("UV_")}
+    env["UV_HTTP_RETRIES"] = "0"  # envsolve's retries, said, instead of uv's silent ones
     ask = _Ask(python=python, platform=platform, pins=pins, pip=pip, default_index=default_index, offline=offline,
                exclude_newer=exclude_newer, upgrade=upgrade)
     with tempfile.TemporaryDirectory(prefix="envsolve-resolve-") as tmp:
         _write_inputs(Path(tmp), ask, prefer)
-        data = _compiled(Path(tmp), ask, env, cache_first, detail)
+        data = _compiled(Path(tmp), ask, env, cache_first,
+                         _Told(detail=detail, warn=warn, retries=max(0, retries), backoff=backoff))
     return _packages(data, pins, pip, record_default)
