@@ -174,6 +174,7 @@ def _lock_options(fn: F) -> F:
 def _say(line: str, kind: Said, err: bool) -> None:
     """A line of `envsolve lock` through the console: the product always, the rest as -q/-v say."""
     console = ui.console()
+    console.done()  # the lock's own lines come once its long work is over
     if kind == "out":
         console.out(line)
     elif kind == "warn":
@@ -281,6 +282,7 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
     ui.console().detail(f"engine: {found.name} ({found.path})")
     results = builder.build_all(found, data, envs, options, lambda line: ui.console().say(line, err=True),
                                 progress=_progress("build"))
+    ui.console().done()
     ui.console().out(builder.summary(results))
     if (failed := builder.failure(results)) is not None:
         raise failed
@@ -501,7 +503,8 @@ def _index_options(fn: F) -> F:
                      help="Seconds to wait for each answer."),
         click.option("--retries", type=click.IntRange(min=0), default=policy.RETRIES, show_default=True,
                      help="Retries of a request that failed or answered "
-                          f"{'/'.join(map(str, sorted(policy.RETRY_STATUS)))}."),
+                          f"{'/'.join(map(str, sorted(policy.RETRY_STATUS)))}; each is a warning saying when "
+                          "it tries again."),
         click.option("--backoff", type=click.FloatRange(min=0), default=policy.BACKOFF, show_default=True,
                      help="Seconds before the first retry; doubled for each further one."),
     )):
