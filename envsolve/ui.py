@@ -10,8 +10,9 @@ hands them the console's methods.
 - ``warn``: a ``WARNING:`` line on stderr: hidden by ``-q`` ("errors only").
 - ``error``: the ``ERROR:``/``TIP:`` lines on stderr: always.
 - ``detail``: what it reads, which index, which cache: only with ``-v``, on stderr.
-- ``progress``: what long work is doing now: on a terminal (stderr), one line rewritten in place;
-  elsewhere nothing, unless ``-v`` (then a plain line).
+- ``progress``: what long work is doing now: on a terminal (stderr), one line rewritten in place
+  (and drawn again under any line printed meanwhile; ``done()`` or an error ends it); elsewhere
+  nothing, unless ``-v`` (then a plain line).
 
 Colour follows click's rule (only on a terminal) and is off with ``NO_COLOR`` (any non-empty
 value, see https://no-color.org) or ``--no-color``.
