@@ -576,12 +576,14 @@ def detect_cmd(fmt: str) -> None:
 @main.command()
 @click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
 @click.option("--target", help="Check this environment of the lock (default: the one for this machine).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: stable keys for scripts (see README, Machine-readable output).")
 @_handles_errors
-def doctor(lock_path: Path, target: str | None) -> None:
+def doctor(lock_path: Path, target: str | None, fmt: str) -> None:
     """Check this machine (or container) against a lock: driver, GPUs, installed frameworks, Docker."""
     from .errors import LockError
     from .host.detect import docker_tools, installed_versions
-    from .host.doctor import check, pick_environment, report_lines, where
+    from .host.doctor import Checkup, check, distributions, pick_environment
     from .lock import model as lockfile
 
     data = lockfile.read(lock_path)
@@ -592,18 +594,18 @@ def doctor(lock_path: Path, target: str | None) -> None:
         names = ", ".join(e.name for e in data.environments)
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
                         tip="pass one of those to --target, or leave --target out")
-    findings = check(env, facts, provider, installed=installed_versions(p.name for p in env.frameworks),
-                     tools=docker_tools())
-    ui.console().out(f"checking environment '{env.name}' of {lock_path} on this {where(facts)} "
-               f"({facts.vendor}, from {facts.source})")
-    for line in report_lines(findings):
-        ui.console().out(line)
-    fails = sum(f.level == "fail" for f in findings)
-    warns = sum(f.level == "warn" for f in findings)
-    if fails:
-        raise CheckFailed(f"{fails} check(s) failed, {warns} warning(s)", tip="apply the fixes above, then run "
-                         "`envsolve doctor` again")
-    ui.console().out(f"all checks passed ({warns} warning(s))")
+    installed = installed_versions(distributions(env, provider))
+    findings = check(env, facts, provider, installed=installed, tools=docker_tools())
+    checkup = Checkup(lock=str(lock_path), environment=env.name, facts=facts, installed=installed,
+                      findings=tuple(findings))
+    if fmt == "json":
+        ui.console().out(json.dumps(checkup.to_dict(), indent=2))
+    else:
+        for line in checkup.text_lines():
+            ui.console().out(line)
+    if checkup.fails:
+        raise CheckFailed(f"{checkup.fails} check(s) failed, {checkup.warns} warning(s)",
+                          tip="apply the fixes above, then run `envsolve doctor` again")
 
 
 def _echo_newest_packages(m: Any) -> None:
