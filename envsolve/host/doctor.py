@@ -44,7 +44,9 @@ class Finding:
     fix: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {"level": self.level, "check": self.check, "message": self.message, "fix": self.fix}
+        """The finding as `envsolve doctor --format json` gives it (no fix when it is ok, as in the text)."""
+        return {"level": self.level, "check": self.check, "message": self.message,
+                "fix": self.fix if self.level != "ok" else ""}
 
 
 def pick_environment(lock: Lock, facts: HostFacts, target: str | None = None) -> Environment | None:
