@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .host.facts import HostFacts
     from .lock.job import Said
     from .lock.model import Lock
+    from .lock.steer import Steer
     from .matrix.cells import CellResult
     from .matrix.parse import MatrixSpec
     from .provider import Provider
@@ -422,33 +423,47 @@ def _check_images(provider: Provider, path: Path, fmt: str) -> None:
 @main.command()
 @click.argument("spec_path", default="project.toml", type=click.Path(path_type=Path))
 @click.option("--all", "verbose", is_flag=True, help="List every rejected alternative.")
+@click.option("--host", is_flag=True, help="Explain what `envsolve lock --host` chooses: the spec's default target "
+              "made from this machine.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: stable keys for scripts (see README, Machine-readable output).")
 @_handles_errors
-def explain(spec_path: Path, verbose: bool) -> None:
+def explain(spec_path: Path, verbose: bool, host: bool, fmt: str) -> None:
     """Say why each choice was made and which alternatives were rejected, and why."""
-    from .config import index_urls
-    from .lock.job import Options, steered
-    from .solve import solve_explained
-    from .solve.report import ExplainReporter
+    from .solve.report import ExplainReporter, answers
 
     provider = _provider()
     spec, _ = _read_spec(spec_path, provider)
+    if host:
+        spec = _for_host(spec, provider)
+    steered, steers = _explain_steered(spec, spec_path, provider)
+    rep = ExplainReporter()
+    got = answers(provider, steered, rep)
+    explanation = rep.explanation(got, spec.python_raw, [st.package for st in steers if st.pythons],
+                                  [n for st in steers for n in st.notes()])
+    if fmt == "json":
+        ui.console().out(json.dumps(explanation.to_dict(verbose), indent=2))
+    else:
+        ui.console().out(explanation.text(verbose), nl=False)
+    if (failed := next((a for _, a in got if isinstance(a, Unsatisfiable)), None)) is not None:
+        raise failed
+
+
+def _explain_steered(spec: ProjectSpec, spec_path: Path, provider: Provider
+                     ) -> tuple[ProjectSpec, tuple[Steer, ...]]:
+    """The spec as the lock solves it: narrowed by what ``[packages] pip`` asks (from the cache
+    first), and those asks; a warning, and the spec as written, when the index cannot say."""
+    from .config import index_urls
+    from .lock.job import Options, steered
+
     urls, _warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
-    try:  # what the lock reads of [packages] pip, from the cache first
+    try:
         spec, steers, warnings = steered(spec, provider, urls, Options())
     except ResolveError as e:
         steers, warnings = (), [f"{e.message}; explaining without what [packages] pip asks"]
     for w in warnings:
         ui.console().warn(w)
-    for note in (n for st in steers for n in st.notes()):
-        ui.console().out(f"[packages] pip: {note}")
-    rep = ExplainReporter()
-    try:
-        resolutions = solve_explained(provider, spec, rep)
-    except Unsatisfiable as e:
-        ui.console().out(f"target {e.target}: no resolution")
-        ui.console().out("\n".join(rep.rejections(e.target, verbose)))
-        raise
-    ui.console().out(rep.text(resolutions, verbose=verbose), nl=False)
+    return spec, steers
 
 
 @main.command()
@@ -606,12 +621,14 @@ def detect_cmd(fmt: str) -> None:
 @main.command()
 @click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
 @click.option("--target", help="Check this environment of the lock (default: the one for this machine).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: stable keys for scripts (see README, Machine-readable output).")
 @_handles_errors
-def doctor(lock_path: Path, target: str | None) -> None:
+def doctor(lock_path: Path, target: str | None, fmt: str) -> None:
     """Check this machine (or container) against a lock: driver, GPUs, installed frameworks, Docker."""
     from .errors import LockError
     from .host.detect import docker_tools, installed_versions
-    from .host.doctor import check, pick_environment, report_lines, where
+    from .host.doctor import Checkup, check, distributions, pick_environment
     from .lock import model as lockfile
 
     data = lockfile.read(lock_path)
@@ -622,18 +639,18 @@ def doctor(lock_path: Path, target: str | None) -> None:
         names = ", ".join(e.name for e in data.environments)
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
                         tip="pass one of those to --target, or leave --target out")
-    findings = check(env, facts, provider, installed=installed_versions(p.name for p in env.frameworks),
-                     tools=docker_tools())
-    ui.console().out(f"checking environment '{env.name}' of {lock_path} on this {where(facts)} "
-               f"({facts.vendor}, from {facts.source})")
-    for line in report_lines(findings):
-        ui.console().out(line)
-    fails = sum(f.level == "fail" for f in findings)
-    warns = sum(f.level == "warn" for f in findings)
-    if fails:
-        raise CheckFailed(f"{fails} check(s) failed, {warns} warning(s)", tip="apply the fixes above, then run "
-                         "`envsolve doctor` again")
-    ui.console().out(f"all checks passed ({warns} warning(s))")
+    installed = installed_versions(distributions(env, provider))
+    findings = check(env, facts, provider, installed=installed, tools=docker_tools())
+    checkup = Checkup(lock=str(lock_path), environment=env.name, facts=facts, installed=installed,
+                      findings=tuple(findings))
+    if fmt == "json":
+        ui.console().out(json.dumps(checkup.to_dict(), indent=2))
+    else:
+        for line in checkup.text_lines():
+            ui.console().out(line)
+    if checkup.fails:
+        raise CheckFailed(f"{checkup.fails} check(s) failed, {checkup.warns} warning(s)",
+                          tip="apply the fixes above, then run `envsolve doctor` again")
 
 
 def _echo_newest_packages(m: Any) -> None:

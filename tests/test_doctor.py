@@ -1,3 +1,4 @@
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -6,7 +7,7 @@ from click.testing import CliRunner
 
 from envsolve.cli import main
 from envsolve.host import detect as det
-from envsolve.host.doctor import Finding, check, pick_environment
+from envsolve.host.doctor import Finding, check, distributions, pick_environment
 from envsolve.host.facts import GpuInfo, HostFacts
 from envsolve.lock import model as lockfile
 from envsolve.lock.model import Environment
@@ -205,3 +206,100 @@ def test_cli_doctor_exit_1_with_each_fix(h100_lock: Path, monkeypatch: pytest.Mo
     r = CliRunner().invoke(main, ["doctor", str(h100_lock), "--target", "gpu"])
     assert r.exit_code == 2 and "has no environment 'gpu' (it has: default)" in r.stderr
     assert CliRunner().invoke(main, ["doctor", str(h100_lock.parent / "missing.lock")]).exit_code == 2
+
+
+CUPY_12 = '[frameworks]\ncupy = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "535.129.03"\n'
+
+
+def test_the_distributions_looked_for_are_the_datas_of_each_locked_framework(real_graph: Provider) -> None:
+    """cupy's builds name cupy-cuda11x/12x/13x; tensorflow's tensorflow-cpu, -gpu, -rocm and nvidia-tensorflow;
+    torch has one distribution."""
+    cupy = environment(CUPY_12, real_graph)
+    assert [p.name for p in cupy.frameworks] == ["cupy-cuda12x"]
+    assert distributions(cupy, real_graph) == ["cupy", "cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"]
+    cpu_tf = environment('[frameworks]\ntensorflow = "*"\n[hardware]\nvendor = "cpu"\n', real_graph)
+    assert distributions(cpu_tf, real_graph) == ["nvidia-tensorflow", "tensorflow", "tensorflow-cpu",
+                                                 "tensorflow-gpu", "tensorflow-rocm"]
+    assert distributions(environment(H100_TORCH, real_graph), real_graph) == ["torch"]
+
+
+def test_another_distribution_of_a_locked_framework_is_named_with_the_fix(real_graph: Provider) -> None:
+    facts = host("h100", real_graph)
+
+    def pkg(text: str, installed: dict[str, str]) -> list[Finding]:
+        env = environment(text, real_graph)
+        return [f for f in check(env, facts, real_graph, installed=installed, tools={}) if f.check == "package"]
+
+    [cupy] = pkg(CUPY_12, {"cupy-cuda13x": "13.6.0"})
+    assert (cupy.level, cupy.message) == ("fail", "cupy-cuda13x 13.6.0 is installed; the lock has cupy-cuda12x 14.2.0 "
+                                                  "(another distribution of the same framework)")
+    assert cupy.fix == "pip uninstall -y cupy-cuda13x && pip install 'cupy-cuda12x[ctk]==14.2.0'"
+    [ort] = pkg('[frameworks]\nonnxruntime = "*"\n[hardware]\ngpus = ["H100"]\n', {"onnxruntime": "1.22.0"})
+    assert ort.message.startswith("onnxruntime 1.22.0 is installed; the lock has onnxruntime-gpu 1.31.1")
+    [tf] = pkg('[frameworks]\ntensorflow = "*"\n[hardware]\ngpus = ["H100"]\n', {"tensorflow-cpu": "2.21.0"})
+    assert tf.message.startswith("tensorflow-cpu 2.21.0 is installed; the lock has tensorflow 2.21.0")
+    assert tf.fix == "pip uninstall -y tensorflow-cpu && pip install 'tensorflow[and-cuda]==2.21.0'"
+    # the locked one with another beside it: its check, and a warning about the other
+    both = pkg(CUPY_12, {"cupy-cuda12x": "14.2.0", "cupy-cuda13x": "13.6.0"})
+    assert [(f.level, f.message) for f in both] == [
+        ("ok", "cupy-cuda12x 14.2.0 matches the lock"),
+        ("warn", "cupy-cuda13x 13.6.0 is installed beside cupy-cuda12x: another distribution of the same "
+                 "framework, whose files overwrite each other's")]
+    # nothing of the framework at all: the machine only
+    assert [(f.level, f.message) for f in pkg(CUPY_12, {"torch": "2.7.1"})] == [
+        ("warn", "none of the locked frameworks is installed in this Python; checked the machine only")]
+
+
+def test_cli_doctor_json_has_the_environment_host_findings_and_summary(h100_lock: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[list[str]] = []
+
+    def installed(names: list[str]) -> dict[str, str]:
+        asked.append(list(names))
+        return {"torch": "2.7.1"}
+
+    monkeypatch.setattr(det, "installed_versions", installed)
+    r = CliRunner().invoke(main, ["doctor", str(h100_lock), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert asked == [["torch"]]
+    assert (data["format"], data["lock"], data["environment"], data["on"]) == (1, str(h100_lock), "default", "host")
+    assert data["host"]["vendor"] == "nvidia" and data["host"]["driver"] == "535.129.03"
+    assert data["host"]["source"] == "nvidia-smi --query-gpu"
+    assert [g["name"] for g in data["host"]["gpus"]] == ["NVIDIA H100 80GB HBM3"]
+    assert data["installed"] == {"torch": "2.7.1"}
+    assert {"level": "ok", "check": "package", "message": "torch 2.7.1 matches the lock", "fix": ""} in data["findings"]
+    assert all(sorted(f) == ["check", "fix", "level", "message"] for f in data["findings"])
+    assert data["summary"] == {"fails": 0, "warns": 1, "passed": True}
+
+
+def test_cli_doctor_json_of_a_failing_check_exits_1_with_the_json_on_stdout(h100_lock: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(det, "installed_versions", lambda names: {"torch": "2.7.1+cu118"})
+    monkeypatch.setattr(det, "docker_tools", lambda: {"docker": True})
+    r = CliRunner().invoke(main, ["doctor", str(h100_lock), "--format", "json"])
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    assert data["summary"] == {"fails": 2, "warns": 1, "passed": False}
+    [package] = [f for f in data["findings"] if f["check"] == "package"]
+    assert (package["level"], package["message"]) == ("fail", "torch 2.7.1+cu118 is the cu118 build; the lock has cu126")
+    assert package["fix"].startswith("pip install 'torch==2.7.1'")
+    assert r.stderr.startswith("ERROR: 2 check(s) failed, 1 warning(s)\n")
+
+
+def test_cli_doctor_names_the_other_distribution_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The H100 of the 2026 session: cupy-cuda13x installed where the lock (driver 535: CUDA 12) has cupy-cuda12x."""
+    d = HOSTS / "h100"
+    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={}, path=str(d / "bin"), root=d / "root", nvml=False))
+    monkeypatch.setattr(det, "docker_tools", lambda: {"docker": False})
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ncupy = "*"\n')
+    assert CliRunner().invoke(main, ["lock", "--host", "--frameworks-only", str(spec)]).exit_code == 0
+    here = {"cupy-cuda13x": "13.6.0", "numpy": "2.3.0"}
+    monkeypatch.setattr(det, "installed_versions", lambda names: {n: here[n] for n in names if n in here})
+    r = CliRunner().invoke(main, ["doctor", str(tmp_path / "envsolve.lock")])
+    assert r.exit_code == 1
+    assert ("FAIL  package: cupy-cuda13x 13.6.0 is installed; the lock has cupy-cuda12x 14.2.0 (another distribution "
+            "of the same framework)\n      fix: pip uninstall -y cupy-cuda13x && pip install 'cupy-cuda12x[ctk]==14.2.0'"
+            ) in r.stdout
+    assert "none of the locked frameworks" not in r.stdout

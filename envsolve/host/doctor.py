@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,7 +23,10 @@ from ..solve import PackagePin
 from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 from .facts import GpuInfo, HostFacts, model_name
 
-__all__ = ["Finding", "Level", "Subject", "check", "pick_environment", "report_lines", "where"]
+__all__ = ["FORMAT", "Checkup", "Finding", "Level", "Subject", "check", "distributions", "pick_environment",
+           "report_lines", "where"]
+
+FORMAT = 1  # the version of `envsolve doctor --format json`'s keys
 
 # A finding's level: ``fail`` would break the environment, ``warn`` might.
 Level = Literal["ok", "warn", "fail"]
@@ -39,6 +42,11 @@ class Finding:
     check: Subject
     message: str
     fix: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        """The finding as `envsolve doctor --format json` gives it (no fix when it is ok, as in the text)."""
+        return {"level": self.level, "check": self.check, "message": self.message,
+                "fix": self.fix if self.level != "ok" else ""}
 
 
 def pick_environment(lock: Lock, facts: HostFacts, target: str | None = None) -> Environment | None:
@@ -58,7 +66,7 @@ def check(env: Environment, facts: HostFacts, provider: Provider, *,
     out += _platform(env, facts)
     out += _driver(env, facts, provider)
     out += _gpus(env, facts, provider)
-    out += _packages(env, installed)
+    out += _packages(env, installed, provider)
     out += _container(env, facts, tools)
     return out
 
@@ -72,6 +80,40 @@ def report_lines(findings: list[Finding]) -> list[str]:
 def _report(f: Finding) -> list[str]:
     fix = [f"      fix: {f.fix}"] if f.fix and f.level != "ok" else []
     return [f"{f.level.upper():4}  {f.check}: {f.message}", *fix]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Checkup:
+    """What `envsolve doctor` says: which environment of which lock it checked, on what, what it
+    found installed, and each finding; its text and its JSON are made from these."""
+
+    lock: str  # the lock file's path as given
+    environment: str
+    facts: HostFacts
+    installed: Mapping[str, str]  # distribution -> version, of those looked for
+    findings: tuple[Finding, ...]
+
+    @property
+    def fails(self) -> int:
+        return sum(f.level == "fail" for f in self.findings)
+
+    @property
+    def warns(self) -> int:
+        return sum(f.level == "warn" for f in self.findings)
+
+    def text_lines(self) -> list[str]:
+        """What was checked, each finding with its fix, and, when none failed, that all passed."""
+        head = (f"checking environment '{self.environment}' of {self.lock} on this {where(self.facts)} "
+                f"({self.facts.vendor}, from {self.facts.source})")
+        passed = [] if self.fails else [f"all checks passed ({self.warns} warning(s))"]
+        return [head, *report_lines(list(self.findings)), *passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The checkup as `envsolve doctor --format json` prints it (README: Machine-readable output)."""
+        return {"format": FORMAT, "lock": self.lock, "environment": self.environment, "on": where(self.facts),
+                "host": self.facts.to_dict(), "installed": dict(sorted(self.installed.items())),
+                "findings": [f.to_dict() for f in self.findings],
+                "summary": {"fails": self.fails, "warns": self.warns, "passed": not self.fails}}
 
 
 def where(facts: HostFacts) -> str:
@@ -357,28 +399,87 @@ def _lock_covers(env: Environment, arch: Arch) -> bool:
                                              for x in env.gpu_archs if x.startswith("sm_"))
 
 
-def _packages(env: Environment, installed: Mapping[str, str]) -> list[Finding]:
-    pkgs = list(env.frameworks)
-    if pkgs and not any(p.name in installed for p in pkgs):
+def distributions(env: Environment, provider: Provider) -> list[str]:
+    """The distributions to look for in this Python, sorted: each locked framework's, and the
+    others its framework is published as (a build's ``dist`` in the matrices: cupy-cuda12x and
+    cupy-cuda13x, tensorflow and tensorflow-cpu, onnxruntime and onnxruntime-gpu, ...)."""
+    return sorted({p.name for p in env.frameworks} | {d for p in env.frameworks for d in _others(p, provider)})
+
+
+def _others(p: PackagePin, provider: Provider) -> tuple[str, ...]:
+    """The other distributions of the framework whose build ``p`` pins, sorted (none for a
+    package the data has no build of, such as a companion)."""
+    frameworks = {b.package for b in provider.m.builds if p.name in (b.package, b.dist)}
+    dists = {b.dist or b.package for b in provider.m.builds if b.package in frameworks}
+    dists |= {w.dist for w in provider.m.platform_wheels if w.package in frameworks and w.dist}
+    return tuple(sorted((dists | frameworks) - {p.name}))
+
+
+def _packages(env: Environment, installed: Mapping[str, str], provider: Provider) -> list[Finding]:
+    """Each locked framework against what this Python has installed, under its own distribution
+    or another of its framework's; one warning when none of them is there at all."""
+    pkgs = [(p, _installed_others(p, installed, provider)) for p in env.frameworks]
+    if pkgs and not any(p.name in installed or others for p, others in pkgs):
         return [Finding(level="warn", check="package",
                         message="none of the locked frameworks is installed in this Python; checked the "
                                 "machine only", fix="run the doctor inside the environment to check it as well")]
-    return [_package(p, installed.get(p.name)) for p in pkgs]
+    return [f for p, others in pkgs for f in _package(p, installed.get(p.name), others)]
 
 
-def _package(p: PackagePin, have: str | None) -> Finding:
-    want = p.requirement.split("==", 1)[1]
-    install = f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
+def _installed_others(p: PackagePin, installed: Mapping[str, str], provider: Provider) -> list[tuple[str, str]]:
+    """(distribution, version) of each other distribution of ``p``'s framework installed."""
+    return [(d, installed[d]) for d in _others(p, provider) if d in installed]
+
+
+def _install(p: PackagePin) -> str:
+    """The command that installs the locked build ``p``."""
+    return f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
+
+
+def _package(p: PackagePin, have: str | None, others: list[tuple[str, str]]) -> list[Finding]:
+    """The findings of one locked framework: its installed version, and the other distributions
+    of its framework beside it or in its place."""
     if have is None:
-        return Finding(level="fail", check="package", message=f"{p.name} {want} is locked but not installed",
-                       fix=install)
+        return [_instead(p, others) if others else _missing(p)]
+    return [_version(p, have), *(_beside(p, d, v) for d, v in others)]
+
+
+def _locked(p: PackagePin) -> str:
+    return p.requirement.split("==", 1)[1]
+
+
+def _missing(p: PackagePin) -> Finding:
+    return Finding(level="fail", check="package", message=f"{p.name} {_locked(p)} is locked but not installed",
+                   fix=_install(p))
+
+
+def _instead(p: PackagePin, others: list[tuple[str, str]]) -> Finding:
+    """Another distribution of the framework is installed where the lock has ``p``'s."""
+    names = " and ".join(f"{d} {v}" for d, v in others)
+    return Finding(level="fail", check="package",
+                   message=f"{names} {'is' if len(others) == 1 else 'are'} installed; the lock has {p.name} "
+                           f"{_locked(p)} (another distribution of the same framework)",
+                   fix=f"pip uninstall -y {' '.join(d for d, _ in others)} && {_install(p)}")
+
+
+def _beside(p: PackagePin, dist: str, version: str) -> Finding:
+    """Another distribution of the framework installed beside the locked one: they share files."""
+    return Finding(level="warn", check="package",
+                   message=f"{dist} {version} is installed beside {p.name}: another distribution of the same "
+                           "framework, whose files overwrite each other's",
+                   fix=f"pip uninstall -y {dist}, then `{_install(p)}` again")
+
+
+def _version(p: PackagePin, have: str) -> Finding:
+    """The installed version of ``p``'s own distribution against the locked one."""
+    want = _locked(p)
     try:
         problem = _mismatch(p, have, want)
     except InvalidVersion:
         return Finding(level="warn", check="package",
                        message=f"{p.name}: installed version {have!r} is not a valid version")
     if problem:
-        return Finding(level="fail", check="package", message=problem, fix=install)
+        return Finding(level="fail", check="package", message=problem, fix=_install(p))
     return Finding(level="ok", check="package", message=f"{p.name} {have} matches the lock")
 
 

@@ -29,6 +29,7 @@ from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError
 from ..files import write_all
 from ..provider import Provider
 from ..solve import Resolution, solve_explained
+from ..solve.output import python_reason
 from ..spec import ProjectSpec
 from . import model as lockfile
 from .options import LOCK_OPTIONS
@@ -361,16 +362,19 @@ def _stack(r: Resolution) -> str:
     return "CPU" if r.accelerator == "cpu" else r.base_image
 
 
-def _summarise(done: Outcome, out: Path, fmt: str, output: _Output) -> None:
-    """The JSON structure (with ``--format json``) and what was written, per target."""
+def _summarise(done: Outcome, python_asked: str, out: Path, fmt: str, output: _Output) -> None:
+    """The JSON structure (with ``--format json``) and what was written, per target: its Python
+    and why (``python_asked``: the spec's ``[project] python``), its stack and frameworks."""
     if fmt == "json":
         output.product(json.dumps(done.lock.to_dict(), indent=2, sort_keys=False))
     output.summary(f"wrote {out}")
     for note in (n for st in done.steers for n in st.notes()):
         output.summary(f"  [packages] pip: {note}")
+    bounded_by = [st.package for st in done.steers if st.pythons]
     for r in done.resolutions:
         pkgs = ", ".join(f"{p.name} {p.version} ({p.variant})" for p in r.packages) or "no frameworks"
-        output.summary(f"  {r.target.name}: Python {r.python}, {_stack(r)}: {pkgs}")
+        why = python_reason(r, python_asked, bounded_by)
+        output.summary(f"  {r.target.name}: Python {r.python} ({why}), {_stack(r)}: {pkgs}")
 
 
 def _warn(stale: str, index_warnings: Sequence[str], done: Outcome, output: _Output) -> None:
@@ -417,7 +421,7 @@ def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Re
     if request.check:
         return _check_text(request, text, output)
     write_all({request.out: text}, tip="choose another path with -o, or fix the folder's permissions")
-    _summarise(done, request.out, request.fmt, output)
+    _summarise(done, spec.python_raw, request.out, request.fmt, output)
     for path in render(done.lock, request.out) if request.render else ():
         output.summary(f"wrote {path}")
     if request.replayable and not stale:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..data import Build, Gpu, Release
 from ..domain import DEFAULT_PLATFORM, Accelerator, Platform, requirement
 from ..spec import Target
 from ..versions import Dotted
 
-__all__ = ["Candidate", "No", "PackagePin", "Reporter", "Resolution"]
+__all__ = ["Candidate", "No", "PackagePin", "PythonWhy", "Reporter", "Resolution"]
+
+# Why the solver took a resolution's Python (see :attr:`Resolution.python_why`).
+PythonWhy = Literal["frameworks", "frameworks-image", "data", "data-image"]
 
 
 class Reporter:
@@ -79,6 +83,10 @@ class Resolution:
     platform: Platform = DEFAULT_PLATFORM  # Docker's name of the platform the environment runs on
     jetpack: str = ""  # a Jetson's JetPack release
     python: str
+    # why that Python, as the solver knows it: "frameworks" (the newest every chosen framework
+    # supports), "data" (no framework: the newest the data knows), "-image" when a CPU environment
+    # took an older one that has a python image; :func:`envsolve.solve.output.python_reason` tells it
+    python_why: PythonWhy = "frameworks"
     cuda: str
     rocm: str
     cudnn: str

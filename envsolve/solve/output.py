@@ -4,20 +4,20 @@ conda-forge builds of the same versions)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..data import Build, Gpu
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, Accelerator
 from ..provider import Provider
 from ..spec import ProjectSpec, Target
-from ..versions import Dotted, parse_python_minor
+from ..versions import Dotted, admits_any, parse_python_minor
 from .cache import Cache
 from .fit import gpu_families
 from .images import BaseImage, base_image, offers_os
-from .model import Candidate, PackagePin, Resolution
+from .model import Candidate, PackagePin, PythonWhy, Resolution
 
-__all__ = ["resolution"]
+__all__ = ["python_reason", "resolution"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,23 +36,25 @@ class _Stack:
 def resolution(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate],
                backend: str) -> Resolution:
     """What the lock records of the chosen candidates: Python, CUDA/ROCm, driver, image, pins."""
-    python = _python(provider, cache, spec, t, found)
+    python, why = _python(provider, cache, spec, t, found)
     stack = _stack(t, found)
     image = _image(provider, cache, spec, t, stack, python)
     packages = [pin for c in found for pin in _pins(provider, spec, t, c, python, stack.accel)]
-    return _resolution(provider, t, found, backend, python, stack, image, packages)
+    return _resolution(provider, t, found, backend, (python, why), stack, image, packages)
 
 
-def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: str, python: str, stack: _Stack,
-                image: BaseImage, packages: list[PackagePin]) -> Resolution:
+def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: str, chosen: tuple[str, PythonWhy],
+                stack: _Stack, image: BaseImage, packages: list[PackagePin]) -> Resolution:
     """The one place a :class:`Resolution` is made."""
     ref, image_note, image_os, image_python = image
+    python, python_why = chosen
     return Resolution(
         target=t,
         accelerator=stack.accel,
         platform=t.platform,
         jetpack=_raw(t.jetpack),
         python=python,
+        python_why=python_why,
         cuda=_raw(stack.cuda),
         rocm=_raw(stack.rocm),
         cudnn=stack.cudnn,
@@ -81,12 +83,36 @@ def _models(provider: Provider, t: Target) -> tuple[Gpu, ...]:
     return tuple(m for x in t.gpus if (m := provider.gpu(x.name)) is not None)
 
 
-def _python(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate]) -> str:
-    """The newest Python every chosen package supports (for CPU, one with a python image if any)."""
+def _python(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate]
+            ) -> tuple[str, PythonWhy]:
+    """The newest Python every chosen package supports (for CPU, one with a python image if any),
+    and why that one (see :attr:`Resolution.python_why`)."""
     pythons = _shared_pythons(provider, cache, spec, found)
-    if t.vendor == "cpu":
-        pythons = _with_python_image(provider, spec, pythons)
-    return max(pythons, key=parse_python_minor) if pythons else ""
+    newest = max(pythons, key=parse_python_minor) if pythons else ""
+    why: PythonWhy = "frameworks" if found else "data"
+    if t.vendor != "cpu":
+        return newest, why
+    imaged = max(_with_python_image(provider, spec, pythons), key=parse_python_minor, default="")
+    return imaged, _WITH_IMAGE[why] if imaged != newest else why
+
+
+def python_reason(r: Resolution, asked: str, bounded_by: Sequence[str] = ()) -> str:
+    """Why ``r`` has its Python, in words: ``the newest every framework supports; set [project]
+    python to choose``. ``asked`` is the spec's ``[project] python`` as written ("*" when not
+    given), ``bounded_by`` the ``[packages] pip`` packages whose Pythons narrowed the choice."""
+    within = "" if admits_any(asked) else f" in [project] python '{asked}'"
+    installs = f" that {' and '.join(bounded_by)} install{'s' if len(bounded_by) == 1 else ''} on" if bounded_by else ""
+    hint = "; set [project] python to choose" if admits_any(asked) else ""
+    return f"the newest{within} {_WHY[r.python_why]}{installs}{hint}"
+
+
+_WHY: dict[PythonWhy, str] = {
+    "frameworks": "every framework supports",
+    "frameworks-image": "every framework supports with a python image",
+    "data": "envsolve's data knows",
+    "data-image": "envsolve's data knows with a python image",
+}
+_WITH_IMAGE: dict[PythonWhy, PythonWhy] = {"frameworks": "frameworks-image", "data": "data-image"}
 
 
 def _shared_pythons(provider: Provider, cache: Cache, spec: ProjectSpec, found: list[Candidate]) -> frozenset[str]:
