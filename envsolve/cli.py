@@ -722,9 +722,7 @@ def run_cmd(lock_path: Path, target: str | None, venv: Path | None, force: bool,
 
     request = Request(lock_path=lock_path, target=target, venv=venv, force=force, frozen=frozen)
     provider = cache(_provider)  # read only when a sync is needed, then once
-    code = run(request, command, provider, lambda: _host_facts(provider()), _talk())
-    ui.console().done()
-    sys.exit(code)
+    sys.exit(run(request, command, provider, lambda: _host_facts(provider()), _talk()))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -305,8 +305,8 @@ def _read_marker(venv: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) and data.get("format") == _MARKER_FORMAT else {}
 
 
-def _marker(lock: Lock, lock_path: Path, env: Environment) -> str:
-    body = {"format": _MARKER_FORMAT, "lock": str(lock_path), "lock_digest": lock.lock_digest,
+def _marker(lock: Lock, env: Environment) -> str:
+    body = {"format": _MARKER_FORMAT, "project": lock.project, "lock_digest": lock.lock_digest,
             "environment": env.name, "python": env.python,
             "packages": {_canon(p.name): _record(p) for p in env.packages}}
     return json.dumps(body, indent=2, sort_keys=True) + "\n"
@@ -487,7 +487,7 @@ def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], t
         _remove(venv, plan.remove, talk)
         _install(venv, files, plan, talk)
         _verify(env, venv)
-    _write_marker(venv, _marker(lock, request.lock_path, env))
+    _write_marker(venv, _marker(lock, env))
     done = Synced(environment=env.name, venv=venv, packages=len(env.packages), installed=plan.install,
                   removed=plan.remove)
     talk.say(summary(done))

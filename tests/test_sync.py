@@ -259,3 +259,27 @@ def test_index_credentials_from_pips_configuration_are_never_shown(
     r = CliRunner().invoke(main, ["-v", "sync", str(lock), "--venv", str(tmp_path / "venv")])
     assert r.exit_code == 1
     assert "S3CRET" not in r.output and "from http://127.0.0.1:9/simple" in r.output
+
+
+@pytest.mark.network
+def test_onnxruntime_from_the_package_index_syncs_imports_at_the_locked_version_and_smoke_tests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real default index (pip's configuration, as on a user's machine)."""
+    from envsolve.lock import model as lockfile
+
+    for var in ("ENVSOLVE_INDEX_PYPI", "ENVSOLVE_INDEX_PYTORCH", "ENVSOLVE_FRAMEWORKS_ONLY", "PIP_CONFIG_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path, '[project]\nname = "ort"\npython = "==3.11.*"\n[frameworks]\nonnxruntime = "*"\n'
+                             '[hardware]\nvendor = "cpu"\n')
+    env = lockfile.read(lock).environments[0]
+    locked = {p.name: p.version for p in env.packages}
+    assert "onnxruntime" in locked and "numpy" in locked
+    venv = tmp_path / "venv"
+    r = _sync(lock, "--venv", str(venv), "--smoke")
+    assert r.exit_code == 0, r.output
+    assert f"synced environment 'default' ({len(locked)} packages) into {venv}" in r.stdout and "\nOK (" in r.stdout
+    assert _python(venv, "import onnxruntime; print(onnxruntime.__version__)") == locked["onnxruntime"]
+    assert {k.lower(): v for k, v in _installed(venv).items()} == {k.lower(): v for k, v in locked.items()}
+    assert _sync(lock, "--venv", str(venv)).stdout.startswith(f"environment 'default' ({len(locked)} packages) "
+                                                              "is already in sync")
