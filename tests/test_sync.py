@@ -244,6 +244,8 @@ def test_smoke_runs_the_environments_smoke_test_in_the_venv(index: str, tmp_path
     assert r.exit_code == 0, r.output
     assert "envsolve smoke test: project demo, environment default" in r.stdout
     assert "PASS  python:" in r.stdout and "\nOK (" in r.stdout
+    other = _sync(lock, "--venv", str(tmp_path / "venv"), "--target", "gpu")
+    assert other.exit_code == 2 and "has no environment 'gpu' (it has: default)" in other.stderr
 
 
 def test_index_credentials_from_pips_configuration_are_never_shown(
