@@ -715,5 +715,76 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
                           tip="run `envsolve refresh --write` to add the new rows; correct changed rows by hand")
 
 
+
+# ---------------------------------------------------------------------------- sync and run
+
+
+if TYPE_CHECKING:
+    from .sync import Talk
+
+
+def _talk() -> Talk:
+    """How `sync` and `run` talk: through this run's console."""
+    from .sync import Talk
+
+    console = ui.console()
+    return Talk(say=console.say, warn=console.warn, progress=console.progress)
+
+
+def _sync_options(fn: F) -> F:
+    """The options `sync` and `run` share."""
+    for opt in reversed((
+        click.option("--target", help="The environment of the lock (default: the one for this machine, as "
+                     "`envsolve doctor` picks it)."),
+        click.option("--venv", type=click.Path(path_type=Path, dir_okay=True), help="The virtual environment "
+                     "(default: .venv beside the lock)."),
+        click.option("--force", is_flag=True, help="Install even when the host checks fail (wrong GPU, driver "
+                     "too old)."),
+        click.option("--frozen", is_flag=True, help="Do not check that the lock is current against its spec."),
+    )):
+        fn = opt(fn)
+    return fn
+
+
+@main.command(name="sync")
+@click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
+@_sync_options
+@click.option("--smoke", is_flag=True, help="Then run the environment's smoke test with the venv's Python.")
+@_handles_errors
+def sync_cmd(lock_path: Path, target: str | None, venv: Path | None, force: bool, frozen: bool,
+             smoke: bool) -> None:
+    """Make a venv hold exactly one environment of the lock: its Python (uv installs it when
+    missing), every package at its locked version from its locked index, hashes checked, nothing
+    else. Refuses a stale lock and a host the environment cannot serve (see `envsolve doctor`)."""
+    from .sync import Request, sync
+
+    provider = _provider()
+    sync(Request(lock_path=lock_path, target=target, venv=venv, force=force, frozen=frozen, smoke=smoke),
+         provider, lambda: _host_facts(provider), _talk())
+
+
+@main.command(name="run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--lock", "lock_path", default="envsolve.lock", show_default=True,
+              type=click.Path(path_type=Path, dir_okay=False), help="The lock file.")
+@_sync_options
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@_handles_errors
+def run_cmd(lock_path: Path, target: str | None, venv: Path | None, force: bool, frozen: bool,
+            command: tuple[str, ...]) -> None:
+    """Run COMMAND in the synced environment (its bin first on PATH, VIRTUAL_ENV set), syncing
+    first when the venv is missing or was synced from another lock; exit with COMMAND's status.
+
+    \b
+      envsolve run -- python train.py --epochs 3
+      envsolve run --lock gpu/envsolve.lock --target cuda -- pytest -q"""
+    from functools import cache
+
+    from .sync import Request, run
+
+    request = Request(lock_path=lock_path, target=target, venv=venv, force=force, frozen=frozen)
+    provider = cache(_provider)  # read only when a sync is needed, then once
+    sys.exit(run(request, command, provider, lambda: _host_facts(provider()), _talk()))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

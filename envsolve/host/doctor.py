@@ -23,8 +23,8 @@ from ..solve import PackagePin
 from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
 from .facts import GpuInfo, HostFacts, model_name
 
-__all__ = ["FORMAT", "Checkup", "Finding", "Level", "Subject", "check", "distributions", "pick_environment",
-           "report_lines", "where"]
+__all__ = ["FORMAT", "Checkup", "Finding", "Level", "Subject", "check", "check_host", "distributions",
+           "pick_environment", "report_lines", "where"]
 
 FORMAT = 1  # the version of `envsolve doctor --format json`'s keys
 
@@ -61,13 +61,17 @@ def pick_environment(lock: Lock, facts: HostFacts, target: str | None = None) ->
 def check(env: Environment, facts: HostFacts, provider: Provider, *,
           installed: Mapping[str, str], tools: Mapping[str, bool]) -> list[Finding]:
     """Every finding for environment ``env`` of a lock on the host ``facts`` describes."""
+    return check_host(env, facts, provider) + _packages(env, installed, provider) + _container(env, facts, tools)
+
+
+def check_host(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
+    """The findings about the machine alone (accelerator, platform, driver, GPUs), nothing about
+    what is installed: what `envsolve sync` checks before it installs."""
     out = [Finding(level="warn", check="host", message=w) for w in facts.warnings]
     out += _accelerator(env, facts)
     out += _platform(env, facts)
     out += _driver(env, facts, provider)
     out += _gpus(env, facts, provider)
-    out += _packages(env, installed, provider)
-    out += _container(env, facts, tools)
     return out
 
 

@@ -1,0 +1,544 @@
+"""`envsolve sync` and `envsolve run`: one environment of a lock, exactly, in a virtual environment
+on this machine, and commands run inside it.
+
+:func:`sync`, in order:
+
+1. **The lock.** A frameworks-only lock is refused (exit 2): it has no packages and no hashes.
+   A lock stale against its spec (the spec named in the lock, beside it, compared by the digests
+   `envsolve lock --check` compares: :func:`envsolve.lock.job._check_digests`) is refused (exit 1)
+   with the command that refreshes it, as `uv sync --locked` does. When that spec is not beside
+   the lock (a lock copied alone to a machine), a warning says the lock was not checked and the
+   sync goes on; ``--frozen`` skips the check, as uv's does.
+2. **The environment and the host.** ``--target``, else the doctor's pick for this machine
+   (:func:`envsolve.host.doctor.pick_environment`); the doctor's host checks
+   (:func:`envsolve.host.doctor.check_host`: accelerator, platform, driver, GPU archs; nothing
+   about installed packages) refuse (exit 1) a host the environment cannot serve, with each
+   finding and its fix, unless ``--force``.
+3. **The venv.** Made by uv (``uv venv --python X.Y``; uv installs that Python when the machine
+   lacks it), and made again when its Python's minor is not the lock's. A folder that is not a
+   venv is never removed.
+4. **The packages.** What is installed (``uv pip list``) against the lock: names the lock does not
+   hold are removed first (a distribution installed under another name may own files the locked
+   one brings), then every package the venv lacks, holds at another version, or holds without a
+   sync of this very record (name, version, index, hashes: the marker says) is installed with
+   ``--require-hashes --no-deps``, one index at a time, from the requirements files
+   :func:`envsolve.render.artifacts.render_environment` writes (one file per index: that grouping
+   has one home). Why not one ``uv pip sync`` of every file: it takes one set of indexes for all
+   of them, and uv then takes each name from the first index that has it, so the PyTorch index
+   could serve a default-index name (or the reverse): installing each file from its own index
+   alone is what keeps dependency confusion out, as the images do. The default index is the
+   requirements file's own ``--index-url`` when the lock names one, else pip's configured index
+   (:func:`envsolve.config.pip_index_url`, with pip's ``cert``): uv does not read pip's settings,
+   and the user's uv settings (``UV_*``, uv.toml) are not read, so nothing widens the sources.
+   Afterwards the venv must hold exactly the lock's names and versions.
+5. **The marker** ``.envsolve-sync.json`` in the venv: the lock's digest, the environment and the
+   record of each package installed. A sync whose plan is empty installs and removes nothing (a
+   no-op), but still compares what is installed, so a package added by hand goes.
+6. ``--smoke``: the environment's rendered smoke test, run by the venv's Python.
+
+:func:`run` runs a command with the venv's ``bin`` first on ``PATH`` and ``VIRTUAL_ENV`` set,
+syncing first when the venv is missing or its marker is not for this lock (another digest or
+environment); a current marker is trusted (``envsolve sync`` is the full check).
+
+Index credentials never reach a message: every URL shown, and uv's own output, go through
+:func:`envsolve.config.strip_credentials`. Nothing here prints: lines go to :class:`Talk`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .errors import CheckFailed, LockError, Problem, ResolveError, SpecError
+from .files import write_atomic
+from .host.doctor import Finding, check_host, pick_environment, report_lines, where
+from .host.facts import HostFacts
+from .lock import model as lockfile
+from .lock.model import Environment, Lock, Package
+from .provider import Provider
+
+__all__ = ["MARKER", "Request", "Synced", "Talk", "current", "run", "run_environ", "sync"]
+
+MARKER = ".envsolve-sync.json"  # in the venv: what the last sync installed there
+_MARKER_FORMAT = 1
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Talk:
+    """How a sync talks: ``say`` what was done, ``warn``, ``progress`` of long steps."""
+
+    say: Callable[[str], None]
+    warn: Callable[[str], None]
+    progress: Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Request:
+    """What `envsolve sync` was asked."""
+
+    lock_path: Path
+    target: str | None = None
+    venv: Path | None = None
+    force: bool = False  # install on a host the doctor's checks refuse
+    frozen: bool = False  # do not check the lock against its spec
+    smoke: bool = False
+
+    @property
+    def venv_path(self) -> Path:
+        """``--venv``, else ``.venv`` beside the lock."""
+        return self.venv or self.lock_path.parent / ".venv"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Synced:
+    """What a sync did."""
+
+    environment: str
+    venv: Path
+    packages: int
+    installed: tuple[str, ...]
+    removed: tuple[str, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.installed or self.removed)
+
+
+# ---------------------------------------------------------------------------- the lock
+
+
+def _refuse_frameworks_only(lock: Lock, lock_path: Path) -> None:
+    if lock.scope != "full":
+        raise LockError(f"{lock_path}: is a frameworks-only lock (no packages, no hashes); sync installs every "
+                        "package of a full lock, hash-checked",
+                        tip=f"lock in full: `envsolve lock {_spec_path(lock, lock_path)}` without --frameworks-only "
+                            "(and without ENVSOLVE_FRAMEWORKS_ONLY)")
+
+
+def _spec_path(lock: Lock, lock_path: Path) -> Path:
+    """The spec the lock was made from: its ``spec`` file name, beside the lock."""
+    return lock_path.parent / lock.spec
+
+
+def _check_current(lock: Lock, lock_path: Path, provider: Provider, talk: Talk) -> None:
+    """Refuse a lock stale against its spec or data (the rule of `envsolve lock --check`)."""
+    from .lock.job import _check_digests
+
+    spec = _spec_path(lock, lock_path)
+    try:
+        blob = spec.read_bytes()
+    except OSError:
+        talk.warn(f"{lock_path}: its spec {spec} is not beside it, so whether the lock is current was not checked; "
+                  "syncing the lock as it is")
+        return
+    verdict = _check_digests(lock_path, blob, provider)
+    if verdict:
+        raise CheckFailed(verdict, tip=f"refresh it with `envsolve lock {spec}` (with the options it was locked "
+                                       "with, such as --host), then sync again; or sync it as it is with --frozen")
+
+
+def _environment(lock: Lock, lock_path: Path, target: str | None, facts: Callable[[], HostFacts]
+                 ) -> tuple[Environment, HostFacts]:
+    """The environment to sync (``target``, else the one for this machine) and the host's facts."""
+    host = facts()
+    env = pick_environment(lock, host, target)
+    if env is None:
+        names = ", ".join(e.name for e in lock.environments)
+        raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
+                        tip="pass one of those to --target, or leave --target out for this machine's")
+    return env, host
+
+
+def _check_host(env: Environment, lock_path: Path, host: HostFacts, provider: Provider, force: bool,
+                talk: Talk) -> None:
+    """The doctor's host checks: a failure refuses the sync (unless ``force``), a warning is said."""
+    findings = check_host(env, host, provider)
+    fails = [f for f in findings if f.level == "fail"]
+    for f in (f for f in findings if f.level == "warn"):
+        talk.warn(_finding_text(f))
+    if not fails:
+        return
+    if not force:
+        lines = "\n  ".join(report_lines(fails))
+        raise CheckFailed(f"this {where(host)} cannot run environment '{env.name}' of {lock_path}:\n  {lines}",
+                          tip="apply the fixes above; or sync another environment (--target NAME), or pass "
+                              "--force to install it anyway")
+    for f in fails:
+        talk.warn(f"{_finding_text(f)} (installing anyway: --force)")
+
+
+def _finding_text(f: Finding) -> str:
+    fix = f" (fix: {f.fix})" if f.fix else ""
+    return f"{f.check}: {f.message}{fix}"
+
+
+def _not_installed(env: Environment, talk: Talk) -> None:
+    """Say what a venv cannot hold: the environment's system and conda packages."""
+    if env.apt:
+        talk.warn(f"environment '{env.name}' lists system packages a venv cannot hold ({', '.join(env.apt)}): "
+                  "install them with the system's package manager")
+    if env.conda:
+        talk.warn(f"environment '{env.name}' lists conda packages a venv cannot hold ({', '.join(env.conda)}): "
+                  "install them with conda (`envsolve render` writes environment.yml)")
+
+
+# ---------------------------------------------------------------------------- uv
+
+
+def _uv() -> str:
+    try:
+        from uv import find_uv_bin
+    except ImportError:  # pragma: no cover - uv is a dependency
+        raise ResolveError("uv is not installed, and sync needs it", tip="pip install uv (envsolve depends on it)"
+                           ) from None
+    return str(find_uv_bin())
+
+
+def _uv_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """uv's environment: this process's without the user's uv settings, pip's certificate bundle
+    when pip has one and no other is set."""
+    from .config import pip_config
+
+    env = {k: v for k, v in (os.environ if environ is None else environ).items() if not k.startswith("UV_")}
+    cert = pip_config(env).get("cert", "")
+    if cert and not env.get("SSL_CERT_FILE"):
+        env["SSL_CERT_FILE"] = cert
+    return env
+
+
+def _scrub(text: str) -> str:
+    """``text`` with the credentials of every URL in it dropped."""
+    from .config import strip_credentials
+
+    return re.sub(r"[a-z][a-z0-9+.-]*://\S+", lambda m: strip_credentials(m.group(0))[0], text)
+
+
+def _uv_run(args: Sequence[str], what: str, tip: str) -> str:
+    """Run uv (its ``--no-config`` and envsolve's cache added); its stdout; raises
+    :class:`ResolveError` (exit 1) saying ``what`` failed, with uv's own words."""
+    from .paths import cache_dir
+
+    env = _uv_environ()
+    cmd = [_uv(), *args, "--no-config", "--cache-dir", str(cache_dir(env) / "uv")]
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
+    if done.returncode != 0:
+        said = "\n  ".join(_scrub(done.stderr).strip().splitlines()[-12:]) or "uv failed without a message"
+        raise ResolveError(f"{what}:\n  {said}", tip=tip)
+    return done.stdout
+
+
+# ---------------------------------------------------------------------------- the venv
+
+
+def _bin(venv: Path) -> Path:
+    return venv / ("Scripts" if os.name == "nt" else "bin")
+
+
+def python_of(venv: Path) -> Path:
+    """The venv's interpreter."""
+    return _bin(venv) / ("python.exe" if os.name == "nt" else "python")
+
+
+def _venv_minor(venv: Path) -> str | None:
+    """The Python minor (``3.11``) of the venv at ``venv``; None when it is no venv."""
+    try:
+        text = (venv / "pyvenv.cfg").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    cfg = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    version = {k.strip(): v.strip() for k, v in cfg.items()}
+    full = version.get("version_info") or version.get("version") or ""
+    return ".".join(full.split(".")[:2])
+
+
+def _make_venv(venv: Path, python: str, talk: Talk) -> None:
+    """The venv at ``venv`` with Python ``python``: made, or made again when its minor differs."""
+    minor = _venv_minor(venv)
+    if minor == python and python_of(venv).exists():
+        return
+    if minor is None and venv.exists() and (not venv.is_dir() or any(venv.iterdir())):
+        raise SpecError([Problem(str(venv), "", "exists and is not a virtual environment (no pyvenv.cfg)")],
+                        tip="pass another --venv PATH, or move that folder away: sync removes no folder it did "
+                            "not make")
+    again = f" (it had Python {minor})" if minor else ""
+    talk.progress(f"sync: creating {venv} with Python {python}{again}")
+    _uv_run(["venv", str(venv), "--python", python, "--no-project", "--clear"],
+            f"uv could not create the virtual environment {venv} with Python {python}",
+            tip="check that uv can find or download that Python (`uv python install "
+                f"{python}`), or pass another --venv")
+
+
+def _installed(venv: Path) -> dict[str, str]:
+    """Canonical name -> version of every distribution in the venv."""
+    out = _uv_run(["pip", "list", "--python", str(python_of(venv)), "--format", "json"],
+                  f"uv could not list the packages of {venv}", tip="recreate it: remove the folder and sync again")
+    return {str(canonicalize_name(d["name"])): str(d["version"]) for d in json.loads(out or "[]")}
+
+
+# ---------------------------------------------------------------------------- the marker
+
+
+def _record(p: Package) -> dict[str, Any]:
+    """What the marker keeps of a package it installed: the lock's record of it."""
+    return {"version": p.version, "index_url": p.index_url, "hashes": list(p.hashes)}
+
+
+def _read_marker(venv: Path) -> dict[str, Any]:
+    """The venv's marker ({} when there is none or it cannot be read)."""
+    try:
+        data = json.loads((venv / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and data.get("format") == _MARKER_FORMAT else {}
+
+
+def _marker(lock: Lock, env: Environment) -> str:
+    body = {"format": _MARKER_FORMAT, "project": lock.project, "lock_digest": lock.lock_digest,
+            "environment": env.name, "python": env.python,
+            "packages": {_canon(p.name): _record(p) for p in env.packages}}
+    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+
+
+def _write_marker(venv: Path, text: str) -> None:
+    """The marker, written only when it changes (a no-op sync touches nothing)."""
+    try:
+        if (venv / MARKER).read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    write_atomic(venv / MARKER, text)
+
+
+def current(lock: Lock, venv: Path, target: str | None) -> Environment | None:
+    """The environment the venv holds when its marker is for ``lock`` (its digest) and for
+    ``target`` (any environment of the lock when None); else None."""
+    marker = _read_marker(venv)
+    if marker.get("lock_digest") != lock.lock_digest or not python_of(venv).exists():
+        return None
+    env = lock.environment(str(marker.get("environment")))
+    return env if env is not None and target in (None, env.name) else None
+
+
+# ---------------------------------------------------------------------------- the plan
+
+
+def _canon(name: str) -> str:
+    return str(canonicalize_name(name))
+
+
+def _same_version(have: str, want: str) -> bool:
+    try:
+        return Version(have) == Version(want)
+    except InvalidVersion:
+        return have == want
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Plan:
+    remove: tuple[str, ...]  # installed names the lock does not hold
+    install: tuple[str, ...]  # locked names to install: missing, another version, or not synced as locked
+    reinstall: tuple[str, ...]  # of those, the names at the locked version whose files no sync of this record checked
+
+
+def _plan(env: Environment, installed: Mapping[str, str], marker: Mapping[str, Any]) -> _Plan:
+    locked = {_canon(p.name): p for p in env.packages}
+    synced = marker.get("packages")
+    synced = synced if isinstance(synced, dict) else {}
+    stale = [n for n, p in locked.items() if n in installed and _same_version(installed[n], p.version)
+             and synced.get(n) != _record(p)]
+    missing = [n for n, p in locked.items() if n not in installed or not _same_version(installed[n], p.version)]
+    return _Plan(remove=tuple(sorted(set(installed) - set(locked))), install=tuple(sorted({*stale, *missing})),
+                 reinstall=tuple(sorted(stale)))
+
+
+# ---------------------------------------------------------------------------- installing
+
+
+_OPTION = re.compile(r"^(--index-url|--extra-index-url)\s+(\S+)\s*$")
+_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==")
+
+
+def _index_of(text: str) -> tuple[str, str] | None:
+    """The index option a rendered requirements file carries (option, URL); None for pip's default."""
+    return next(((m.group(1), m.group(2)) for line in text.splitlines() if (m := _OPTION.match(line))), None)
+
+
+def _names_in(text: str) -> set[str]:
+    """The canonical names a rendered requirements file installs."""
+    return {_canon(m.group(1)) for line in text.splitlines() if (m := _NAME.match(line))}
+
+
+def _requirements(lock: Lock, lock_path: Path, env: Environment) -> dict[str, str]:
+    """The rendered requirements files of ``env`` (one per index), the non-default index's first,
+    as the images install them."""
+    from .render.artifacts import render_environment
+
+    texts = render_environment(lock, env, lock_path.name, dockerfile=False)
+    names = sorted((n for n in texts if n.startswith("requirements")), key=lambda n: (n == "requirements.txt", n))
+    return {n: texts[n] for n in names}
+
+
+def _index_args(text: str) -> tuple[list[str], str]:
+    """uv's index options for a rendered file (its own ``--index-url`` is read from the file) and
+    the URL to show: the file's, else pip's configured index."""
+    from .config import pip_index_url, strip_credentials
+
+    option = _index_of(text)
+    default = pip_index_url() if option is None or option[0] == "--extra-index-url" else ""
+    args = ["--index-url", default] if default else []
+    shown = option[1] if option is not None else default or "the default index"
+    return args, strip_credentials(shown)[0]
+
+
+def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Talk) -> None:
+    """Install the plan's names, each file from its own index, hashes required."""
+    with tempfile.TemporaryDirectory(prefix="envsolve-sync-") as tmp:
+        for name, text in files.items():
+            wanted = sorted(_names_in(text) & set(plan.install))
+            if not wanted:
+                continue
+            args, shown = _index_args(text)
+            talk.progress(f"sync: installing {len(wanted)} package(s) from {shown}")
+            path = Path(tmp) / name
+            path.write_text(text, encoding="utf-8")
+            again = [a for n in plan.reinstall if n in wanted for a in ("--reinstall-package", n)]
+            _uv_run(["pip", "install", "--python", str(python_of(venv)), "--require-hashes", "--no-deps",
+                     "-r", str(path), *args, *again],
+                    f"uv could not install {len(wanted)} package(s) of {name} from {shown} into {venv}",
+                    tip="check that the index can be reached (pip's configuration names the default index); a "
+                        "hash mismatch means the index serves other files than the lock's: lock again")
+
+
+def _remove(venv: Path, names: Sequence[str], talk: Talk) -> None:
+    if not names:
+        return
+    talk.progress(f"sync: removing {len(names)} package(s) the lock does not hold")
+    _uv_run(["pip", "uninstall", "--python", str(python_of(venv)), *names],
+            f"uv could not remove {', '.join(names)} from {venv}", tip="recreate it: remove the folder and sync again")
+
+
+def _verify(env: Environment, venv: Path) -> None:
+    """The venv holds exactly the lock's names and versions."""
+    installed = _installed(venv)
+    locked = {_canon(p.name): p.version for p in env.packages}
+    wrong = sorted(n for n in set(installed) | set(locked)
+                   if n not in installed or n not in locked or not _same_version(installed[n], locked[n]))
+    if wrong:
+        shown = ", ".join(f"{n} {installed.get(n, '(missing)')} (lock: {locked.get(n, 'none')})" for n in wrong)
+        raise CheckFailed(f"{venv} does not hold exactly environment '{env.name}' after the sync: {shown}",
+                          tip="remove the folder and sync again")
+
+
+# ---------------------------------------------------------------------------- the smoke test
+
+
+def _smoke(lock: Lock, lock_path: Path, env: Environment, venv: Path, talk: Talk) -> None:
+    """Run the environment's smoke test with the venv's Python; exit 1 when it fails."""
+    from .render.artifacts import render_environment
+
+    talk.progress(f"sync: running the smoke test of environment '{env.name}'")
+    script = render_environment(lock, env, lock_path.name, dockerfile=False)["smoke_test.py"]
+    with tempfile.TemporaryDirectory(prefix="envsolve-smoke-") as tmp:
+        path = Path(tmp) / "smoke_test.py"
+        path.write_text(script, encoding="utf-8")
+        done = subprocess.run([str(python_of(venv)), str(path)], env=run_environ(venv, env), cwd=tmp,
+                              capture_output=True, text=True, check=False)
+    lines = (done.stdout + done.stderr).rstrip().splitlines()
+    for line in lines:
+        talk.say(line)
+    if done.returncode != 0:
+        failed = [ln.strip() for ln in lines if ln.lstrip().startswith("FAIL ")]
+        raise CheckFailed(f"the smoke test of environment '{env.name}' failed in {venv}"
+                          + "".join(f"\n  {ln}" for ln in failed[:12]),
+                          tip="see the checks above; `envsolve doctor` checks the host against the lock")
+
+
+# ---------------------------------------------------------------------------- the commands
+
+
+def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], talk: Talk) -> Synced:
+    """`envsolve sync`: the environment of the lock at ``request.lock_path`` in the venv, exactly.
+    ``facts`` detects the host (called once)."""
+    lock = lockfile.read(request.lock_path)
+    _refuse_frameworks_only(lock, request.lock_path)
+    if not request.frozen:
+        _check_current(lock, request.lock_path, provider, talk)
+    env, host = _environment(lock, request.lock_path, request.target, facts)
+    _check_host(env, request.lock_path, host, provider, request.force, talk)
+    _not_installed(env, talk)
+    files = _requirements(lock, request.lock_path, env)  # refuses what no file may carry before anything is made
+    venv = request.venv_path
+    _make_venv(venv, env.python, talk)
+    plan = _plan(env, _installed(venv), _read_marker(venv))
+    if plan.remove or plan.install:
+        _remove(venv, plan.remove, talk)
+        _install(venv, files, plan, talk)
+        _verify(env, venv)
+    _write_marker(venv, _marker(lock, env))
+    done = Synced(environment=env.name, venv=venv, packages=len(env.packages), installed=plan.install,
+                  removed=plan.remove)
+    talk.say(summary(done))
+    if request.smoke:
+        _smoke(lock, request.lock_path, env, venv, talk)
+    return done
+
+
+def summary(done: Synced) -> str:
+    """``synced environment 'default' (12 packages) into .venv: 12 installed, 0 removed``."""
+    if not done.changed:
+        return f"environment '{done.environment}' ({done.packages} packages) is already in sync in {done.venv}"
+    return (f"synced environment '{done.environment}' ({done.packages} packages) into {done.venv}: "
+            f"{len(done.installed)} installed, {len(done.removed)} removed")
+
+
+def run_environ(venv: Path, env: Environment | None = None, environ: Mapping[str, str] | None = None
+                ) -> dict[str, str]:
+    """The environment variables of a command run in the venv: its ``bin`` first on ``PATH``,
+    ``VIRTUAL_ENV``, and the lock's Keras backend unless one is set."""
+    out = {k: v for k, v in (os.environ if environ is None else environ).items() if k != "PYTHONHOME"}
+    out["VIRTUAL_ENV"] = str(venv.absolute())
+    out["PATH"] = os.pathsep.join([str(_bin(venv).absolute()), *filter(None, [out.get("PATH", "")])])
+    if env is not None and env.keras_backend:
+        out.setdefault("KERAS_BACKEND", env.keras_backend)
+    return out
+
+
+def run(request: Request, command: Sequence[str], provider: Callable[[], Provider],
+        facts: Callable[[], HostFacts], talk: Talk) -> int:
+    """`envsolve run`: ``command`` in the venv (synced first when it is missing or not of this
+    lock); its exit status (128 + N when a signal N ended it)."""
+    lock = lockfile.read(request.lock_path)
+    env = current(lock, request.venv_path, request.target)
+    if env is None:
+        env = lock.environment(sync(request, provider(), facts, talk).environment)
+    return _call(command, run_environ(request.venv_path, env))
+
+
+def _call(command: Sequence[str], environ: Mapping[str, str]) -> int:
+    import shutil
+
+    exe = shutil.which(command[0], path=environ.get("PATH"))
+    if exe is None:
+        raise SpecError([Problem("envsolve run", command[0], "is no command in the environment or on PATH")],
+                        tip="check the command's name; `envsolve run -- python -m MODULE` runs a module")
+    with subprocess.Popen([exe, *command[1:]], env=dict(environ)) as proc:
+        while True:
+            try:
+                code = proc.wait()
+                break
+            except KeyboardInterrupt:  # the command got it too (same process group): wait for it to end
+                continue
+    return 128 - code if code < 0 else code

@@ -1,0 +1,287 @@
+"""`envsolve sync` and `envsolve run`: a full lock made against a local index of fake wheels,
+installed into a temporary venv by uv, exactly; the host faked from recorded tool output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from pytest_httpserver import HTTPServer
+
+from envsolve.cli import main
+from envsolve.host import detect as det
+from envsolve.sync import MARKER
+from tests.fakeindex import Wheel, serve
+from tests.test_detect import _DETECT, HOSTS
+
+CPU = ('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\n[hardware]\nvendor = "cpu"\n'
+       '[packages]\npip = ["requests"]\n')
+
+
+def _wheels() -> list[Wheel]:
+    return [Wheel("requests", "2.32.3", requires=["idna"]), Wheel("requests", "2.31.0", requires=["idna"]),
+            Wheel("idna", "3.10"), Wheel("handmade", "1.0"), Wheel("filelock", "3.16.1")]
+
+
+@pytest.fixture
+def index(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    url = serve(httpserver, _wheels())
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", url)
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    return url
+
+
+def _host(monkeypatch: pytest.MonkeyPatch, machine: str) -> None:
+    """This machine is the recorded ``machine`` (its nvidia-smi and /proc)."""
+    d = HOSTS / machine
+    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={}, path=str(d / "bin"), root=d / "root", nvml=False))
+
+
+def _locked(tmp_path: Path, body: str = CPU, *args: str) -> Path:
+    spec = tmp_path / "project.toml"
+    spec.write_text(body)
+    r = CliRunner().invoke(main, ["lock", str(spec), *args])
+    assert r.exit_code == 0, r.output
+    return tmp_path / "envsolve.lock"
+
+
+def _sync(lock: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, ["sync", str(lock), *args])
+
+
+def _python(venv: Path, code: str) -> str:
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _installed(venv: Path) -> dict[str, str]:
+    """Name -> version of every distribution in the venv, as its own Python sees them."""
+    code = ("import importlib.metadata as m, json; "
+            "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
+    return json.loads(_python(venv, code))  # type: ignore[no-any-return]
+
+
+def test_sync_installs_exactly_the_lock_is_a_no_op_again_and_removes_a_package_added_by_hand(
+        index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    r = _sync(lock, "--venv", str(venv))
+    assert r.exit_code == 0, r.output
+    assert r.stdout == f"synced environment 'default' (2 packages) into {venv}: 2 installed, 0 removed\n"
+    assert _installed(venv) == {"requests": "2.32.3", "idna": "3.10"}  # nothing else: no pip, no setuptools
+    assert _python(venv, "import requests, importlib.metadata as m, sys; "
+                         "print(m.version('requests'), sys.version_info[:2])") == "2.32.3 (3, 11)"
+    marker = json.loads((venv / MARKER).read_text())
+    assert marker["environment"] == "default" and sorted(marker["packages"]) == ["idna", "requests"]
+
+    # a second sync of the same lock installs and removes nothing: the files stay as they were
+    module = next(venv.glob("lib/python3.11/site-packages/requests/__init__.py"))
+    before = (module.stat().st_ino, module.stat().st_mtime_ns, (venv / MARKER).stat().st_mtime_ns)
+    again = _sync(lock, "--venv", str(venv))
+    assert again.exit_code == 0, again.output
+    assert again.stdout == f"environment 'default' (2 packages) is already in sync in {venv}\n"
+    assert (module.stat().st_ino, module.stat().st_mtime_ns, (venv / MARKER).stat().st_mtime_ns) == before
+
+    # a package added by hand, and another version of a locked one: the next sync puts the lock back
+    from uv import find_uv_bin
+
+    uv = [str(find_uv_bin()), "pip", "install", "--python", str(venv / "bin" / "python"), "--index-url", index,
+          "--no-config", "--cache-dir", str(tmp_path / "cache" / "uv")]
+    subprocess.run([*uv, "handmade==1.0", "requests==2.31.0"], check=True, capture_output=True)
+    assert _installed(venv) == {"requests": "2.31.0", "idna": "3.10", "handmade": "1.0"}
+    fixed = _sync(lock, "--venv", str(venv))
+    assert fixed.exit_code == 0, fixed.output
+    assert fixed.stdout.endswith(": 1 installed, 1 removed\n")
+    assert _installed(venv) == {"requests": "2.32.3", "idna": "3.10"}
+
+
+def test_a_package_at_the_locked_version_not_installed_by_a_sync_is_installed_again_with_its_hash(
+        index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A venv made by hand with the locked versions: sync cannot know those files are the lock's,
+    so it installs them again, hash-checked, and remembers it."""
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / ".venv"  # the default: beside the lock
+    from uv import find_uv_bin
+
+    uv = str(find_uv_bin())
+    subprocess.run([uv, "venv", str(venv), "--python", "3.11", "--no-config"], check=True, capture_output=True)
+    subprocess.run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), "--index-url", index,
+                    "--no-config", "requests==2.32.3", "idna==3.10"], check=True, capture_output=True)
+    r = _sync(lock)
+    assert r.exit_code == 0, r.output
+    assert r.stdout == f"synced environment 'default' (2 packages) into {venv}: 2 installed, 0 removed\n"
+    assert _sync(lock).stdout.startswith("environment 'default' (2 packages) is already in sync")
+
+
+def test_a_file_other_than_the_locked_one_is_refused_by_its_hash(
+        index: str, httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    httpserver.clear()  # the index now serves another requests-2.32.3 wheel (other bytes, same name)
+    serve(httpserver, [Wheel("requests", "2.32.3", requires=["idna", "evil"]), Wheel("idna", "3.10")])
+    venv = tmp_path / "venv"
+    r = _sync(lock, "--venv", str(venv))
+    assert r.exit_code == 1
+    assert "uv could not install 2 package(s) of requirements.txt from http://localhost" in r.stderr
+    assert "hash" in r.stderr.lower() and "requests" in r.stderr
+    assert "requests" not in _installed(venv) and not (venv / MARKER).exists()
+
+
+def test_a_venv_of_another_python_is_made_again_and_a_folder_that_is_no_venv_is_kept(
+        index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    assert _sync(lock, "--venv", str(venv)).exit_code == 0
+    cfg = venv / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace("version_info = 3.11", "version_info = 3.10"))
+    r = CliRunner().invoke(main, ["-v", "sync", str(lock), "--venv", str(venv)])
+    assert r.exit_code == 0, r.output
+    assert f"sync: creating {venv} with Python 3.11 (it had Python 3.10)" in r.stderr
+    assert "version_info = 3.11" in cfg.read_text() and "2 installed" in r.stdout
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    r = _sync(lock, "--venv", str(mine))
+    assert r.exit_code == 2 and "exists and is not a virtual environment" in r.stderr
+    assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_a_stale_lock_is_refused_with_the_command_that_refreshes_it(index: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    spec = tmp_path / "project.toml"
+    spec.write_text(CPU.replace('"requests"', '"requests", "filelock"'))
+    venv = tmp_path / "venv"
+    r = _sync(lock, "--venv", str(venv))
+    assert r.exit_code == 1
+    assert r.stderr == (f"ERROR: {lock} is stale: its spec changed since it was locked\n"
+                        f"TIP: refresh it with `envsolve lock {spec}` (with the options it was locked with, such as "
+                        "--host), then sync again; or sync it as it is with --frozen\n")
+    assert not venv.exists()
+    frozen = _sync(lock, "--venv", str(venv), "--frozen")
+    assert frozen.exit_code == 0, frozen.output
+    spec.unlink()  # a lock alone on a machine: said, and synced as it is
+    alone = _sync(lock, "--venv", str(venv))
+    assert alone.exit_code == 0, alone.output
+    assert f"WARNING: {lock}: its spec {spec} is not beside it, so whether the lock is current was not checked" \
+        in alone.stderr
+
+
+def test_a_frameworks_only_lock_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path, CPU, "--frameworks-only")  # the test setup's ENVSOLVE_FRAMEWORKS_ONLY too
+    r = _sync(lock, "--venv", str(tmp_path / "venv"))
+    assert r.exit_code == 2
+    assert r.stderr == (f"ERROR: {lock}: is a frameworks-only lock (no packages, no hashes); sync installs every "
+                        "package of a full lock, hash-checked\n"
+                        f"TIP: lock in full: `envsolve lock {tmp_path / 'project.toml'}` without --frameworks-only "
+                        "(and without ENVSOLVE_FRAMEWORKS_ONLY)\n")
+    assert not (tmp_path / "venv").exists()
+
+
+GPU = ('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\ntorch = "==2.14.1"\n'
+       '[hardware]\ngpus = ["A100"]\ndriver = "535.104.05"\n')
+
+
+def test_a_host_the_lock_cannot_serve_is_refused_with_the_fixes_and_force_goes_on(
+        index: str, httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = Wheel("torch", "2.14.1+cu126", requires=["filelock"])
+    pytorch = serve(httpserver, [torch], prefix="/whl/cu126").removesuffix("/whl/cu126") + "/whl"
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYTORCH", pytorch)
+    lock = _locked(tmp_path, GPU)
+    _host(monkeypatch, "t4-driver460")  # a Tesla T4 on driver 460: too old for CUDA 12.6
+    venv = tmp_path / "venv"
+    r = _sync(lock, "--venv", str(venv))
+    assert r.exit_code == 1
+    assert f"ERROR: this host cannot run environment 'default' of {lock}:\n" in r.stderr
+    assert "  FAIL  driver: driver 460.32.03 is too old for CUDA 12.6" in r.stderr
+    assert "      fix: upgrade the NVIDIA driver to >= " in r.stderr
+    assert r.stderr.endswith("TIP: apply the fixes above; or sync another environment (--target NAME), or pass "
+                             "--force to install it anyway\n")
+    assert not venv.exists()
+    forced = _sync(lock, "--venv", str(venv), "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "WARNING: driver: driver 460.32.03 is too old for CUDA 12.6" in forced.stderr
+    assert "(installing anyway: --force)" in forced.stderr
+    assert _installed(venv) == {"torch": "2.14.1+cu126", "filelock": "3.16.1"}  # each from its own index
+    pinned = [line for line in httpserver.log if "/whl/cu126/files/" in line[0].path]
+    assert pinned, "torch came from the PyTorch index"
+
+
+def test_run_syncs_a_missing_venv_then_runs_in_it_with_the_commands_exit_status(
+        index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    out = tmp_path / "prefix.txt"
+    code = (f"import os, sys, requests; open({str(out)!r}, 'w').write(sys.prefix + ' ' + os.environ['VIRTUAL_ENV']);"
+            " sys.exit(3)")
+    r = CliRunner().invoke(main, ["run", "--lock", str(lock), "--venv", str(venv), "--", "python", "-c", code])
+    assert r.exit_code == 3, r.output
+    assert "synced environment 'default' (2 packages)" in r.stdout
+    assert out.read_text() == f"{venv} {venv}"
+    monkeypatch.setattr(det, "detect", lambda: pytest.fail("a current venv needs no sync"))
+    again = CliRunner().invoke(main, ["run", "--lock", str(lock), "--venv", str(venv), "python", "-c",
+                                      "import sys; sys.exit(0)"])
+    assert again.exit_code == 0 and again.output == ""
+    missing = CliRunner().invoke(main, ["run", "--lock", str(lock), "--venv", str(venv), "--", "no-such-tool-x"])
+    assert missing.exit_code == 2 and "no-such-tool-x" in missing.stderr
+
+
+def test_smoke_runs_the_environments_smoke_test_in_the_venv(index: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    r = _sync(lock, "--venv", str(tmp_path / "venv"), "--smoke")
+    assert r.exit_code == 0, r.output
+    assert "envsolve smoke test: project demo, environment default" in r.stdout
+    assert "PASS  python:" in r.stdout and "\nOK (" in r.stdout
+    other = _sync(lock, "--venv", str(tmp_path / "venv"), "--target", "gpu")
+    assert other.exit_code == 2 and "has no environment 'gpu' (it has: default)" in other.stderr
+
+
+def test_index_credentials_from_pips_configuration_are_never_shown(
+        index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock records the default index as "" (pip's own where it is installed); sync takes
+    pip's configured index, whose token must not reach a message."""
+    _host(monkeypatch, "no-gpu")
+    monkeypatch.delenv("ENVSOLVE_INDEX_PYPI")
+    monkeypatch.setenv("PIP_INDEX_URL", index.replace("http://", "http://bot:S3CRET@"))
+    lock = _locked(tmp_path)
+    assert json.dumps(lock.read_text()).count("S3CRET") == 0
+    monkeypatch.setenv("PIP_INDEX_URL", "http://bot:S3CRET@127.0.0.1:9/simple")  # nothing listens there
+    r = CliRunner().invoke(main, ["-v", "sync", str(lock), "--venv", str(tmp_path / "venv")])
+    assert r.exit_code == 1
+    assert "S3CRET" not in r.output and "from http://127.0.0.1:9/simple" in r.output
+
+
+@pytest.mark.network
+def test_onnxruntime_from_the_package_index_syncs_imports_at_the_locked_version_and_smoke_tests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real default index (pip's configuration, as on a user's machine)."""
+    from envsolve.lock import model as lockfile
+
+    for var in ("ENVSOLVE_INDEX_PYPI", "ENVSOLVE_INDEX_PYTORCH", "ENVSOLVE_FRAMEWORKS_ONLY", "PIP_CONFIG_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path, '[project]\nname = "ort"\npython = "==3.11.*"\n[frameworks]\nonnxruntime = "*"\n'
+                             '[hardware]\nvendor = "cpu"\n')
+    env = lockfile.read(lock).environments[0]
+    locked = {p.name: p.version for p in env.packages}
+    assert "onnxruntime" in locked and "numpy" in locked
+    venv = tmp_path / "venv"
+    r = _sync(lock, "--venv", str(venv), "--smoke")
+    assert r.exit_code == 0, r.output
+    assert f"synced environment 'default' ({len(locked)} packages) into {venv}" in r.stdout and "\nOK (" in r.stdout
+    assert _python(venv, "import onnxruntime; print(onnxruntime.__version__)") == locked["onnxruntime"]
+    assert {k.lower(): v for k, v in _installed(venv).items()} == {k.lower(): v for k, v in locked.items()}
+    assert _sync(lock, "--venv", str(venv)).stdout.startswith(f"environment 'default' ({len(locked)} packages) "
+                                                              "is already in sync")
