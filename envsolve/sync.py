@@ -5,7 +5,7 @@ on this machine, and commands run inside it.
 
 1. **The lock.** A frameworks-only lock is refused (exit 2): it has no packages and no hashes.
    A lock stale against its spec (the spec named in the lock, beside it, compared by the digests
-   `envsolve lock --check` compares: :func:`envsolve.lock.job._check_digests`) is refused (exit 1)
+   `envsolve lock --check` compares: :func:`envsolve.lock.job.stale_by_digests`) is refused (exit 1)
    with the command that refreshes it, as `uv sync --locked` does. When that spec is not beside
    the lock (a lock copied alone to a machine), a warning says the lock was not checked and the
    sync goes on; ``--frozen`` skips the check, as uv's does.
@@ -132,7 +132,7 @@ def _spec_path(lock: Lock, lock_path: Path) -> Path:
 
 def _check_current(lock: Lock, lock_path: Path, provider: Provider, talk: Talk) -> None:
     """Refuse a lock stale against its spec or data (the rule of `envsolve lock --check`)."""
-    from .lock.job import _check_digests
+    from .lock.job import stale_by_digests
 
     spec = _spec_path(lock, lock_path)
     try:
@@ -141,7 +141,7 @@ def _check_current(lock: Lock, lock_path: Path, provider: Provider, talk: Talk) 
         talk.warn(f"{lock_path}: its spec {spec} is not beside it, so whether the lock is current was not checked; "
                   "syncing the lock as it is")
         return
-    verdict = _check_digests(lock_path, blob, provider)
+    verdict = stale_by_digests(lock_path, blob, provider)
     if verdict:
         raise CheckFailed(verdict, tip=f"refresh it with `envsolve lock {spec}` (with the options it was locked "
                                        "with, such as --host), then sync again; or sync it as it is with --frozen")

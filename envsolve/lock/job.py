@@ -38,7 +38,7 @@ from .replay import data_version_of, request_of
 from .resolve import Pin
 from .steer import Steer
 
-__all__ = ["Options", "Outcome", "Request", "Voice", "lock_command", "make", "steered"]
+__all__ = ["Options", "Outcome", "Request", "Voice", "lock_command", "make", "stale_by_digests", "steered"]
 
 Said = Literal["out", "say", "warn"]  # the product (stdout) | what was done | a warning (stderr)
 Say = Callable[[str, Said, bool], None]  # (line, what it is, to stderr)
@@ -122,7 +122,7 @@ def _previous(path: Path, spec: ProjectSpec, upgrading: set[str]) -> Previous:
     return Previous(frameworks=_kept_frameworks(old, spec, upgrading), packages=_kept_packages(old, upgrading))
 
 
-def _check_digests(out: Path, blob: bytes, provider: Provider) -> str | None:
+def stale_by_digests(out: Path, blob: bytes, provider: Provider) -> str | None:
     """``lock --check`` of the full lock at ``out`` by the spec's and data's digests: "" when it is
     up to date, else why it is stale; None when it is a frameworks-only lock (solve it again)."""
     if not out.exists():
@@ -333,7 +333,7 @@ def _stale_data_warning(out: Path, installed: str) -> str:
 def _up_to_date_by_digests(request: Request, blob: bytes, provider: Provider, output: _Output) -> bool:
     """``--check`` of a full lock, by its digests: True when it is up to date; raises
     :class:`CheckFailed` when stale; False for a frameworks-only lock (solve it again)."""
-    verdict = _check_digests(request.out, blob, provider)
+    verdict = stale_by_digests(request.out, blob, provider)
     if verdict:
         raise CheckFailed(verdict, tip=request.stale_tip)
     if verdict == "":
