@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .matrix.parse import MatrixSpec
     from .provider import Provider
     from .spec import ProjectSpec
+    from .voice import Voice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -190,7 +191,8 @@ def _say(line: str, kind: Said, err: bool) -> None:
 @_handles_errors
 def lock(spec_path: Path, **chosen: Any) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
-    from .lock.job import Request, Voice, lock_command
+    from .lock.job import Request, lock_command
+    from .voice import Voice
 
     provider = _provider()
     ui.console().detail(f"spec: {spec_path}")
@@ -719,16 +721,12 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
 # ---------------------------------------------------------------------------- sync and run
 
 
-if TYPE_CHECKING:
-    from .sync import Talk
-
-
-def _talk() -> Talk:
+def _talk() -> Voice:
     """How `sync` and `run` talk: through this run's console."""
-    from .sync import Talk
+    from .voice import Voice
 
     console = ui.console()
-    return Talk(say=console.say, warn=console.warn, progress=console.progress)
+    return Voice(say=console.say, warn=console.warn, progress=console.progress)
 
 
 def _sync_options(fn: F) -> F:

@@ -27,6 +27,7 @@ from .index import metadata as md_
 from .index import pages as ix
 from .index.reader import Reader
 from .versions import parse_python_minor
+from .voice import silent
 
 __all__ = ["DEFAULT_PACKAGES", "RefreshFinding", "RefreshPlan", "known_newest", "plan_text", "survey"]
 
@@ -42,8 +43,6 @@ Page = dict[Version, tuple[ix.DistFile, ...]]
 _NO_CUDA = "no CUDA libraries"
 
 
-def _quiet(_: str) -> None:
-    return None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -118,7 +117,7 @@ def _read_pages(reader: Reader, names: Sequence[str], asked: set[str],
 
 
 def survey(reader: Reader, m: Matrices, packages: Sequence[str] = DEFAULT_PACKAGES,
-           progress: Callable[[str], None] = _quiet) -> RefreshPlan:
+           progress: Callable[[str], None] = silent) -> RefreshPlan:
     """Read ``packages`` (and the companions of the frameworks among them) from the index and
     compare them with ``m``: the rows to add, and what needs a person."""
     asked = {str(canonicalize_name(p)) for p in packages}

@@ -41,7 +41,7 @@ syncing first when the venv is missing or its marker is not for this lock (anoth
 environment); a current marker is trusted (``envsolve sync`` is the full check).
 
 Index credentials never reach a message: every URL shown, and uv's own output, go through
-:func:`envsolve.config.strip_credentials`. Nothing here prints: lines go to :class:`Talk`.
+:func:`envsolve.config.strip_credentials`. Nothing here prints: lines go to :class:`envsolve.voice.Voice`.
 """
 
 from __future__ import annotations
@@ -66,20 +66,14 @@ from .host.facts import HostFacts
 from .lock import model as lockfile
 from .lock.model import Environment, Lock, Package
 from .provider import Provider
+from .voice import Voice
 
-__all__ = ["MARKER", "Request", "Synced", "Talk", "current", "run", "run_environ", "sync"]
+__all__ = ["MARKER", "Request", "Synced", "current", "run", "run_environ", "sync"]
 
 MARKER = ".envsolve-sync.json"  # in the venv: what the last sync installed there
 _MARKER_FORMAT = 1
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Talk:
-    """How a sync talks: ``say`` what was done, ``warn``, ``progress`` of long steps."""
-
-    say: Callable[[str], None]
-    warn: Callable[[str], None]
-    progress: Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -130,7 +124,7 @@ def _spec_path(lock: Lock, lock_path: Path) -> Path:
     return lock_path.parent / lock.spec
 
 
-def _check_current(lock: Lock, lock_path: Path, provider: Provider, talk: Talk) -> None:
+def _check_current(lock: Lock, lock_path: Path, provider: Provider, talk: Voice) -> None:
     """Refuse a lock stale against its spec or data (the rule of `envsolve lock --check`)."""
     from .lock.job import stale_by_digests
 
@@ -160,7 +154,7 @@ def _environment(lock: Lock, lock_path: Path, target: str | None, facts: Callabl
 
 
 def _check_host(env: Environment, lock_path: Path, host: HostFacts, provider: Provider, force: bool,
-                talk: Talk) -> None:
+                talk: Voice) -> None:
     """The doctor's host checks: a failure refuses the sync (unless ``force``), a warning is said."""
     findings = check_host(env, host, provider)
     fails = [f for f in findings if f.level == "fail"]
@@ -182,7 +176,7 @@ def _finding_text(f: Finding) -> str:
     return f"{f.check}: {f.message}{fix}"
 
 
-def _not_installed(env: Environment, talk: Talk) -> None:
+def _not_installed(env: Environment, talk: Voice) -> None:
     """Say what a venv cannot hold: the environment's system and conda packages."""
     if env.apt:
         talk.warn(f"environment '{env.name}' lists system packages a venv cannot hold ({', '.join(env.apt)}): "
@@ -264,7 +258,7 @@ def _venv_minor(venv: Path) -> str | None:
     return ".".join(full.split(".")[:2])
 
 
-def _make_venv(venv: Path, python: str, talk: Talk) -> None:
+def _make_venv(venv: Path, python: str, talk: Voice) -> None:
     """The venv at ``venv`` with Python ``python``: made, or made again when its minor differs."""
     minor = _venv_minor(venv)
     if minor == python and python_of(venv).exists():
@@ -403,7 +397,7 @@ def _index_args(text: str) -> tuple[list[str], str]:
     return args, strip_credentials(shown)[0]
 
 
-def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Talk) -> None:
+def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Voice) -> None:
     """Install the plan's names, each file from its own index, hashes required."""
     with tempfile.TemporaryDirectory(prefix="envsolve-sync-") as tmp:
         for name, text in files.items():
@@ -422,7 +416,7 @@ def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Talk) -> N
                         "hash mismatch means the index serves other files than the lock's: lock again")
 
 
-def _remove(venv: Path, names: Sequence[str], talk: Talk) -> None:
+def _remove(venv: Path, names: Sequence[str], talk: Voice) -> None:
     if not names:
         return
     talk.progress(f"sync: removing {len(names)} package(s) the lock does not hold")
@@ -445,7 +439,7 @@ def _verify(env: Environment, venv: Path) -> None:
 # ---------------------------------------------------------------------------- the smoke test
 
 
-def _smoke(lock: Lock, lock_path: Path, env: Environment, venv: Path, talk: Talk) -> None:
+def _smoke(lock: Lock, lock_path: Path, env: Environment, venv: Path, talk: Voice) -> None:
     """Run the environment's smoke test with the venv's Python; exit 1 when it fails."""
     from .render.artifacts import render_environment
 
@@ -469,7 +463,7 @@ def _smoke(lock: Lock, lock_path: Path, env: Environment, venv: Path, talk: Talk
 # ---------------------------------------------------------------------------- the commands
 
 
-def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], talk: Talk) -> Synced:
+def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], talk: Voice) -> Synced:
     """`envsolve sync`: the environment of the lock at ``request.lock_path`` in the venv, exactly.
     ``facts`` detects the host (called once)."""
     lock = lockfile.read(request.lock_path)
@@ -517,7 +511,7 @@ def run_environ(venv: Path, env: Environment | None = None, environ: Mapping[str
 
 
 def run(request: Request, command: Sequence[str], provider: Callable[[], Provider],
-        facts: Callable[[], HostFacts], talk: Talk) -> int:
+        facts: Callable[[], HostFacts], talk: Voice) -> int:
     """`envsolve run`: ``command`` in the venv (synced first when it is missing or not of this
     lock); its exit status (128 + N when a signal N ended it)."""
     lock = lockfile.read(request.lock_path)

@@ -31,6 +31,7 @@ from .index import metadata as md_
 from .index import pages as ix
 from .index.reader import Reader
 from .versions import parse_python_minor, python_admits_minor
+from .voice import silent
 
 __all__ = ["CHECKS", "DATA_CHECKS", "Mismatch", "Report", "checked_packages", "report_text", "verify"]
 
@@ -503,8 +504,6 @@ def _known_pythons(m: Matrices, pages: Iterable[Page | None]) -> tuple[str, ...]
     return tuple(sorted((p for p in found if parse_python_minor(p) >= floor), key=parse_python_minor))
 
 
-def _quiet(_: str) -> None:
-    return None
 
 
 def _read_pages(ctx: _Ctx, frameworks: Sequence[str], progress: Callable[[str], None]) -> None:
@@ -541,7 +540,7 @@ def checked_packages(packages: Sequence[str]) -> tuple[str, ...]:
 
 
 def verify(reader: Reader, m: Matrices, packages: Sequence[str] = (*FRAMEWORKS, *DATA_CHECKS),
-           index_url: str = "", progress: Callable[[str], None] = _quiet) -> Report:
+           index_url: str = "", progress: Callable[[str], None] = silent) -> Report:
     """Compare the rows of ``m`` for ``packages`` (frameworks, and "cudnn" / "cuda" for the CUDA
     libraries' rows) with what ``reader``'s index says; ``progress`` hears what is checked now."""
     ctx = _Ctx(reader=reader, m=m)

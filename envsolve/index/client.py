@@ -34,6 +34,7 @@ from urllib3.util.retry import Retry
 from ..config import pip_config, strip_credentials
 from ..errors import EnvsolveError, MissingProject, RefreshError
 from ..files import write_atomic
+from ..voice import silent
 from . import pages as ix
 from . import wheel
 from .metadata import Metadata, parse_metadata
@@ -52,8 +53,6 @@ _WAYS_OUT = "or use another index: --index-url URL, or PIP_INDEX_URL / pip's con
 _OFFLINE_TIP = "lock once with the network to fill the cache, or use --frameworks-only"
 
 
-def _quiet(_: str) -> None:
-    return None
 
 
 class _Uncached(requests.RequestException):
@@ -65,7 +64,7 @@ class _Retry(Retry):
     tries again, which retry of how many), waiting ``backoff`` before the first, doubled for each
     further one (urllib3's own first retry waits nothing)."""
 
-    warn: Callable[[str], None] = _quiet
+    warn: Callable[[str], None] = silent
     where = ""
     most = 0  # the retries allowed in all
 
@@ -220,8 +219,8 @@ class IndexClient:
     :class:`envsolve.index.reader.Reader` of steering, ``data --verify`` and ``refresh``)."""
 
     def __init__(self, index_url: str, *, cache_dir: Path | None = None, timeout: float = TIMEOUT,
-                 retries: int = RETRIES, backoff: float = BACKOFF, progress: Callable[[str], None] = _quiet,
-                 warn: Callable[[str], None] = _quiet, offline: bool = False, revalidate: bool = True,
+                 retries: int = RETRIES, backoff: float = BACKOFF, progress: Callable[[str], None] = silent,
+                 warn: Callable[[str], None] = silent, offline: bool = False, revalidate: bool = True,
                  cert: str | None = None) -> None:
         if urlparse(index_url).scheme not in ("http", "https"):
             raise EnvsolveError(f"index URL {index_url!r} is not an http(s) URL",

@@ -31,6 +31,7 @@ from ..provider import Provider
 from ..solve import Resolution, solve_explained
 from ..solve.output import python_reason
 from ..spec import ProjectSpec
+from ..voice import SILENT, Voice
 from . import model as lockfile
 from .options import LOCK_OPTIONS
 from .replay import Request as ReplayKey
@@ -38,26 +39,15 @@ from .replay import data_version_of, request_of
 from .resolve import Pin
 from .steer import Steer
 
-__all__ = ["Options", "Outcome", "Request", "Voice", "lock_command", "make", "stale_by_digests", "steered"]
+__all__ = ["Options", "Outcome", "Request", "lock_command", "make", "stale_by_digests", "steered"]
 
 Said = Literal["out", "say", "warn"]  # the product (stdout) | what was done | a warning (stderr)
 Say = Callable[[str, Said, bool], None]  # (line, what it is, to stderr)
 Render = Callable[[lockfile.Lock, Path], Sequence[Path]]  # (the lock, its path) -> the files written
 
 
-def _quiet(_: str) -> None:
-    return None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Voice:
-    """What the lock says while it works, none of it part of the lock's own lines (the replay
-    never repeats these): ``progress`` (the long work now: index reads, uv's resolve), ``detail``
-    (what it reads: indexes, caches; ``-v``), ``warn`` (a retry of an index that did not answer)."""
-
-    progress: Callable[[str], None] = _quiet
-    detail: Callable[[str], None] = _quiet
-    warn: Callable[[str], None] = _quiet
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -164,7 +154,7 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
         voice.detail(f"[packages] pip read from {client.answered()}")
 
 
-def steered(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options, voice: Voice = Voice()
+def steered(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options, voice: Voice = SILENT
             ) -> tuple[ProjectSpec, tuple[Steer, ...], list[str]]:
     """``spec`` narrowed by what its pip packages ask (none with frameworks only), those asks, and
     a warning for each framework they pull that the project does not name."""
@@ -199,7 +189,7 @@ def _kept(out: Path, spec: ProjectSpec, opts: Options, upgrading: set[str]) -> P
 
 
 def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, urls: Mapping[str, str],
-         out: Path, opts: Options, voice: Voice = Voice()) -> Outcome:
+         out: Path, opts: Options, voice: Voice = SILENT) -> Outcome:
     """The lock of ``spec`` (its bytes ``blob``), written later to ``out``, whose lock on disk
     gives the versions to keep."""
     _refuse_upgrade_of_frameworks_only(opts)
@@ -401,7 +391,7 @@ def _say_indexes(urls: Mapping[str, str], detail: Callable[[str], None]) -> None
 
 
 def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Request, *, say: Say,
-                 render: Render, voice: Voice = Voice()) -> None:
+                 render: Render, voice: Voice = SILENT) -> None:
     """`envsolve lock` of ``spec`` (its bytes ``blob``; already for this host with ``--host``)."""
     from ..config import index_urls
     from .replay import store

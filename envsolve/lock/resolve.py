@@ -40,6 +40,7 @@ from ..domain import DEFAULT_PLATFORM, WHEEL_MACHINE, Platform
 from ..errors import ResolveError
 from ..index.policy import BACKOFF, RETRIES
 from ..paths import cache_dir
+from ..voice import silent
 from .model import Package
 
 if sys.version_info >= (3, 11):
@@ -194,8 +195,6 @@ def _write_inputs(root: Path, ask: _Ask, prefer: Sequence[tuple[str, str]]) -> N
              "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
 
 
-def _quiet(_: str) -> None:
-    return None
 
 
 def _uv_compile(cmd: Sequence[str], root: Path, env: Mapping[str, str], cache_first: bool,
@@ -224,8 +223,8 @@ class _Told:
     """What a resolve says while it works, and how often it asks again an index that did not
     answer (uv's own retries are off: envsolve's, said as warnings, take their place)."""
 
-    detail: Callable[[str], None] = _quiet
-    warn: Callable[[str], None] = _quiet
+    detail: Callable[[str], None] = silent
+    warn: Callable[[str], None] = silent
     retries: int = RETRIES
     backoff: float = BACKOFF
 
@@ -278,8 +277,8 @@ def _packages(data: Mapping[str, Any], pins: Sequence[Pin], pip: Sequence[str], 
 def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequence[Pin], pip: Sequence[str],
             default_index: str, record_default: str = "", offline: bool = False, exclude_newer: str = "",
             prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (), cache_first: bool = True,
-            environ: Mapping[str, str] | None = None, detail: Callable[[str], None] = _quiet,
-            warn: Callable[[str], None] = _quiet, retries: int = RETRIES, backoff: float = BACKOFF
+            environ: Mapping[str, str] | None = None, detail: Callable[[str], None] = silent,
+            warn: Callable[[str], None] = silent, retries: int = RETRIES, backoff: float = BACKOFF
             ) -> tuple[Package, ...]:
     """The full package list of an environment for ``python`` (``"3.12"``), sorted by name.
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..domain import Accelerator, gpu_run_flags
 from ..errors import EnvsolveError
 from ..lock.model import Environment, Lock
+from ..voice import silent
 
 __all__ = ["PRINT_NOTE", "BuildError", "BuildOptions", "BuildPlan", "Built", "Engine", "build_all", "commands",
            "engine_to_print", "failure", "find_engine", "image_tag", "pip_secrets", "plan", "build_image", "summary"]
@@ -271,12 +272,10 @@ def _inspect(engine: Engine, tag: str) -> tuple[str, float]:
     return out[0], size
 
 
-def _quiet(_: str) -> None:
-    return None
 
 
 def build_image(engine: Engine, p: BuildPlan, echo: Callable[[str], None],
-                step: Callable[[str], None] = _quiet) -> Built:
+                step: Callable[[str], None] = silent) -> Built:
     """Build, smoke-test and push as planned, saying each ``step`` as it starts; raise
     :class:`BuildError` naming the failing step."""
     t0 = time.perf_counter()
@@ -313,7 +312,7 @@ BuildResult = tuple[BuildPlan, Built | BuildError]
 
 def build_all(engine: Engine, lock: Lock, envs: Sequence[Environment], options: BuildOptions,
               echo: Callable[[str], None], environ: Mapping[str, str] = os.environ,
-              progress: Callable[[str], None] = _quiet) -> list[BuildResult]:
+              progress: Callable[[str], None] = silent) -> list[BuildResult]:
     """Build every environment of ``envs`` (each is tried; a failure does not stop the others),
     with this machine's pip settings as secrets; ``progress`` hears which environment and which
     step (build, smoke test, push) runs now."""
@@ -330,7 +329,7 @@ def _stepper(progress: Callable[[str], None], p: BuildPlan, k: int, n: int) -> C
 
 
 def _attempt(engine: Engine, p: BuildPlan, echo: Callable[[str], None],
-             step: Callable[[str], None] = _quiet) -> Built | BuildError:
+             step: Callable[[str], None] = silent) -> Built | BuildError:
     echo(f"building {p.tag} with {engine.name} from {p.context}")
     try:
         return build_image(engine, p, echo, step)
