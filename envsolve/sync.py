@@ -448,7 +448,7 @@ def _smoke(lock: Lock, lock_path: Path, env: Environment, venv: Path, talk: Voic
     with tempfile.TemporaryDirectory(prefix="envsolve-smoke-") as tmp:
         path = Path(tmp) / "smoke_test.py"
         path.write_text(script, encoding="utf-8")
-        done = subprocess.run([str(python_of(venv)), str(path)], env=run_environ(venv, env), cwd=tmp,
+        done = subprocess.run([str(python_of(venv).absolute()), str(path)], env=run_environ(venv, env), cwd=tmp,
                               capture_output=True, text=True, check=False)
     lines = (done.stdout + done.stderr).rstrip().splitlines()
     for line in lines:

@@ -240,11 +240,13 @@ def test_smoke_runs_the_environments_smoke_test_in_the_venv(index: str, tmp_path
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     _host(monkeypatch, "no-gpu")
     lock = _locked(tmp_path)
-    r = _sync(lock, "--venv", str(tmp_path / "venv"), "--smoke")
+    monkeypatch.chdir(tmp_path)  # the default venv, .venv beside the lock, named relatively
+    r = _sync(Path(lock.name), "--smoke")
     assert r.exit_code == 0, r.output
+    assert (tmp_path / ".venv" / "bin" / "python").exists()
     assert "envsolve smoke test: project demo, environment default" in r.stdout
     assert "PASS  python:" in r.stdout and "\nOK (" in r.stdout
-    other = _sync(lock, "--venv", str(tmp_path / "venv"), "--target", "gpu")
+    other = _sync(lock, "--target", "gpu")
     assert other.exit_code == 2 and "has no environment 'gpu' (it has: default)" in other.stderr
 
 
