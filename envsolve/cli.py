@@ -726,7 +726,12 @@ def _talk() -> Voice:
     from .voice import Voice
 
     console = ui.console()
-    return Voice(say=console.say, warn=console.warn, progress=console.progress)
+
+    def said(line: str) -> None:  # what sync says is a result: the step it ends is over
+        console.done()
+        console.say(line)
+
+    return Voice(say=said, warn=console.warn, progress=console.progress)
 
 
 def _sync_options(fn: F) -> F:

@@ -136,7 +136,7 @@ def _terminal() -> bool:
 
 def _columns() -> int:
     try:
-        return os.get_terminal_size(sys.stderr.fileno()).columns
+        return os.get_terminal_size(sys.stderr.fileno()).columns or 80  # 0 when the terminal has no size
     except (OSError, ValueError):
         return 80
 
