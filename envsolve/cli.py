@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import ui
+from .domain import PLATFORMS
 from .errors import CheckFailed, EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
-from .files import write_all
+from .files import IMAGES_CAP, MATRIX_CAP, SPEC_CAP, check_output, check_output_dir, user_input, write_all
 from .index import policy
 from .lock.options import LOCK_OPTIONS, Option
 
@@ -74,16 +76,7 @@ def _progress(what: str) -> Callable[[str], None]:
 def _read_spec(path: Path, provider: Provider) -> tuple[ProjectSpec, bytes]:
     from .spec import parse_spec
 
-    try:
-        blob = path.read_bytes()
-        text = blob.decode("utf-8")
-    except FileNotFoundError:
-        raise SpecError([Problem(str(path), "", "no such file")],
-                        tip="pass the path of your project.toml (see examples/project.toml)") from None
-    except IsADirectoryError:
-        raise SpecError([Problem(str(path), "", "is a directory, not a project.toml")]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError([Problem(str(path), "", f"cannot be read: {e}")]) from None
+    text, blob = user_input(path, SPEC_CAP, "pass the path of your project.toml (see examples/project.toml)")
     return parse_spec(text, str(path), provider), blob
 
 
@@ -206,19 +199,27 @@ def lock(spec_path: Path, **chosen: Any) -> None:
     console.detail("lock replay: not consulted with -v (it answers a plain `envsolve lock` whose inputs are "
                    "unchanged); solving")
     lock_command(provider, spec, blob, request, say=_say,
-                 render=lambda data, path: _write_artifacts(data, path, None, None),
+                 render=lambda data, path: _artifacts(data, path, None, None),
                  voice=Voice(progress=_progress("lock"), detail=console.detail, warn=console.warn))
+
+
+def _artifacts(data: Lock, lock_path: Path, out_dir: Path | None, target: str | None,
+               dockerfile: bool = True) -> dict[Path, str]:
+    """Every environment (or ``target``) of the lock at ``lock_path`` rendered, in memory: the
+    texts by path (under ``out_dir``, else envsolve-out/ beside the lock)."""
+    from .render.artifacts import render_lock
+
+    folder = out_dir or lock_path.parent / "envsolve-out"
+    check_output_dir(folder, "-o")
+    ui.console().detail(f"output folder: {folder}")
+    return render_lock(data, lock_path, folder, target, dockerfile=dockerfile)
 
 
 def _write_artifacts(data: Lock, lock_path: Path, out_dir: Path | None, target: str | None,
                      dockerfile: bool = True) -> list[Path]:
-    """Render every environment (or ``target``) of the lock at ``lock_path``; write only when all
-    rendered."""
-    from .render.artifacts import render_lock
-
-    folder = out_dir or lock_path.parent / "envsolve-out"
-    ui.console().detail(f"output folder: {folder}")
-    texts = render_lock(data, lock_path, folder, target, dockerfile=dockerfile)
+    """Render every environment (or ``target``) of the lock; write only when all rendered, all
+    together (see :func:`_artifacts`)."""
+    texts = _artifacts(data, lock_path, out_dir, target, dockerfile)
     write_all(texts, tip="choose another folder with -o")
     return list(texts)
 
@@ -249,16 +250,31 @@ def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dock
         ui.console().say(f"wrote {path}")
 
 
+# Docker's grammar of an image name[:tag] (distribution/reference): [host[:port]/]path[:tag]
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_HOST = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?"
+_IMAGE_TAG = re.compile(rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*(?::\w[\w.-]{{0,127}})?")
+
+
+def _image_tag(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--tag``: an image name[:tag] as Docker reads it (lowercase path, a tag of letters, digits,
+    '.', '_', '-'), so nothing else reaches an engine's command line."""
+    if value is not None and (len(value) > 255 or not _IMAGE_TAG.fullmatch(value)):
+        raise click.BadParameter(f"{value!r} is not an image name[:tag] such as registry.example/team/app:1.0 "
+                                 "(lowercase name; tag of letters, digits, '.', '_' or '-')")
+    return value
+
+
 @main.command(name="build")
 @click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, file_okay=False),
               help="Folder the build contexts are rendered into (default: envsolve-out/ beside the lock).")
 @click.option("--target", help="Build only this environment.")
-@click.option("--tag", help="Image name[:tag] (default: PROJECT-ENVIRONMENT:<lock digest>); with several "
-              "environments each gets -ENVIRONMENT appended.")
+@click.option("--tag", callback=_image_tag, help="Image name[:tag] (default: PROJECT-ENVIRONMENT:<lock digest>); "
+              "with several environments each gets -ENVIRONMENT appended.")
 @click.option("--engine", type=click.Choice(["docker", "podman", "buildah"]),
               help="Default: docker with BuildKit when its daemon answers, else podman, else buildah.")
-@click.option("--platform", help="e.g. linux/amd64.")
+@click.option("--platform", type=click.Choice(PLATFORMS), help="The image's platform (default: the environment's).")
 @click.option("--push", is_flag=True, help="Push each image after it is built (and checked).")
 @click.option("--smoke", is_flag=True, help="Run the smoke test: at build time for CPU images, in a "
               "container with the GPUs for GPU images.")
@@ -329,6 +345,10 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     from .matrix.workflow import RENDER_DIR
 
     formats.check_shard(max_jobs, shard)
+    if workflow_path is not None:
+        check_output(workflow_path, "--workflow")
+    if render_dir is not None:
+        check_output_dir(render_dir, "--render")
     provider = _provider()
     if check_images is not None:
         _check_images(provider, check_images, fmt)
@@ -378,13 +398,8 @@ def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path) -> None:
     ui.console().say(f"wrote {out}", err=True)
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError([Problem(str(path), "", "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError([Problem(str(path), "", f"cannot be read: {e}")]) from None
+def _read_text(path: Path, cap: int = MATRIX_CAP) -> str:
+    return user_input(path, cap, "pass the path of a UTF-8 TOML or JSON file")[0]
 
 
 def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult], root: Path) -> None:
@@ -414,7 +429,7 @@ def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult],
 def _check_images(provider: Provider, path: Path, fmt: str) -> None:
     from .matrix.images import check_images, images_of, verdicts_text
 
-    verdicts = check_images(provider, images_of(_read_text(path), str(path)), str(path))
+    verdicts = check_images(provider, images_of(_read_text(path, IMAGES_CAP), str(path)), str(path))
     ui.console().out(verdicts_text(verdicts, fmt), nl=False)
     failing = [v for v in verdicts if not v.ok]
     if failing:
@@ -471,7 +486,7 @@ def _explain_steered(spec: ProjectSpec, spec_path: Path, provider: Provider
 @main.command()
 @click.option("--around", help="Only the neighbourhood of nodes whose name contains this "
               "(e.g. sm_90, H100, torch==2.7.1).")
-@click.option("--depth", default=1, show_default=True, help="Hops around --around.")
+@click.option("--depth", type=click.IntRange(min=0), default=1, show_default=True, help="Hops around --around.")
 @click.option("--format", "fmt", type=click.Choice(["dot", "json"]), default="dot", show_default=True)
 @_handles_errors
 def graph(around: str | None, depth: int, fmt: str) -> None:

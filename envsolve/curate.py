@@ -22,7 +22,7 @@ from tomlkit.items import AoT, Comment, Item, KeyType, SingleKey, Table, Whitesp
 
 from .data import load_dir
 from .errors import MatrixError, RefreshError
-from .files import write_atomic
+from .files import write_all
 
 __all__ = ["Row", "new_file_text", "row_text", "with_rows", "write_rows"]
 
@@ -220,6 +220,5 @@ def write_rows(rows: Sequence[Row], root: Path, data_version: str) -> list[Path]
     texts = {root / name: _new_text(root, name, rows, data_version) for name in dict.fromkeys(r.file for r in rows)}
     if texts:
         _validated(root, texts)
-    for path, text in texts.items():
-        write_atomic(path, text)
+    write_all(texts, tip=f"make {root} writable, or pass another --matrices folder")  # together or not at all
     return sorted(texts)

@@ -686,7 +686,19 @@ def _files(root: Path) -> list[tuple[str, bytes]]:
     files = sorted(root.glob("*.toml"))
     if not files:
         raise MatrixError([Problem(str(root), "", "holds no matrix files (*.toml)")])
-    return [(path.name, path.read_bytes()) for path in files]
+    return [(path.name, _read(path)) for path in files]
+
+
+def _read(path: Path) -> bytes:
+    """A matrix file's bytes (a regular file of at most :data:`~envsolve.files.MATRIX_CAP`);
+    :class:`MatrixError` naming it otherwise."""
+    from .files import MATRIX_CAP, read_bytes, refused
+
+    try:
+        return read_bytes(path, MATRIX_CAP)
+    except OSError as e:
+        why, tip = refused(path, e)
+        raise MatrixError([Problem(str(path), "", why)], tip=tip or "matrix files are regular TOML files") from None
 
 
 def _digest(files: list[tuple[str, bytes]]) -> str:

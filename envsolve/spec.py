@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 from .config import check_url
 from .domain import (
     COMPANIONS,
+    DEFAULT_INDEXES,
     DEFAULT_PLATFORM,
     FRAMEWORKS,
     KERAS_BACKENDS,
@@ -30,7 +31,7 @@ from .domain import (
     Vendor,
 )
 from .errors import SpecError
-from .tables import TableReader, closest, load_toml, word
+from .tables import TableReader, closest, load_toml, unknown_key, word
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_range
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ FLAVORS = ("base", "runtime", "devel")
 _APT = re.compile(r"^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?$")
 _CONDA = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(::[A-Za-z0-9_.\-]+)?([ =<>!~*,.|0-9A-Za-z_+]*)$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+INDEX_NAMES = ("pypi", *sorted(DEFAULT_INDEXES))  # the names [indexes] may set: the default and the routed ones
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -210,6 +212,7 @@ class _ProjectParser(SectionParser):
 
     def project(self, table: dict[str, Any]) -> tuple[str, str, SpecifierSet]:
         """(name, Python range as written, Python range)."""
+        self._str(table, "description", "project")
         name = self._str(table, "name", "project") or "project"
         if not _NAME.fullmatch(name):
             self.bad("project.name", f"{name!r} must be letters, digits, '.', '_' or '-'")
@@ -240,22 +243,32 @@ class _ProjectParser(SectionParser):
     def container(self, table: dict[str, Any]) -> tuple[str, str]:
         """(os, flavor)."""
         os_ = self._str(table, "os", "container")
-        if os_ and not _NAME.fullmatch(os_):
-            self.bad("container.os", f"{os_!r} is not an OS name such as ubuntu22.04")
+        known = self._oses()
+        if os_ and os_ not in known:
+            near = closest(os_, known)
+            tip = f"; did you mean '{near}'?" if near else ""
+            self.bad("container.os", f"{os_!r} is not an OS of the data's base images (known: {', '.join(known)}){tip}")
         flavor = self._str(table, "flavor", "container")
         if flavor and flavor not in FLAVORS:
             self.bad("container.flavor", f"{flavor!r} must be one of {', '.join(FLAVORS)}")
         return os_, flavor
 
+    def _oses(self) -> list[str]:
+        """The OS names of the data's base images and JetPack releases, sorted."""
+        m = self.provider.m
+        return sorted({o for i in m.images for o in i.os} | {j.os for j in m.jetpacks})
+
     def indexes(self, table: Any) -> tuple[tuple[str, str], ...]:
-        """[indexes] name = URL, each URL checked before it can reach a generated file."""
+        """[indexes] name = URL, each name one envsolve routes packages to (``pypi``, the default,
+        and those of :data:`~envsolve.domain.DEFAULT_INDEXES`), each URL checked before it can
+        reach a generated file."""
         if not isinstance(table, dict):
             return ()
         return tuple(index for key, value in sorted(table.items()) if (index := self._index(key, value)) is not None)
 
     def _index(self, key: str, value: Any) -> tuple[str, str] | None:
-        if not _NAME.fullmatch(key):
-            self.bad(f"indexes.{key}", f"{key!r}: index names are letters, digits, '.', '_' or '-'")
+        if key.lower() not in INDEX_NAMES:
+            self.bad(f"indexes.{key}", unknown_key(key.lower(), INDEX_NAMES))
             return None
         if (why := check_url(value)) is not None:
             self.bad(f"indexes.{key}", why)
@@ -482,13 +495,15 @@ class _ProjectParser(SectionParser):
         return row
 
     def _version(self, table: dict[str, Any], key: str, where: str, parse: Callable[[str], Dotted]) -> Dotted | None:
-        """The version at ``key`` (a string; a number for all but the driver), parsed."""
+        """The version at ``key`` (a string; a whole number for all but the driver), parsed. A
+        decimal number is refused: TOML reads ``cuda = 12.10`` as 12.1."""
         raw = _number_as_text(table.get(key), key)
         if raw is None:
             return None
         if not isinstance(raw, str):
             example = "'535.104.05'" if key == "driver" else "'12.4'"
-            self.bad(f"{where}.{key}", f"must be a string such as {example}, not {raw!r}")
+            self.bad(f"{where}.{key}", f"must be a string such as {example}, not {type(raw).__name__} {raw!r}"
+                     + ("; quote it: TOML reads a decimal number, so 12.10 is 12.1" if isinstance(raw, float) else ""))
             return None
         return self.check(raw, f"{where}.{key}", parse)
 
@@ -535,9 +550,10 @@ def _implied_platforms(gpus: list[GpuReq]) -> dict[Platform, list[str]]:
 
 
 def _number_as_text(raw: Any, key: str) -> Any:
-    """``cuda = 12.4`` is unambiguous; a driver as a number loses digits, so it stays a number (and a problem)."""
-    is_number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
-    return str(raw) if is_number and key != "driver" else raw
+    """``cuda = 12`` is unambiguous; a decimal number is not (``12.10`` reads as 12.1) and a driver
+    as a number loses digits, so they stay numbers (and problems)."""
+    is_whole = isinstance(raw, int) and not isinstance(raw, bool)
+    return str(raw) if is_whole and key != "driver" else raw
 
 
 def _check_pip(item: str) -> str | None:

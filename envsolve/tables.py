@@ -119,10 +119,14 @@ class TableReader:
         self.problems.add(self.file, where, message)
 
     def document(self, blob: bytes, what: str) -> dict[str, Any] | None:
-        """The file's bytes as a table; None, and the problem added, when they are not TOML."""
+        """The file's bytes as a table (a UTF-8 byte-order mark dropped); None, and the problem
+        added, when they are not UTF-8 TOML."""
         try:
-            data: dict[str, Any] = tomllib.loads(blob.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            data: dict[str, Any] = tomllib.loads(blob.decode("utf-8").removeprefix("\ufeff"))
+        except UnicodeDecodeError as e:
+            self.bad("", f"is not UTF-8 text (byte {e.start} is {blob[e.start:e.start + 1]!r}); save it as UTF-8")
+            return None
+        except tomllib.TOMLDecodeError as e:
             self.bad("", f"is not valid TOML: {e}")
             return None
         except RecursionError:

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from ..domain import driver_text
 from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError, SpecError
-from ..files import write_all
+from ..files import LOCK_CAP, check_output, read_text, write_all
 from ..provider import Provider
 from ..solve import Resolution, solve_explained
 from ..solve.output import python_reason
@@ -43,7 +44,7 @@ __all__ = ["Options", "Outcome", "Request", "lock_command", "make", "stale_by_di
 
 Said = Literal["out", "say", "warn"]  # the product (stdout) | what was done | a warning (stderr)
 Say = Callable[[str, Said, bool], None]  # (line, what it is, to stderr)
-Render = Callable[[lockfile.Lock, Path], Sequence[Path]]  # (the lock, its path) -> the files written
+Render = Callable[[lockfile.Lock, Path], Mapping[Path, str]]  # (the lock, its path) -> the artifacts' texts by path
 
 
 
@@ -308,8 +309,8 @@ class _Output:
 def _stale_data_warning(out: Path, installed: str) -> str:
     """A warning when the lock on disk was made with other data than the installed matrices."""
     try:
-        old = data_version_of(out.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        old = data_version_of(read_text(out, LOCK_CAP))
+    except OSError:
         return ""
     if not old or old == installed:
         return ""
@@ -334,7 +335,7 @@ def _up_to_date_by_digests(request: Request, blob: bytes, provider: Provider, ou
 def _check_text(request: Request, text: str, output: _Output) -> None:
     """``--check`` of a frameworks-only lock: the lock on disk is exactly what a solve gives now."""
     try:
-        current: str | None = request.out.read_text(encoding="utf-8")
+        current: str | None = read_text(request.out, LOCK_CAP)
     except OSError:
         current = None
     if current != text:
@@ -390,12 +391,81 @@ def _say_indexes(urls: Mapping[str, str], detail: Callable[[str], None]) -> None
     detail(f"cache: {cache_dir()}")
 
 
+def _refuse_empty(spec: ProjectSpec, request: Request) -> None:
+    """A spec that asks for nothing is a mistake (an empty or truncated file): refused, so that it
+    never replaces a lock with an empty one."""
+    if not (spec.frameworks or spec.pip or spec.conda or spec.apt):
+        raise SpecError([Problem(str(request.spec_path), "", "names no [frameworks] and no [packages]: there is "
+                                 "nothing to lock")],
+                        tip="add what the project needs, e.g. [frameworks] torch = '>=2.4' (see examples/project.toml)")
+
+
+def _refuse_bad_date(opts: Options) -> None:
+    """``--exclude-newer`` is a date or an RFC 3339 time (as uv reads it), in either mode."""
+    import datetime
+
+    try:
+        if opts.exclude_newer:
+            datetime.datetime.fromisoformat(opts.exclude_newer)
+    except ValueError:
+        raise SpecError([Problem("--exclude-newer", opts.exclude_newer, "is not a date or an RFC 3339 time")],
+                        tip="write e.g. --exclude-newer 2025-06-01 or 2025-06-01T00:00:00Z") from None
+
+
+def _pinned(item: str) -> Requirement | None:
+    """The requirement ``item`` when it bounds a version (no marker, no URL), else None."""
+    req = Requirement(item)
+    return req if req.specifier and not req.marker and not req.url else None
+
+
+def contradictions(spec: ProjectSpec, provider: Provider) -> list[str]:
+    """Each ``[packages] pip`` requirement of a framework ``[frameworks]`` names that no release of
+    the data admits together with the ``[frameworks]`` range (which admits some)."""
+    found = []
+    for item in spec.pip:
+        req = _pinned(item)
+        fw = spec.framework(str(canonicalize_name(req.name))) if req is not None else None
+        if req is None or fw is None:
+            continue
+        versions = [r.version for r in provider.releases(fw.name) if fw.specifier.contains(r.version, prereleases=True)]
+        if versions and not any(req.specifier.contains(v, prereleases=True) for v in versions):
+            found.append(f"[packages] pip {item!r} contradicts [frameworks] {fw.name} = {fw.raw!r} (the {fw.name} "
+                         f"releases it admits: {', '.join(str(v) for v in sorted(versions)[-5:])})")
+    return found
+
+
+def _refuse_contradictions(spec: ProjectSpec, provider: Provider) -> None:
+    if found := contradictions(spec, provider):
+        raise CheckFailed("; ".join(found), tip="drop the framework from [packages] pip (its version belongs in "
+                                                "[frameworks], where envsolve chooses its build), or change the range")
+
+
+def _refuse_bad_request(spec: ProjectSpec, request: Request, provider: Provider) -> None:
+    """What `envsolve lock` refuses before any work: an output that cannot take a lock (a device,
+    a FIFO, a folder, a missing folder), a spec asking for nothing, a date uv cannot read, pip
+    requirements that contradict [frameworks]."""
+    if not request.check:
+        check_output(request.out, "-o")
+    _refuse_empty(spec, request)
+    _refuse_bad_date(request.options)
+    _refuse_contradictions(spec, provider)
+
+
+def _write(request: Request, done: Outcome, text: str, render: Render) -> Mapping[Path, str]:
+    """The lock and, with ``--render``, its artifacts (rendered in memory first), written together
+    or not at all; the artifacts' texts by path."""
+    artifacts = render(done.lock, request.out) if request.render else {}
+    write_all({request.out: text, **artifacts}, tip="choose another path with -o, or fix the folder's permissions")
+    return artifacts
+
+
 def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Request, *, say: Say,
                  render: Render, voice: Voice = SILENT) -> None:
     """`envsolve lock` of ``spec`` (its bytes ``blob``; already for this host with ``--host``)."""
     from ..config import index_urls
     from .replay import store
 
+    _refuse_bad_request(spec, request, provider)
     output = _Output(say=say, json=request.fmt == "json")
     urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(request.spec_path))
     if request.check and _up_to_date_by_digests(request, blob, provider, output):
@@ -410,9 +480,9 @@ def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Re
     _warn(stale, index_warnings, done, output)
     if request.check:
         return _check_text(request, text, output)
-    write_all({request.out: text}, tip="choose another path with -o, or fix the folder's permissions")
+    artifacts = _write(request, done, text, render)
     _summarise(done, spec.python_raw, request.out, request.fmt, output)
-    for path in render(done.lock, request.out) if request.render else ():
+    for path in artifacts:
         output.summary(f"wrote {path}")
     if request.replayable and not stale:
         store(request.replay_key, text, provider.data_version, output.said)

@@ -434,11 +434,16 @@ def loads(text: str, path: str) -> Lock:
 
 
 def read(path: Path) -> Lock:
+    """The lock at ``path``: a regular UTF-8 file of at most :data:`~envsolve.files.LOCK_CAP`
+    bytes (:func:`envsolve.files.read_text`), checked; :class:`LockError` naming what is wrong."""
+    from ..files import LOCK_CAP, read_text, refused
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, LOCK_CAP)
     except FileNotFoundError:
         raise LockError(f"{path}: no such lock file",
                         tip="create it with `envsolve lock project.toml`") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise LockError(f"{path}: cannot be read ({e})") from None
+    except OSError as e:
+        why, tip = refused(path, e)
+        raise LockError(f"{path}: {why}", tip=tip or None) from None
     return loads(text, str(path))

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, read_bytes
 from ..paths import cache_dir, data_dir, pip_config_files
 from .options import LOCK_OPTIONS, Option, option_named
 
@@ -96,9 +97,10 @@ def _add(h: hashlib._Hash, label: str, data: bytes) -> None:
 
 
 def _files(label: str, paths: Iterable[Path], root: Path | None = None) -> Iterator[tuple[str, bytes]]:
-    """(label, bytes) of each file, named relative to ``root`` (else by its name)."""
+    """(label, bytes) of each file, named relative to ``root`` (else by its name); a file that is
+    not a regular one, or too large, raises (and the full command says why)."""
     for path in paths:
-        yield f"{label} {path.relative_to(root) if root else path.name}", path.read_bytes()
+        yield f"{label} {path.relative_to(root) if root else path.name}", read_bytes(path, MATRIX_CAP)
 
 
 def _library_files(name: str) -> list[Path]:
@@ -110,7 +112,7 @@ def _library_files(name: str) -> list[Path]:
 def _pip_files(environ: Mapping[str, str]) -> Iterator[tuple[str, bytes]]:
     for path in pip_config_files(environ):
         try:
-            yield f"pip {path}", path.read_bytes()
+            yield f"pip {path}", read_bytes(path, SPEC_CAP)
         except OSError:
             yield f"pip {path}", b"\0absent"
 
@@ -122,7 +124,7 @@ def _inputs(request: Request, environ: Mapping[str, str], lock: bytes | None) ->
     yield "request", "\0".join(request).encode()
     yield from ((f"env {name}", environ[name].encode()) for name in sorted(environ)
                 if name.startswith(_ENV) or name in _ENV_NAMES)
-    yield "spec", Path(request[0]).read_bytes()
+    yield "spec", read_bytes(Path(request[0]), SPEC_CAP)
     yield "lock on disk", b"\0absent" if lock is None else lock  # a re-lock keeps its versions
     yield from _files("data", sorted(Path(environ.get("ENVSOLVE_MATRICES") or data_dir()).glob("*.toml")))
     yield from _files("code", sorted(_CODE.rglob("*.py")), _CODE)
@@ -171,9 +173,10 @@ def store(request: Request, text: str, data_version: str, messages: Sequence[tup
 
 
 def _on_disk(out: Path) -> tuple[bool, bytes | None]:
-    """(readable, the lock at ``out`` or None when there is none)."""
+    """(readable, the lock at ``out`` or None when there is none); a FIFO, a device (``-o
+    /dev/full``) or a folder is not readable, and the full command refuses it."""
     try:
-        return True, out.read_bytes()
+        return True, read_bytes(out, LOCK_CAP)
     except FileNotFoundError:
         return True, None
     except OSError:
