@@ -346,7 +346,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
 
     formats.check_shard(max_jobs, shard)
     if workflow_path is not None:
-        check_output(workflow_path, "--workflow")
+        check_output(workflow_path, "--workflow", folder_made=True)  # .github/workflows is made as render's folder
     if render_dir is not None:
         check_output_dir(render_dir, "--render")
     provider = _provider()

@@ -130,10 +130,12 @@ def _output_problem(path: Path, file: bool) -> str | None:
     return None if stat.S_ISDIR(mode) else "exists and is not a folder"
 
 
-def check_output(path: Path, option: str) -> None:
+def check_output(path: Path, option: str, *, folder_made: bool = False) -> None:
     """Refuse (SpecError, exit 2) an output file that exists and is not a regular file, or whose
-    folder does not exist (it is never created: a typo in a path is not a new tree)."""
-    if (why := _output_problem(path, True)) is not None:
+    folder does not exist (a lock's folder is never created: a typo in a path is not a new tree);
+    ``folder_made`` for a generated file whose folder is made (a workflow's .github/workflows)."""
+    why = _output_problem(path, True)
+    if why is not None and not (folder_made and "does not exist" in why):
         raise _output_refused(path, why, option, f"mkdir -p {path.parent}, or choose another path with {option}"
                               if "does not exist" in why else f"choose another path with {option}")
 

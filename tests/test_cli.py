@@ -41,6 +41,7 @@ def test_lock_says_the_python_came_from_the_specs_range(spec: Path) -> None:
 
 def test_lock_output_path_and_json(spec: Path, tmp_path: Path) -> None:
     out = tmp_path / "sub" / "x.lock"
+    out.parent.mkdir()  # a lock's folder must exist (see test_an_output_file_needs_its_folder)
     r = CliRunner().invoke(main, ["--matrices", str(FIXTURE), "lock", str(spec), "-o", str(out), "--format", "json"])
     assert r.exit_code == 0
     data = json.loads(r.stdout)

@@ -189,7 +189,7 @@ def test_a_jetson_target_takes_the_newest_jetpack_of_its_modules(real_graph: Pro
 def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(real_graph: Provider) -> None:
     text = ('[hardware]\ngpus = ["A100", "B1000"]\nvendor = "intel"\ndriver = "535"\nrocm = "6.2"\nrocm_driver = "4.5"\n'
             'platform = "arm64"\njetpack = "6.2"\ncolour = "red"\n'
-            '[targets.jet]\ngpus = ["Jetson AGX Orin"]\njetpack = "5.0"\n[targets.cpu]\nvendor = "cpu"\ncuda = 12.8\n')
+            '[targets.jet]\ngpus = ["Jetson AGX Orin"]\njetpack = "5.0"\n[targets.cpu]\nvendor = "cpu"\ncuda = \"12.8\"\n')
     assert _platform_errors(text, real_graph).splitlines() == [
         "14 problems:",
         "  project.toml: hardware.colour: unknown key (allowed: cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, "
