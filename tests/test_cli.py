@@ -1,4 +1,9 @@
 import json
+import os
+import resource
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,3 +178,140 @@ def test_every_failed_check_is_one_error_with_exit_1() -> None:
     private = [n for n, v in vars(cli).items() if isinstance(v, type) and issubclass(v, EnvsolveError)
                and v.__module__ == cli.__name__]
     assert private == []  # no command keeps an exit-1 error of its own
+
+
+# ----------------------------------------------------------------------------- issue 22: inputs and outputs checked
+
+def _envsolve(*args: str, cwd: Path) -> "subprocess.CompletedProcess[str]":
+    """``python -m envsolve`` (the lock replay first, as a user runs it), with 2 GiB of memory at
+    most: a command that reads a device forever fails instead of filling the machine."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run([sys.executable, "-m", "envsolve", "--matrices", str(FIXTURE), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120, preexec_fn=limit)
+
+
+def test_a_lock_output_that_is_a_device_is_refused_without_reading_it(spec: Path) -> None:
+    r = _envsolve("lock", str(spec), "-o", "/dev/full", cwd=spec.parent)
+    assert (r.returncode, r.stderr) == (2, "ERROR: /dev/full: cannot be written (-o): exists and is a device, "
+                                           "not a file; envsolve replaces only regular files\n"
+                                           "TIP: choose another path with -o\n")
+
+
+@pytest.mark.parametrize("command", ["lock", "render", "matrix", "explain", "doctor"])
+def test_an_input_that_is_a_device_or_a_fifo_is_named_never_read(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / "input.toml"
+    os.mkfifo(fifo)
+    for path, why in [("/dev/zero", "is a device, not a file"), (str(fifo), "is a FIFO (named pipe), not a file")]:
+        r = _envsolve(command, path, cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.startswith(f"ERROR: {path}: {why}\n"), r.stderr
+
+
+def test_a_lock_is_never_written_into_a_folder_that_does_not_exist(spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "no" / "such" / "x.lock"
+    r = run("lock", str(spec), "-o", str(out))
+    assert r.exit_code == 2
+    assert r.output == (f"ERROR: {out}: cannot be written (-o): its folder {out.parent} does not exist\n"
+                        f"TIP: mkdir -p {out.parent}, or choose another path with -o\n")
+    assert not (tmp_path / "no").exists()
+
+
+def test_lock_render_that_fails_leaves_the_old_lock(tmp_path: Path) -> None:
+    """The artifacts are rendered before anything is written: a Dockerfile that cannot be made
+    (conda packages) leaves the lock on disk as it was (before, the new lock had replaced it)."""
+    spec = tmp_path / "project.toml"
+    spec.write_text(GOOD)
+    assert run("lock", str(spec)).exit_code == 0
+    lock = tmp_path / "envsolve.lock"
+    before = lock.read_bytes()
+    spec.write_text(GOOD + '[packages]\nconda = ["ffmpeg"]\n')
+    r = run("lock", str(spec), "--render")
+    assert r.exit_code == 2 and "the Dockerfile cannot install conda packages (ffmpeg)" in r.output
+    assert lock.read_bytes() == before
+    assert not (tmp_path / "envsolve-out").exists()
+
+
+def test_lock_render_writes_the_lock_and_the_artifacts(spec: Path) -> None:
+    r = run("lock", str(spec), "--render")
+    assert r.exit_code == 0, r.output
+    out = spec.parent / "envsolve-out" / "default"
+    assert sorted(p.name for p in out.iterdir()) == ["Dockerfile", "environment.yml", "requirements.txt",
+                                                     "smoke_test.py"]
+    assert f"wrote {out / 'Dockerfile'}" in r.output and (spec.parent / "envsolve.lock").exists()
+
+
+def test_a_pip_pin_that_contradicts_frameworks_is_an_error_naming_both(spec: Path) -> None:
+    spec.write_text(GOOD.replace('torch = "*"', 'torch = ">=2.4"') + '[packages]\npip = ["torch==1.0"]\n')
+    r = run("lock", str(spec))
+    assert r.exit_code == 1
+    assert r.output.startswith("ERROR: [packages] pip 'torch==1.0' contradicts [frameworks] torch = '>=2.4' "
+                               "(the torch releases it admits: ")
+    assert not (spec.parent / "envsolve.lock").exists()
+
+
+def test_a_pip_requirement_a_framework_release_meets_is_fine(spec: Path) -> None:
+    spec.write_text(GOOD.replace('torch = "*"', 'torch = ">=2.4"') + '[packages]\npip = ["torch<2.6"]\n')
+    assert run("lock", str(spec)).exit_code == 0
+
+
+def test_an_empty_spec_is_refused_and_the_lock_kept(spec: Path) -> None:
+    assert run("lock", str(spec)).exit_code == 0
+    lock = spec.parent / "envsolve.lock"
+    before = lock.read_bytes()
+    spec.write_text('[project]\nname = "demo"\n')
+    r = run("lock", str(spec))
+    assert r.exit_code == 2
+    assert r.output == (f"ERROR: {spec}: names no [frameworks] and no [packages]: there is nothing to lock\n"
+                        "TIP: add what the project needs, e.g. [frameworks] torch = '>=2.4' (see examples/project.toml)\n")
+    assert lock.read_bytes() == before
+
+
+@pytest.mark.parametrize("mode", ["frameworks-only", "full"])
+def test_exclude_newer_must_be_a_date(spec: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if mode == "full":
+        monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")  # refused before the index is read
+    r = run("lock", str(spec), "--exclude-newer", "notadate")
+    assert (r.exit_code, r.output) == (2, "ERROR: --exclude-newer: notadate: is not a date or an RFC 3339 time\n"
+                                          "TIP: write e.g. --exclude-newer 2025-06-01 or 2025-06-01T00:00:00Z\n")
+    if mode == "frameworks-only":  # (the full lock would read the index)
+        assert run("lock", str(spec), "--exclude-newer", "2025-06-01T00:00:00Z").exit_code == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("graph", "--depth", "-1"), "Invalid value for '--depth': -1 is not in the range x>=0."),
+    (("build", "--print", "--tag", "BAD TAG;id"), "Invalid value for '--tag': 'BAD TAG;id' is not an image name[:tag]"),
+    (("build", "--print", "--tag", "App:1"), "Invalid value for '--tag': 'App:1' is not an image name[:tag]"),
+    (("build", "--print", "--platform", "windows/amd64;id"), "Invalid value for '--platform': 'windows/amd64;id' is "
+                                                              "not one of 'linux/amd64', 'linux/arm64'."),
+])
+def test_option_values_are_checked(spec: Path, args: tuple[str, ...], message: str) -> None:
+    assert run("lock", str(spec)).exit_code == 0
+    r = run(*args, *([str(spec.parent / "envsolve.lock")] if args[0] == "build" else []))
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+def test_a_good_tag_reaches_the_build_command(spec: Path) -> None:
+    assert run("lock", str(spec)).exit_code == 0
+    r = run("build", "--print", "--engine", "docker", "--tag", "registry.example:5000/team/app_x:1.0-rc",
+            str(spec.parent / "envsolve.lock"))
+    assert r.exit_code == 0 and "--tag=registry.example:5000/team/app_x:1.0-rc " in r.output, r.output
+
+
+def test_a_read_only_lock_stays_read_only(spec: Path) -> None:
+    assert run("lock", str(spec)).exit_code == 0
+    lock = spec.parent / "envsolve.lock"
+    lock.chmod(0o444)
+    spec.write_text(GOOD.replace('torch = "*"', 'torch = "==2.5.1"'))
+    assert run("lock", str(spec)).exit_code == 0
+    assert "2.5.1" in lock.read_text() and stat.S_IMODE(lock.stat().st_mode) == 0o444
+
+
+def test_a_spec_with_a_byte_order_mark_is_read_and_another_encoding_is_named(spec: Path) -> None:
+    spec.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
+    assert run("lock", str(spec)).exit_code == 0
+    spec.write_bytes(GOOD.replace("demo", "caf\xe9").encode("latin-1"))
+    r = run("lock", str(spec))
+    assert (r.exit_code, r.output) == (2, f"ERROR: {spec}: is not UTF-8 text (byte 21 is b'\\xe9')\n"
+                                          "TIP: save project.toml as UTF-8 (e.g. `iconv -f latin1 -t utf-8 "
+                                          "project.toml`)\n")

@@ -210,3 +210,29 @@ def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(
         "  project.toml: targets.jet.driver: driver version '535' is not an NVIDIA driver version such as 535.104.05",
         "  project.toml: targets.jet.jetpack: JetPack 5.0 is not in the data (known: 5.1.2, 6.0, 6.1, 6.2, 7.0, 7.1)",
     ]
+
+
+# ----------------------------------------------------------------------------- issue 22: values misread or passed silently
+
+
+@pytest.mark.parametrize("text,expected", [
+    # TOML reads 12.10 as the float 12.1: it was CUDA 12.1
+    ("[hardware]\ngpus = ['A100']\ncuda = 12.10\n",
+     "hardware.cuda: must be a string such as '12.4', not float 12.1; quote it: TOML reads a decimal number, "
+     "so 12.10 is 12.1"),
+    ("[targets.mi]\ngpus = ['MI300X']\nrocm = 6.2\n", "targets.mi.rocm: must be a string such as '12.4', not float 6.2"),
+    ("[indexes]\npytroch = 'https://mirror.example/whl'\n",
+     "indexes.pytroch: unknown key (allowed: jetson, nvidia, paddle, pypi, pytorch); did you mean 'pytorch'?"),
+    ("[container]\nos = 'windows11'\n", "container.os: 'windows11' is not an OS of the data's base images (known: "),
+    ("[container]\nos = 'ubuntu22.4'\n", "did you mean 'ubuntu22.04'?"),
+    ("[project]\nname = 'x'\ndescription = 5\n", "project.description: must be a string, not int 5"),
+])
+def test_values_that_were_misread_or_ignored_are_refused(text: str, expected: str, fixture_graph: Provider) -> None:
+    assert expected in problems(text, fixture_graph)
+
+
+def test_a_whole_number_is_still_a_cuda_version_and_a_known_os_is_taken(fixture_graph: Provider) -> None:
+    spec = parse_spec("[hardware]\ngpus = ['A100']\ncuda = 12\n[container]\nos = 'ubuntu22.04'\n"
+                      "[indexes]\npytorch = 'https://mirror.example/whl'\n", "project.toml", fixture_graph)
+    assert spec.targets[0].cuda is not None and spec.targets[0].cuda.raw == "12"
+    assert spec.os == "ubuntu22.04" and spec.indexes == (("pytorch", "https://mirror.example/whl"),)
