@@ -700,11 +700,11 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
             data_version: str | None, cache_dir: Path | None, no_cache: bool, timeout: float, retries: int,
             backoff: float) -> None:
     """Compare the matrices with the package index; with --write, add the new releases."""
+    import contextlib
     import datetime
 
-    from .curate import write_rows
-    from .data import data_dir, load_dir
-    from .refresh import DEFAULT_PACKAGES, plan_text, survey
+    from .data import data_dir
+    from .files import folder_lock
 
     version = data_version or datetime.date.today().isoformat()
     try:
@@ -714,6 +714,18 @@ def refresh(index_url: str | None, packages: tuple[str, ...], diff_only: bool, e
     root = _matrices() or data_dir()
     ui.console().detail(f"matrices: {root}")
     client = _index_client(index_url, cache_dir, no_cache, timeout, retries, backoff, _progress("refresh"))
+    writes = not diff_only and root.is_dir()  # (a missing folder is load_dir's error)
+    with folder_lock(root) if writes else contextlib.nullcontext():  # --write: runs take turns
+        _refresh(client, root, packages, diff_only, exit_code, version)
+
+
+def _refresh(client: Any, root: Path, packages: tuple[str, ...], diff_only: bool, exit_code: bool,
+             version: str) -> None:
+    """`envsolve refresh` once the index is set: survey, print, and write or say what is new."""
+    from .curate import write_rows
+    from .data import load_dir
+    from .refresh import DEFAULT_PACKAGES, plan_text, survey
+
     plan = survey(client, load_dir(root), packages or DEFAULT_PACKAGES, _progress("refresh"))
     ui.console().done()
     ui.console().detail(client.answered())

@@ -22,13 +22,15 @@ this module and stays light.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 __all__ = ["IMAGES_CAP", "LOCK_CAP", "MATRIX_CAP", "SPEC_CAP", "NotAnInput", "check_output", "check_output_dir",
-           "decoded", "read_bytes", "read_text", "refused", "sweep", "user_input", "write_all", "write_atomic"]
+           "decoded", "folder_lock", "read_bytes", "read_text", "refused", "sweep", "user_input", "write_all",
+           "write_atomic"]
 
 MiB = 1 << 20
 SPEC_CAP = 16 * MiB  # project.toml, an images.toml matrix file, a file of matrices/
@@ -150,6 +152,21 @@ def _output_refused(path: Path, why: str, option: str, tip: str) -> Exception:
     from .errors import Problem, SpecError
 
     return SpecError([Problem(str(path), "", f"cannot be written ({option}): {why}")], tip=tip)
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (``flock`` on the folder itself, no lock file): runs that
+    read, change and write the files of one folder (``refresh --write``) take turns, so a run never
+    writes from what another has since replaced."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (releases the lock)
 
 
 def _umask() -> int:
