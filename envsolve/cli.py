@@ -345,10 +345,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     from .matrix.workflow import RENDER_DIR
 
     formats.check_shard(max_jobs, shard)
-    if workflow_path is not None:
-        check_output(workflow_path, "--workflow", folder_made=True)  # .github/workflows is made as render's folder
-    if render_dir is not None:
-        check_output_dir(render_dir, "--render")
+    _check_matrix_outputs(workflow_path, render_dir)
     provider = _provider()
     if check_images is not None:
         _check_images(provider, check_images, fmt)
@@ -372,6 +369,14 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
         _write_workflow(ms, matrix_path, workflow_path)
     if check and (invalid := check_includes(results)):
         raise CheckFailed(invalid, tip="change the include, or the data it needs")
+
+
+def _check_matrix_outputs(workflow_path: Path | None, render_dir: Path | None) -> None:
+    """Refuse, before any work, a --workflow or --render path that cannot take the output."""
+    if workflow_path is not None:
+        check_output(workflow_path, "--workflow", folder_made=True)  # .github/workflows is made as render's folder
+    if render_dir is not None:
+        check_output_dir(render_dir, "--render")
 
 
 def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path) -> None:

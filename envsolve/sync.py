@@ -60,7 +60,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .errors import CheckFailed, LockError, Problem, ResolveError, SpecError
-from .files import write_atomic
+from .files import SPEC_CAP, read_bytes, write_atomic
 from .host.doctor import Finding, check_host, pick_environment, report_lines, where
 from .host.facts import HostFacts
 from .lock import model as lockfile
@@ -130,7 +130,7 @@ def _check_current(lock: Lock, lock_path: Path, provider: Provider, talk: Voice)
 
     spec = _spec_path(lock, lock_path)
     try:
-        blob = spec.read_bytes()
+        blob = read_bytes(spec, SPEC_CAP)  # (a FIFO or a device is no spec: never read)
     except OSError:
         talk.warn(f"{lock_path}: its spec {spec} is not beside it, so whether the lock is current was not checked; "
                   "syncing the lock as it is")

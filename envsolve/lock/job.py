@@ -418,20 +418,25 @@ def _pinned(item: str) -> Requirement | None:
     return req if req.specifier and not req.marker and not req.url else None
 
 
+def _contradiction(item: str, spec: ProjectSpec, provider: Provider) -> str | None:
+    """Why the ``[packages] pip`` requirement ``item`` contradicts ``[frameworks]``: no release of
+    the data that the framework's range admits (some) meets it. None when it does not."""
+    req = _pinned(item)
+    fw = spec.framework(str(canonicalize_name(req.name))) if req is not None else None
+    if req is None or fw is None:
+        return None
+    releases = provider.releases(fw.name)
+    versions = sorted(r.version for r in releases if fw.specifier.contains(r.version, prereleases=True))
+    if not versions or any(req.specifier.contains(v, prereleases=True) for v in versions):
+        return None
+    return (f"[packages] pip {item!r} contradicts [frameworks] {fw.name} = {fw.raw!r} (the {fw.name} releases it "
+            f"admits: {', '.join(str(v) for v in versions[-5:])})")
+
+
 def contradictions(spec: ProjectSpec, provider: Provider) -> list[str]:
     """Each ``[packages] pip`` requirement of a framework ``[frameworks]`` names that no release of
-    the data admits together with the ``[frameworks]`` range (which admits some)."""
-    found = []
-    for item in spec.pip:
-        req = _pinned(item)
-        fw = spec.framework(str(canonicalize_name(req.name))) if req is not None else None
-        if req is None or fw is None:
-            continue
-        versions = [r.version for r in provider.releases(fw.name) if fw.specifier.contains(r.version, prereleases=True)]
-        if versions and not any(req.specifier.contains(v, prereleases=True) for v in versions):
-            found.append(f"[packages] pip {item!r} contradicts [frameworks] {fw.name} = {fw.raw!r} (the {fw.name} "
-                         f"releases it admits: {', '.join(str(v) for v in sorted(versions)[-5:])})")
-    return found
+    the data admits together with the ``[frameworks]`` range."""
+    return [why for item in spec.pip if (why := _contradiction(item, spec, provider)) is not None]
 
 
 def _refuse_contradictions(spec: ProjectSpec, provider: Provider) -> None:
