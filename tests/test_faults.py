@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -19,11 +20,11 @@ from click.testing import CliRunner
 from pytest_httpserver import HTTPServer
 
 from envsolve.cli import main
-from envsolve.files import _writer
 from tests.conftest import FIXTURE
 from tests.fakeindex import Wheel, serve
 from tests.test_refresh import INDEX, JSON
 
+_TMP = re.compile(r"^\..+\.\d+\.[0-9a-f]{8}\.tmp$")  # envsolve's temporary files: .NAME.PID.8HEX.tmp
 RUNS = 20  # at once
 KILLED = 8  # of them, each at a random point of the storm
 
@@ -62,13 +63,13 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 def _temporary(root: Path) -> list[str]:
     """The temporary files of envsolve's writer under ``root``."""
-    return [str(p) for p in root.rglob(".*") if _writer(p.name) is not None]
+    return [str(p) for p in root.rglob(".*") if _TMP.match(p.name)]
 
 
 def _old_or_new(root: Path, old: Mapping[str, bytes], new: Mapping[str, bytes]) -> None:
     """Every file under ``root`` is, whole, its old or its new text (temporary files aside)."""
     for name, blob in _tree(root).items():
-        if _writer(Path(name).name) is None:
+        if not _TMP.match(Path(name).name):
             assert blob in (old.get(name), new.get(name)), f"{name} is neither the old nor the new file"
 
 
