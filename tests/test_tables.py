@@ -81,13 +81,17 @@ def test_readers_of_several_files_share_one_collector() -> None:
 
 @pytest.mark.parametrize(("blob", "expected"), [
     (b"schema = 1\nkind = [", "gpus.toml: is not valid TOML: "),
-    (b"\xff\xfe", "gpus.toml: is not valid TOML: "),
+    (b"\xff\xfe", "gpus.toml: is not UTF-8 text (byte 0 is b'\\xff'); save it as UTF-8"),
     (b"a = " + b"[" * 100_000 + b"]" * 100_000, "gpus.toml: nests tables or arrays too deeply to be a matrix file"),
 ])
 def test_a_file_that_is_not_toml_is_a_problem_not_a_traceback(blob: bytes, expected: str) -> None:
     r = TableReader("gpus.toml")
     assert r.document(blob, "a matrix file") is None
     assert messages(r)[0].startswith(expected)
+
+
+def test_a_matrix_file_with_a_byte_order_mark_is_read() -> None:
+    assert TableReader("gpus.toml").document(b"\xef\xbb\xbfschema = 1\n", "a matrix file") == {"schema": 1}
 
 
 def test_a_persons_file_that_is_not_toml_is_raised_at_once() -> None:
