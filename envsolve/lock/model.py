@@ -141,10 +141,12 @@ def _text(rule: Callable[[str], bool], wants: str, empty: bool = False) -> Calla
 
 
 def _parses(parse: Callable[[str], Any], *errors: type[Exception]) -> Callable[[str], bool]:
+    caught: tuple[type[Exception], ...] = (ValueError, *errors)
+
     def rule(v: str) -> bool:
         try:
             parse(v)
-        except (ValueError, *errors):
+        except caught:
             return False
         return True
 
