@@ -24,6 +24,7 @@ from ..errors import LockError
 from ..lock.model import Environment, Lock, Package, index_url
 from ..paths import templates_dir
 from ..solve import PackagePin
+from ..spec import is_name
 
 __all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render_environment", "render_lock"]
 
@@ -68,6 +69,10 @@ def _check(lock: Lock, env: Environment, lock_name: str) -> None:
     for where, url in urls:
         if url and (why := check_url(url)) is not None:
             raise LockError(f"{lock_name}: {where}: {why}", tip="regenerate the lock with a valid index URL")
+    for j, p in enumerate(env.frameworks):  # an index names a file, a build argument, a BuildKit mount
+        if not is_name(p.index):
+            raise LockError(f"{lock_name}: environments[{i}].frameworks[{j}].index = {p.index!r} is not an index "
+                            "name (letters, digits, '.', '_' or '-')", tip="regenerate the lock from a spec without it")
 
 
 def _dq(value: str) -> str:
