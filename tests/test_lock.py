@@ -276,5 +276,6 @@ def test_the_packages_and_indexes_of_a_full_lock_are_checked_on_read(fixture_gra
     with pytest.raises(LockError) as bad:
         lockfile.loads(redigested(data), "envsolve.lock")
     assert [p.where for p in bad.value.problems] == [
-        "indexes", "environments[0].packages[0].version", "environments[0].packages[0].hashes"]
-    assert "['../evil'] must be a name of letters" in str(bad.value)
+        "indexes['../evil']", "environments[0].packages[0].version", "environments[0].packages[0].hashes[0]"]
+    assert "envsolve.lock: indexes['../evil'] must be a name of letters" in str(bad.value)
+    assert "envsolve.lock: environments[0].packages[0].hashes[0] must be a sha256 digest" in str(bad.value)

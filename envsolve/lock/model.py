@@ -236,8 +236,17 @@ def _not_a_key(key: str, allowed: Collection[str]) -> str:
     return _NOT_A_KEY
 
 
+# the item a list's or a table's check refused, named first in its message ("[2] ...", "['uv'] ...")
+_ITEM = re.compile(r"(\[[^\]]*\]) ")
+
+
 class _LockReader(TableReader):
     """The reader of one lock file: its rows have exactly the keys of their checks."""
+
+    def bad(self, where: str, message: str) -> None:
+        """A problem at ``where``, the item a check names first made part of the key path (``apt[0]``)."""
+        item = _ITEM.match(message)
+        super().bad(where + item.group(1) if item else where, message[item.end():] if item else message)
 
     def row(self, raw: Any, where: str, checks: Mapping[str, Check]) -> dict[str, Any] | None:
         """The checked fields of the table ``raw`` at ``where``, or None (its problems added)."""
