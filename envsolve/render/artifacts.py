@@ -69,7 +69,12 @@ def _check(lock: Lock, env: Environment, lock_name: str) -> None:
     for where, url in urls:
         if url and (why := check_url(url)) is not None:
             raise LockError(f"{lock_name}: {where}: {why}", tip="regenerate the lock with a valid index URL")
-    for j, p in enumerate(env.frameworks):  # an index names a file, a build argument, a BuildKit mount
+    _check_indexes(env, i, lock_name)
+
+
+def _check_indexes(env: Environment, i: int, lock_name: str) -> None:
+    """Refuse an index that is no name: it names a file, a build argument and a BuildKit mount."""
+    for j, p in enumerate(env.frameworks):
         if not is_name(p.index):
             raise LockError(f"{lock_name}: environments[{i}].frameworks[{j}].index = {p.index!r} is not an index "
                             "name (letters, digits, '.', '_' or '-')", tip="regenerate the lock from a spec without it")
