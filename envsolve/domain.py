@@ -43,6 +43,7 @@ __all__ = [
     "cuda_of_variant",
     "driver_text",
     "gpu_run_flags",
+    "image_problem",
     "kernels",
     "qualified_image",
     "registry_of",
@@ -132,6 +133,22 @@ def registry_of(ref: str) -> str:
     if sep and ("." in first or ":" in first or first == "localhost"):
         return first
     return ""
+
+
+# An image reference as Docker's grammar has it: [host[:port]/]path[:tag][@sha256:digest], the path
+# lower case; nothing a shell or a Dockerfile would read as more than one word.
+_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(rf"(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_PATH}(?:/{_PATH})*"
+                    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?")
+
+
+def image_problem(ref: object, *, digest: bool = True) -> str | None:
+    """Why ``ref`` is no image reference (``nvidia/cuda:12.8.1-base-ubuntu24.04``, ``ghcr.io/org/app:1``;
+    without ``digest``, no ``@sha256:`` part, as an image's tag is written); None when it is one."""
+    if isinstance(ref, str) and len(ref) <= 255 and _IMAGE.fullmatch(ref) and (digest or "@" not in ref):
+        return None
+    example = "'ghcr.io/org/app:1.0'" if not digest else "'nvidia/cuda:12.8.1-base-ubuntu24.04'"
+    return f"{ref!r} is not an image reference such as {example} (lower-case path, optional :tag)"
 
 
 def qualified_image(ref: str) -> str:

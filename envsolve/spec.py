@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from .data import Gpu, JetPack
     from .provider import Provider
 
-__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "parse_gpus",
-           "parse_spec"]
+__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "is_name",
+           "package_problem", "parse_gpus", "parse_spec"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras", "onnxruntime-gpu": "onnxruntime",
@@ -518,15 +518,19 @@ class _ProjectParser(SectionParser):
         return sorted({item for item in items if item is not None})
 
     def _list_item(self, item: Any, where: str, check: Callable[[str], str | None], what: str) -> str | None:
-        if not isinstance(item, str) or not item.strip():
-            self.bad(where, f"{item!r} must be a non-empty string")
-        elif "\n" in item or "\r" in item:
-            self.bad(where, f"{item!r} contains a line break; write one {what} per list entry")
-        elif (msg := check(item)) is not None:
+        if (msg := _entry_problem(item, check, what)) is not None:
             self.bad(where, msg)
-        else:
-            return item.strip()
-        return None
+            return None
+        return str(item).strip()
+
+
+def _entry_problem(item: Any, check: Callable[[str], str | None], what: str) -> str | None:
+    """Why ``item`` is no entry of a [packages] list (one ``what`` that ``check`` accepts); None when it is one."""
+    if not isinstance(item, str) or not item.strip():
+        return f"{item!r} must be a non-empty string"
+    if "\n" in item or "\r" in item:
+        return f"{item!r} contains a line break; write one {what} per list entry"
+    return check(item)
 
 
 def _merged(table: dict[str, Any], base: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
@@ -572,6 +576,22 @@ def _check_conda(item: str) -> str | None:
 def _check_apt(item: str) -> str | None:
     return None if _APT.match(item.strip()) else (
         f"{item!r} is not a Debian package name; write e.g. 'libgl1' or 'libgl1=1.7.0-1'")
+
+
+# [packages] key -> (the check of one entry, what an entry is): the spec's rule, and a lock's (lock.model)
+_PACKAGES: dict[str, tuple[Callable[[str], str | None], str]] = {
+    "pip": (_check_pip, "requirement"), "conda": (_check_conda, "package"), "apt": (_check_apt, "package")}
+
+
+def package_problem(key: str, item: Any) -> str | None:
+    """Why ``item`` is no entry of ``[packages] key`` (pip, conda or apt); None when it is one."""
+    return _entry_problem(item, *_PACKAGES[key])
+
+
+def is_name(text: str) -> bool:
+    """The one rule for a name that becomes a folder, a file or an image tag (a project, a target,
+    an index): letters, digits, '.', '_' or '-', from a letter or digit (never a path)."""
+    return bool(_NAME.fullmatch(text))
 
 
 def _table(data: dict[str, Any], section: str) -> dict[str, Any]:

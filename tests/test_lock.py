@@ -1,8 +1,15 @@
+import hashlib
+import json
 import re
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
+import tomli_w
+from click.testing import CliRunner
 
+from envsolve.cli import main
 from envsolve.errors import LockError
 from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
@@ -159,3 +166,116 @@ def test_a_lock_names_a_row_that_is_no_table_and_a_map_that_is_not_of_strings_wi
         "  envsolve.lock: indexes must be a table of strings, not {'pypi': 1, "
         "'pytorch': 'https://index.invalid/whl'}",
         "  envsolve.lock: environments[0].gpu_models[0] must be a table, not 1"]
+
+
+# ----------------------------------------------------------------------------- a lock is an input too
+
+
+def redigested(data: dict[str, Any]) -> str:
+    """``data`` (a parsed lock, edited) as lock text whose lock_digest matches it again, computed as
+    envsolve computes it: what anyone who can edit a lock can do."""
+    body = json.dumps({"indexes": data["indexes"], "environments": data["environments"]}, sort_keys=True,
+                      separators=(",", ":"))
+    data = {**data, "lock_digest": "sha256:" + hashlib.sha256(body.encode()).hexdigest()}
+    return lockfile.HEADER.format(spec="project.toml") + tomli_w.dumps(data)
+
+
+def files_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if not p.is_dir()}
+
+
+def test_a_lock_digested_again_after_an_edit_is_read_as_unedited(fixture_graph: Provider) -> None:
+    text = make(fixture_graph)
+    assert redigested(tomllib.loads(text)) == text
+    data = tomllib.loads(text)
+    data["environments"][0]["python"] = "3.11"
+    assert lockfile.loads(redigested(data), "envsolve.lock").environments[0].python == "3.11"
+
+
+def test_a_re_digested_lock_with_a_shell_command_in_its_python_is_refused_naming_the_key(
+        fixture_graph: Provider, tmp_path: Path) -> None:
+    data = tomllib.loads(make(fixture_graph))
+    assert data["environments"][0]["python_from"] == "uv"  # its Python reaches a RUN line of the Dockerfile
+    data["environments"][0]["python"] = "3.12; id"
+    lock = tmp_path / "envsolve.lock"
+    lock.write_text(redigested(data))
+    r = CliRunner().invoke(main, ["render", str(lock)])
+    assert r.exit_code == 2, r.output
+    assert r.stderr == (f"ERROR: {lock}: environments[0].python must be a Python version such as '3.12', "
+                        "not '3.12; id'\n"
+                        "TIP: regenerate it with `envsolve lock project.toml`\n")
+    assert files_under(tmp_path) == {lock}
+
+
+@pytest.mark.parametrize("name", ["../../../x", "ABSOLUTE", "a/b", "..", ""])
+def test_a_re_digested_lock_whose_environment_name_is_a_path_is_refused_and_nothing_is_written(
+        fixture_graph: Provider, tmp_path: Path, name: str) -> None:
+    name = str(tmp_path / "abs") if name == "ABSOLUTE" else name
+    data = tomllib.loads(make(fixture_graph))
+    data["environments"][0]["name"] = name
+    lock = tmp_path / "a" / "b" / "c" / "envsolve.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(redigested(data))
+    for command in (["render", str(lock)], ["build", str(lock), "--print", "--engine", "podman"]):
+        r = CliRunner().invoke(main, command)
+        assert r.exit_code == 2, r.output
+        assert f"{lock}: environments[0].name must be a name of letters, digits, '.', '_' or '-' (never a path), " \
+               f"not {name!r}" in r.stderr
+        assert files_under(tmp_path) == {lock}
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("base_image", "ubuntu:24.04\nRUN id", "must be an image reference"),
+    ("base_image", "x y", "must be an image reference"),
+    ("cuda", "12.8; id", "must be a dotted version such as '12.8'"),
+    ("driver_min", "$(id)", "must be an NVIDIA driver version"),
+    ("jetpack", "6.2`id`", "must be a dotted version"),
+    ("gpu_archs", ["sm_90; id"], "[0] must be a GPU architecture"),
+    ("apt", ["libgl1; id"], "[0] 'libgl1; id' is not a Debian package name"),
+    ("pip", ["numpy<2 $(id)"], "[0] 'numpy<2 $(id)' is not a valid PEP 508 requirement"),
+    ("tools", {"uv": "0.5.1 && id"}, "['uv'] must be a version (PEP 440)"),
+    ("gpus", ["RTX 5090'; id; '"], "[0] must be a GPU name"),
+    ("compat", "native; id", 'must be "", "native" or "minor-version"'),
+])
+def test_every_value_of_a_re_digested_lock_is_checked_on_read(fixture_graph: Provider, key: str, value: Any,
+                                                              message: str) -> None:
+    data = tomllib.loads(make(fixture_graph))
+    data["environments"][0][key] = value
+    with pytest.raises(LockError) as bad:
+        lockfile.loads(redigested(data), "envsolve.lock")
+    assert f"envsolve.lock: environments[0].{key}" in str(bad.value)
+    assert message in str(bad.value)
+
+
+@pytest.mark.parametrize(("where", "value", "message"), [
+    (("frameworks", 0, "version"), "2.7.1 ; id", "must be a version (PEP 440)"),
+    (("frameworks", 0, "name"), "torch;id", "must be a package name (PEP 503)"),
+    (("frameworks", 0, "index"), "../x", "must be a name of letters"),
+    (("frameworks", 0, "index_url"), "https://u:secret@host/simple", "no credentials"),
+    (("frameworks", 0, "index_url"), "https://host/$(id)", "must be an index URL"),
+    (("frameworks", 0, "pins"), {"nvidia-nccl-cu12": "2.1 ; id"}, "['nvidia-nccl-cu12'] must be a version"),
+])
+def test_every_value_of_a_framework_pin_is_checked_on_read(fixture_graph: Provider, where: tuple[Any, ...],
+                                                           value: Any, message: str) -> None:
+    data = tomllib.loads(make(fixture_graph))
+    table = data["environments"][0]
+    for step in where[:-1]:
+        table = table[step]
+    table[where[-1]] = value
+    with pytest.raises(LockError) as bad:
+        lockfile.loads(redigested(data), "envsolve.lock")
+    assert "envsolve.lock: environments[0].frameworks[0]." + where[-1] in str(bad.value)
+    assert message in str(bad.value)
+
+
+def test_the_packages_and_indexes_of_a_full_lock_are_checked_on_read(fixture_graph: Provider) -> None:
+    data = tomllib.loads(full_lock(fixture_graph))
+    data["environments"][0]["packages"][0]["hashes"] = ["sha256:0; id"]
+    data["environments"][0]["packages"][0]["version"] = "$(id)"
+    data["indexes"]["../evil"] = "https://index.invalid/simple"
+    with pytest.raises(LockError) as bad:
+        lockfile.loads(redigested(data), "envsolve.lock")
+    assert [p.where for p in bad.value.problems] == [
+        "indexes['../evil']", "environments[0].packages[0].version", "environments[0].packages[0].hashes[0]"]
+    assert "envsolve.lock: indexes['../evil'] must be a name of letters" in str(bad.value)
+    assert "envsolve.lock: environments[0].packages[0].hashes[0] must be a sha256 digest" in str(bad.value)

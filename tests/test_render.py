@@ -202,6 +202,33 @@ def test_render_bad_input_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "envsolve-out").exists()
 
 
+def test_render_and_build_never_write_through_a_link_that_leads_out_of_the_output_folder(tmp_path: Path) -> None:
+    lock = tmp_path / "repo" / "envsolve.lock"
+    lock.parent.mkdir()
+    shutil.copy(HERE / "cases" / "cpu-torch" / "expected.lock", lock)
+    outside = tmp_path / "home"
+    outside.mkdir()
+    (lock.parent / "envsolve-out").mkdir()
+    (lock.parent / "envsolve-out" / "default").symlink_to(outside)  # e.g. committed to the repository
+    for command in (["render", str(lock)], ["build", str(lock), "--print", "--engine", "podman"]):
+        r = CliRunner().invoke(main, command)
+        assert r.exit_code == 2, r.output
+        assert f"{lock}: would write {lock.parent / 'envsolve-out' / 'default'}/" in r.stderr
+        assert "outside the output folder" in r.stderr
+        assert list(outside.iterdir()) == []
+
+
+def test_build_refuses_an_image_tag_that_is_no_image_reference(tmp_path: Path) -> None:
+    lock = tmp_path / "envsolve.lock"
+    shutil.copy(HERE / "cases" / "cpu-torch" / "expected.lock", lock)
+    r = CliRunner().invoke(main, ["build", str(lock), "--print", "--engine", "podman", "--tag", "BAD TAG;id"])
+    assert r.exit_code == 2, r.output
+    assert "image tag: 'BAD TAG;id' is not an image reference" in r.stderr
+    r = CliRunner().invoke(main, ["build", str(lock), "--print", "--engine", "podman", "--tag", "ghcr.io/org/app:1"])
+    assert r.exit_code == 0, r.output
+    assert " --tag=ghcr.io/org/app:1 " in r.output
+
+
 # ----------------------------------------------------------------------------- smoke test
 
 needs_torch = pytest.mark.skipif(

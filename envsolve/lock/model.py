@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, fields, replace
@@ -20,12 +21,26 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
 import tomli_w
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
+from ..config import check_url, strip_credentials
 from ..data import Gpu
-from ..domain import ACCELERATORS, DEFAULT_INDEXES, PLATFORMS, Accelerator, Platform, gpu_run_flags
+from ..domain import (
+    ACCELERATORS,
+    DEFAULT_INDEXES,
+    KERAS_BACKENDS,
+    PLATFORMS,
+    Accelerator,
+    Platform,
+    gpu_run_flags,
+    image_problem,
+)
 from ..errors import LockError
 from ..solve import PackagePin, Resolution
+from ..spec import is_name, package_problem
 from ..tables import Check, TableReader, at, strings, word
+from ..versions import parse_arch, parse_dotted, parse_driver
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,12 +70,6 @@ def sha256(data: bytes) -> str:
 
 
 # ---------------------------------------------------------------------------- reading values
-
-
-def _string(v: Any) -> str:
-    if not isinstance(v, str):
-        raise ValueError(f"must be a string, not {v!r}")
-    return v
 
 
 def _closed(words: tuple[W, ...]) -> Callable[[Any], W]:
@@ -99,6 +108,127 @@ def _num_map(v: Any) -> tuple[tuple[str, float], ...]:
     return tuple((k, float(x)) for k, x in v.items())
 
 
+# ---------------------------------------------------------------------------- checking values
+#
+# A lock is an input too: anyone who can edit it can compute its digest again, so every value is
+# checked on every read by the rule its kind has wherever envsolve reads one (a name as the spec
+# reads a target's, a [packages] entry as the spec reads it, an index URL as config.check_url
+# wants it, an image reference as domain.image_problem), before it can reach a file, a path or a
+# shell line. Each check returns the value or raises ValueError with the message.
+
+_PYTHON = re.compile(r"[0-9]+\.[0-9]+")
+_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+_PACKAGE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508 / PEP 503
+# a GPU's name or alias as the data writes it ("RTX PRO 6000 Blackwell", "AMD Instinct MI250X/MI250")
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ()+/\[\]_.,-]{0,119}")
+_FILE_NAME = re.compile(r"[^/\\\x00-\x1f\x7f]{1,255}")
+_PLAIN = re.compile(r"[^\x00-\x1f\x7f]{1,200}")  # one line of text
+COMPATS = ("", "native", "minor-version")  # the driver runs the CUDA natively | through minor-version compat
+PYTHON_FROM = ("image", "os", "uv")  # a python image brings it | the base OS's python3 | a pinned uv installs it
+
+
+def _text(rule: Callable[[str], bool], wants: str, empty: bool = False) -> Callable[[Any], str]:
+    """The check of a string that ``rule`` accepts (``wants`` says what it must be; "" too when ``empty``)."""
+
+    def check(v: Any) -> str:
+        if not isinstance(v, str):
+            raise ValueError(f"must be a string, not {v!r}")
+        if (empty and v == "") or (v != "" and v == v.strip() and rule(v)):
+            return v
+        raise ValueError(f"must be {wants}, not {v!r}")
+
+    return check
+
+
+def _parses(parse: Callable[[str], Any], *errors: type[Exception]) -> Callable[[str], bool]:
+    caught: tuple[type[Exception], ...] = (ValueError, *errors)
+
+    def rule(v: str) -> bool:
+        try:
+            parse(v)
+        except caught:
+            return False
+        return True
+
+    return rule
+
+
+def _is_version_or_range(v: str) -> bool:
+    return _parses(Version, InvalidVersion)(v) or (v[:1] in "<>=!~" and _parses(SpecifierSet, InvalidSpecifier)(v))
+
+
+def _is_url(v: str) -> bool:
+    return check_url(v) is None and not strip_credentials(v)[1]
+
+
+def _is_file_name(v: str) -> bool:
+    return v not in (".", "..") and bool(_FILE_NAME.fullmatch(v))
+
+
+def _is_extra(v: str) -> bool:
+    return all(_PACKAGE_NAME.fullmatch(x) for x in v.split(","))
+
+
+_name = _text(is_name, "a name of letters, digits, '.', '_' or '-' (never a path)")
+_python = _text(lambda v: bool(_PYTHON.fullmatch(v)), "a Python version such as '3.12'")
+_version = _text(_parses(Version, InvalidVersion), "a version (PEP 440) such as '2.7.1'")
+_version_or_range = _text(_is_version_or_range, "a version (PEP 440) such as '12.8.1' or a range such as '>=12,<13'")
+_package_name = _text(lambda v: bool(_PACKAGE_NAME.fullmatch(v)), "a package name (PEP 503) such as 'numpy'")
+_hash = _text(lambda v: bool(_HASH.fullmatch(v)), "a sha256 digest such as 'sha256:<64 hex digits>'")
+_url = _text(_is_url, "an index URL (http or https, no credentials, no whitespace or quotes)", empty=True)
+_image = _text(lambda v: image_problem(v) is None, "an image reference such as 'nvidia/cuda:12.8.1-base-ubuntu24.04'",
+               empty=True)
+_arch = _text(_parses(parse_arch), "a GPU architecture such as 'sm_90' or 'gfx942'")
+_dotted = _text(_parses(parse_dotted), "a dotted version such as '12.8'", empty=True)
+_driver = _text(_parses(parse_driver), "an NVIDIA driver version such as '535.104.05'", empty=True)
+_label = _text(lambda v: bool(_LABEL.fullmatch(v)), "a GPU name such as 'RTX 4090'")
+_file_name = _text(_is_file_name, "a file name (no '/', no control characters)")
+_one_line = _text(lambda v: bool(_PLAIN.fullmatch(v)), "one line of text (no control characters)")
+_extra = _text(_is_extra, "extras such as 'cuda' or 'cuda,cudnn'", empty=True)
+
+
+def _listed(check: Callable[[Any], str]) -> Callable[[Any], tuple[str, ...]]:
+    """The check of a list of strings, each passing ``check`` (the first bad one named)."""
+
+    def each(v: Any) -> tuple[str, ...]:
+        items = strings(v)
+        for i, x in enumerate(items):
+            try:
+                check(x)
+            except ValueError as e:
+                raise ValueError(f"[{i}] {e}") from None
+        return items
+
+    return each
+
+
+def _packages(key: str) -> Callable[[Any], tuple[str, ...]]:
+    """The check of an environment's ``key`` list (pip, conda, apt): each entry as the spec's [packages] reads it."""
+
+    def check(v: Any) -> str:
+        if (why := package_problem(key, v)) is not None or v != v.strip():
+            raise ValueError(why or f"{v!r} must not start or end with whitespace")
+        return str(v)
+
+    return _listed(check)
+
+
+def _mapping(key: Callable[[Any], str], value: Callable[[Any], str]) -> Callable[[Any], tuple[tuple[str, str], ...]]:
+    """The check of a table of strings whose keys pass ``key`` and values ``value``."""
+
+    def check(v: Any) -> tuple[tuple[str, str], ...]:
+        items = _str_map(v)
+        for k, x in items:
+            try:
+                key(k)
+                value(x)
+            except ValueError as e:
+                raise ValueError(f"[{k!r}] {e}") from None
+        return items
+
+    return check
+
+
 _NOT_A_KEY = f"is not a key of a lock of format {FORMAT}"
 
 
@@ -106,8 +236,17 @@ def _not_a_key(key: str, allowed: Collection[str]) -> str:
     return _NOT_A_KEY
 
 
+# the item a list's or a table's check refused, named first in its message ("[2] ...", "['uv'] ...")
+_ITEM = re.compile(r"(\[[^\]]*\]) ")
+
+
 class _LockReader(TableReader):
     """The reader of one lock file: its rows have exactly the keys of their checks."""
+
+    def bad(self, where: str, message: str) -> None:
+        """A problem at ``where``, the item a check names first made part of the key path (``apt[0]``)."""
+        item = _ITEM.match(message)
+        super().bad(where + item.group(1) if item else where, message[item.end():] if item else message)
 
     def row(self, raw: Any, where: str, checks: Mapping[str, Check]) -> dict[str, Any] | None:
         """The checked fields of the table ``raw`` at ``where``, or None (its problems added)."""
@@ -151,7 +290,7 @@ def _index_path(url: str, root: str) -> str:
 # ---------------------------------------------------------------------------- the model
 
 
-_GPU_CHECKS: dict[str, Check] = {"name": _string, "arch": _string, "aliases": strings, "peak_tflops": _num_map}
+_GPU_CHECKS: dict[str, Check] = {"name": _label, "arch": _arch, "aliases": _listed(_label), "peak_tflops": _num_map}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -181,8 +320,8 @@ class GpuModel:
 
 # a framework pin as the lock writes it: index_path is not written, index_url holds it
 _PIN_CHECKS: dict[str, Check] = {
-    **dict.fromkeys(("name", "version", "variant", "index", "index_url", "extra"), _string),
-    "conda": strings, "pins": _str_map}
+    "name": _package_name, "version": _version, "variant": _name, "index": _name, "index_url": _url,
+    "extra": _extra, "conda": _packages("conda"), "pins": _mapping(_package_name, _version_or_range)}
 
 
 def _pin_to_dict(p: PackagePin) -> dict[str, Any]:
@@ -202,8 +341,8 @@ def _pin_reader(roots: Mapping[str, str]) -> Callable[[Any, str, _LockReader], P
     return read_pin
 
 
-_PACKAGE_CHECKS: dict[str, Check] = {"name": _string, "version": _string, "index_url": _string,
-                                     "hashes": strings, "direct": _flag}
+_PACKAGE_CHECKS: dict[str, Check] = {"name": _package_name, "version": _version, "index_url": _url,
+                                     "hashes": _listed(_hash), "direct": _flag}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -234,10 +373,11 @@ class Package:
 
 # an environment's checks but its arrays of tables, which Environment.from_dict adds
 _ENV_CHECKS: dict[str, Check] = {
-    **dict.fromkeys(("name", "python", "cuda", "rocm", "cudnn", "driver_min", "compat", "jetpack", "base_image",
-                     "python_from", "keras_backend"), _string),
-    **dict.fromkeys(("gpus", "gpu_archs", "pip", "conda", "apt"), strings),
-    "accelerator": _closed(ACCELERATORS), "platform": _closed(PLATFORMS), "tools": _str_map}
+    "name": _name, "python": _python, **dict.fromkeys(("cuda", "rocm", "cudnn", "jetpack"), _dotted),
+    "driver_min": _driver, "compat": _closed(COMPATS), "base_image": _image, "python_from": _closed(PYTHON_FROM),
+    "keras_backend": _closed(("", *KERAS_BACKENDS)), "gpus": _listed(_label), "gpu_archs": _listed(_arch),
+    **{key: _packages(key) for key in ("pip", "conda", "apt")},
+    "accelerator": _closed(ACCELERATORS), "platform": _closed(PLATFORMS), "tools": _mapping(_name, _version)}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -303,9 +443,9 @@ def _plain(key: str, value: Any) -> Any:
 
 # a lock's checks but its environments, which Lock.from_dict adds; the version is checked first
 _LOCK_CHECKS: dict[str, Check] = {
-    "version": lambda v: FORMAT,
-    **dict.fromkeys(("project", "spec", "spec_digest", "data_version", "data_digest", "lock_digest"), _string),
-    "indexes": _str_map, "scope": _closed(SCOPES)}
+    "version": lambda v: FORMAT, "project": _name, "spec": _file_name, "data_version": _one_line,
+    **dict.fromkeys(("spec_digest", "data_digest", "lock_digest"), _hash),
+    "indexes": _mapping(_name, _url), "scope": _closed(SCOPES)}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

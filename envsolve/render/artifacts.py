@@ -24,6 +24,7 @@ from ..errors import LockError
 from ..lock.model import Environment, Lock, Package, index_url
 from ..paths import templates_dir
 from ..solve import PackagePin
+from ..spec import is_name
 
 __all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render_environment", "render_lock"]
 
@@ -68,11 +69,26 @@ def _check(lock: Lock, env: Environment, lock_name: str) -> None:
     for where, url in urls:
         if url and (why := check_url(url)) is not None:
             raise LockError(f"{lock_name}: {where}: {why}", tip="regenerate the lock with a valid index URL")
+    _check_indexes(env, i, lock_name)
+
+
+def _check_indexes(env: Environment, i: int, lock_name: str) -> None:
+    """Refuse an index that is no name: it names a file, a build argument and a BuildKit mount."""
+    for j, p in enumerate(env.frameworks):
+        if not is_name(p.index):
+            raise LockError(f"{lock_name}: environments[{i}].frameworks[{j}].index = {p.index!r} is not an index "
+                            "name (letters, digits, '.', '_' or '-')", tip="regenerate the lock from a spec without it")
 
 
 def _dq(value: str) -> str:
     """A Dockerfile double-quoted string (LABEL values): quotes, backslashes and ``$`` escaped."""
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+def _dqs(value: str) -> str:
+    """Text inside a shell double-quoted word: ``\\``, ``"``, ``$`` and backquotes escaped (a checked
+    value has none: this is the second line of defence)."""
+    return re.sub(r'([\\"$`])', r"\\\1", value)
 
 
 def _yq(value: str) -> str:
@@ -119,7 +135,8 @@ def _env_vars(env: Environment) -> list[tuple[str, str]]:
 
 
 def _arg(index: str) -> str:
-    return f"ENVSOLVE_INDEX_{index.upper()}"
+    """The build argument of an index's root: a shell variable name (``my-mirror``: ``ENVSOLVE_INDEX_MY_MIRROR``)."""
+    return "ENVSOLVE_INDEX_" + re.sub(r"[^A-Z0-9_]", "_", index.upper())
 
 
 def _group(url: str, pkgs: list[PackagePin], roots: Mapping[str, str]) -> dict[str, Any]:
@@ -260,7 +277,7 @@ def _jinja() -> Any:
 
     jenv = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir()), undefined=jinja2.StrictUndefined,
                               keep_trailing_newline=True, autoescape=False)
-    jenv.filters.update(sh=shlex.quote, dq=_dq, yq=_yq)
+    jenv.filters.update(sh=shlex.quote, dq=_dq, dqs=_dqs, yq=_yq)
     return jenv
 
 
@@ -303,6 +320,16 @@ def render_lock(lock: Lock, lock_path: Path, root: Path, target: str | None = No
     if target is not None and target not in names:
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {', '.join(names)})",
                         tip="pass one of those to --target, or leave --target out for all")
-    return {root / e.name / name: text
+    return {_inside(root, root / e.name / name, lock_path): text
             for e in lock.environments if target in (None, e.name)
             for name, text in render_environment(lock, e, lock_path.name, dockerfile=dockerfile).items()}
+
+
+def _inside(root: Path, path: Path, lock_path: Path) -> Path:
+    """``path``, refused (exit 2) unless it lies inside ``root`` once resolved (``..`` and links
+    followed): the lock's names are checked on read, and this holds whatever reaches here."""
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise LockError(f"{lock_path}: would write {path}, outside the output folder {root}",
+                        tip="regenerate the lock with `envsolve lock project.toml`; check for links under the "
+                            "output folder that lead out of it")
+    return path

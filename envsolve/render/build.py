@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..domain import Accelerator, gpu_run_flags
+from ..domain import Accelerator, gpu_run_flags, image_problem
 from ..errors import EnvsolveError
 from ..lock.model import Environment, Lock
 from ..voice import silent
@@ -199,9 +199,26 @@ def plans(engine: Engine, lock: Lock, envs: Sequence[Environment], options: Buil
           secrets: Mapping[str, Path]) -> list[BuildPlan]:
     """The plan of each environment in ``envs``."""
     return [plan(engine, environment=e.name, accelerator=e.accelerator, jetson=bool(e.jetpack),
-                 context=options.root / e.name, tag=image_tag(lock, e.name, options.tag, len(envs) > 1),
+                 context=_context(options.root, e.name), tag=_tag(image_tag(lock, e.name, options.tag, len(envs) > 1)),
                  secrets=secrets, platform=options.platform, smoke=options.smoke, push=options.push)
             for e in envs]
+
+
+def _context(root: Path, environment: str) -> Path:
+    """The build context of ``environment``: its folder, refused (exit 2) unless inside ``root``."""
+    context = root / environment
+    if not context.resolve().is_relative_to(root.resolve()):
+        raise EnvsolveError(f"the build context of environment {environment!r} ({context}) is outside {root}",
+                            tip="regenerate the lock with `envsolve lock project.toml`; check for links under "
+                                "the output folder that lead out of it")
+    return context
+
+
+def _tag(tag: str) -> str:
+    """An image tag that reaches the engine's command line: an image reference (exit 2 if not)."""
+    if (why := image_problem(tag, digest=False)) is not None:
+        raise EnvsolveError(f"image tag: {why}", tip="pass --tag NAME[:TAG], e.g. --tag ghcr.io/org/app:1.0")
+    return tag
 
 
 def engine_to_print(wanted: str | None) -> Engine:
