@@ -313,7 +313,8 @@ def write_netrc(credentials: Sequence[Credential], folder: Path, environ: Mappin
     if not credentials:
         return None
     path = folder / "netrc"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)  # a new file
+    os.fchmod(fd, 0o600)  # whatever the umask
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(netrc_text(credentials, environ))
     return path
