@@ -129,10 +129,9 @@ def _env_sources(env: Mapping[str, str], problems: list[Problem]) -> dict[str, t
 
 
 _DROPPED = ("credentials (user, password, query or fragment) were dropped from the index URL; nothing generated "
-            "carries them. A user and password reach uv (the full lock, sync) and `envsolve build` (the netrc "
-            "secret) as a netrc, never a file envsolve writes; a token in the query or fragment does not: give it "
-            "to pip at install time (pip.conf or .netrc, a BuildKit secret in Docker builds: see README "
-            "'Credentials')")
+            "carries them. A user and password reach uv (the full lock, sync) and `envsolve build` as a netrc; a "
+            "token in the query or fragment does not: give it to pip at install time (pip.conf). See README "
+            "'Credentials'")
 
 
 def _checked(sources: Mapping[str, tuple[str, str]], problems: list[Problem],
@@ -263,12 +262,13 @@ def index_credentials(spec_indexes: Mapping[str, str], environ: Mapping[str, str
 
 
 def credential_warnings(credentials: Iterable[Credential]) -> list[str]:
-    """The warning each login taken out of a ``[packages] pip`` direct reference gets."""
+    """The warning each login taken out of a ``[packages] pip`` direct reference gets (an index
+    URL's gets :func:`index_urls`'s own)."""
     return [f"{c.where}: the credentials of {c.login}@{c.host} were taken out of the direct reference; no lock, "
             "generated file or image layer carries them. uv (this lock, `envsolve sync`) and `envsolve build` (its "
             "netrc secret) get them from the spec as a netrc; pip elsewhere needs them in ~/.netrc "
             f"(machine {c.host} login {c.login} password ...): see README 'Credentials'"
-            for c in credentials if "[indexes]" not in c.where and "ENVSOLVE_INDEX_" not in c.where]
+            for c in credentials]
 
 
 def user_netrc(env: Mapping[str, str]) -> Path | None:

@@ -41,7 +41,9 @@ syncing first when the venv is missing or its marker is not for this lock (anoth
 environment); a current marker is trusted (``envsolve sync`` is the full check).
 
 Index credentials never reach a message: every URL shown, and uv's own output, go through
-:func:`envsolve.config.strip_credentials`. Nothing here prints: lines go to :class:`envsolve.voice.Voice`.
+:func:`envsolve.config.strip_credentials`. The logins of the spec's URLs (beside the lock, which
+holds none: :func:`envsolve.spec.url_credentials`) reach uv as a netrc in a private scratch folder
+(:func:`envsolve.config.write_netrc`). Nothing here prints: lines go to :class:`envsolve.voice.Voice`.
 """
 
 from __future__ import annotations
