@@ -627,12 +627,15 @@ def url_credentials(path: Path, environ: Mapping[str, str] | None = None) -> tup
     ``[indexes]``) and of ``ENVSOLVE_INDEX_<NAME>``: what `envsolve build` and `envsolve sync` give
     the installers as a netrc beside the lock, which holds none. Lenient: a spec that is missing
     or cannot be read gives none of its own (the lock, not the spec, is what they install)."""
+    data: dict[str, Any] = {}
     try:
-        with path.open("rb") as f:
-            data = load_toml(f.read(_SPEC_CAP).decode("utf-8"), str(path))
+        if path.is_file():  # a regular file: never a FIFO or a device, which could block or never end
+            with path.open("rb") as f:
+                data = load_toml(f.read(_SPEC_CAP).decode("utf-8"), str(path))
     except (OSError, UnicodeDecodeError, SpecError):
-        data = {}
+        pass
     pip = _table(data, "packages").get("pip", [])
-    found = [requirement_credentials(line, f"{path} [packages] pip")[1] for line in pip if isinstance(line, str)]
+    lines = [line for line in pip if isinstance(line, str)] if isinstance(pip, list) else []
+    found = [requirement_credentials(line, f"{path} [packages] pip")[1] for line in lines]
     indexes = {k: v for k, v in _table(data, "indexes").items() if isinstance(v, str)}
     return tuple(c for c in found if c is not None) + index_credentials(indexes, environ, str(path))

@@ -215,6 +215,10 @@ def test_index_and_direct_reference_logins_are_read_from_the_spec_beside_a_lock(
     assert sorted((c.host, c.login, c.password) for c in found) == [
         ("mirror.invalid", "ix", "pw1"), ("pypi-mirror.invalid", "env", "pw3"), ("wheels.invalid", "bot", "pw2")]
     assert url_credentials(tmp_path / "missing.toml", {}) == ()
+    os.mkfifo(tmp_path / "fifo.toml")  # nothing writes to it: reading it would block forever
+    assert url_credentials(tmp_path / "fifo.toml", {}) == ()
+    (tmp_path / "odd.toml").write_text('[packages]\npip = "foo @ https://a:b@h.invalid/f.whl"\n')
+    assert url_credentials(tmp_path / "odd.toml", {}) == ()  # not a list: the spec's own check says so
 
 
 def test_render_refuses_a_lock_that_holds_a_login(tmp_path: Path) -> None:
