@@ -622,18 +622,24 @@ def parse_gpus(provider: Provider, names: list[Any], path: str, key: str) -> tup
 _SPEC_CAP = 1 << 20  # a spec beside a lock is read for its logins only up to this size
 
 
+def _lenient_table(path: Path) -> dict[str, Any]:
+    """The spec at ``path`` as a table; {} when it is not a regular file (never a FIFO or a device,
+    which could block or never end) or cannot be read."""
+    try:
+        if path.is_file():
+            with path.open("rb") as f:
+                return load_toml(f.read(_SPEC_CAP).decode("utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, SpecError):
+        pass
+    return {}
+
+
 def url_credentials(path: Path, environ: Mapping[str, str] | None = None) -> tuple[Credential, ...]:
     """The logins of every URL the spec at ``path`` writes (``[packages] pip``'s direct references,
     ``[indexes]``) and of ``ENVSOLVE_INDEX_<NAME>``: what `envsolve build` and `envsolve sync` give
     the installers as a netrc beside the lock, which holds none. Lenient: a spec that is missing
     or cannot be read gives none of its own (the lock, not the spec, is what they install)."""
-    data: dict[str, Any] = {}
-    try:
-        if path.is_file():  # a regular file: never a FIFO or a device, which could block or never end
-            with path.open("rb") as f:
-                data = load_toml(f.read(_SPEC_CAP).decode("utf-8"), str(path))
-    except (OSError, UnicodeDecodeError, SpecError):
-        pass
+    data = _lenient_table(path)
     pip = _table(data, "packages").get("pip", [])
     lines = [line for line in pip if isinstance(line, str)] if isinstance(pip, list) else []
     found = [requirement_credentials(line, f"{path} [packages] pip")[1] for line in lines]
