@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import os
 import stat
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -77,8 +78,12 @@ def _everything_under(folder: Path) -> str:
     return "".join(p.read_bytes().decode("utf-8", "replace") for p in folder.rglob("*") if p.is_file())
 
 
-def test_a_full_lock_passes_the_login_to_uv_and_writes_it_nowhere(server: tuple[str, str], tmp_path: Path) -> None:
+def test_a_full_lock_passes_the_login_to_uv_and_writes_it_nowhere(server: tuple[str, str], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     _, url = server
+    scratch = tmp_path / "scratch"  # this test's own temporary folders, where uv's netrc goes
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     spec = _spec(tmp_path, url)
     r = _lock(spec, "--render")
     assert r.exit_code == 0, r.output  # the server answers foo's wheel only with the login: uv had it
@@ -96,7 +101,7 @@ def test_a_full_lock_passes_the_login_to_uv_and_writes_it_nowhere(server: tuple[
     assert "--mount=type=secret,id=netrc,target=/root/.netrc" in (out / "Dockerfile").read_text()
     spec.write_text(spec.read_text().replace(PASSWORD, "REDACTED"))  # the spec itself holds it, of course
     assert PASSWORD not in _everything_under(tmp_path)  # lock, artifacts, uv's cache, envsolve's cache
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("envsolve-resolve-*"))  # its netrc went too
+    assert not list(scratch.iterdir())  # the scratch folder, its netrc with it, is gone
 
 
 def test_a_wrong_login_fails_the_lock_without_showing_it(server: tuple[str, str], tmp_path: Path) -> None:
