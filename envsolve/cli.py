@@ -290,8 +290,11 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
     data = _read_lock(lock_path)
     _write_artifacts(data, lock_path, output, target)
     envs = [e for e in data.environments if target in (None, e.name)]
+    from .spec import url_credentials
+
     options = builder.BuildOptions(root=output or lock_path.parent / "envsolve-out", tag=tag,
-                                   platform=platform or "", smoke=smoke, push=push)
+                                   platform=platform or "", smoke=smoke, push=push,
+                                   credentials=url_credentials(lock_path.parent / data.spec))
     if print_only:
         ui.console().out(builder.PRINT_NOTE)
         for argv in builder.commands(builder.engine_to_print(engine), data, envs, options):

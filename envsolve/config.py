@@ -13,22 +13,36 @@ Two different questions, two functions:
 The default index's host is never written into envsolve: pip's configuration files,
 ``PIP_INDEX_URL``, or pip's built-in default (read from pip itself) supply it. Every URL is
 checked before it can reach a generated file, and credentials in it are dropped.
+
+One credential policy, for every URL a user writes (``[indexes]``, ``ENVSOLVE_INDEX_<NAME>``, a
+PEP 508 direct reference in ``[packages] pip``): its credentials (``user:password@``) never reach
+a lock, a generated file or an image layer. They are taken out of the URL into a
+:class:`Credential`, kept in memory, and reach the installers as a netrc (:func:`netrc_text`: the
+user's own netrc, plus each taken-out login for a host it does not name), which pip and uv both
+read: uv through ``NETRC`` during the full lock and ``envsolve sync``, pip in an image through the
+``netrc`` BuildKit secret ``envsolve build`` passes. That netrc is written only into a private
+temporary folder, readable by its owner alone, and removed after the run. pip's own configured
+index is pip's setting on this machine and stays as pip has it (never in a lock).
 """
 
 from __future__ import annotations
 
 import configparser
+import netrc as netrc_module
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .domain import DEFAULT_INDEXES
 from .errors import Problem, SpecError
 from .paths import pip_config_files
 
-__all__ = ["check_url", "index_urls", "pip_config", "pip_config_files", "pip_index_url", "strip_credentials"]
+__all__ = ["Credential", "check_url", "credential_warnings", "index_credentials", "index_urls", "netrc_text",
+           "pip_config", "pip_config_files", "pip_index_url", "requirement_credentials", "scrub", "strip_credentials",
+           "user_netrc", "write_netrc"]
 
 _ENV_PREFIX = "ENVSOLVE_INDEX_"
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
@@ -115,8 +129,9 @@ def _env_sources(env: Mapping[str, str], problems: list[Problem]) -> dict[str, t
 
 
 _DROPPED = ("credentials (user, password, query or fragment) were dropped from the index URL; nothing generated "
-            "carries them. Give them to pip at install time (pip.conf or .netrc, a BuildKit secret in Docker "
-            "builds: see README 'Index URLs')")
+            "carries them. A user and password reach uv (the full lock, sync) and `envsolve build` as a netrc; a "
+            "token in the query or fragment does not: give it to pip at install time (pip.conf). See README "
+            "'Credentials'")
 
 
 def _checked(sources: Mapping[str, tuple[str, str]], problems: list[Problem],
@@ -164,3 +179,150 @@ def check_url(value: object) -> str | None:
         return (f"{value!r} must be an index URL (http, https or file) without whitespace, quotes or "
                 "shell metacharacters")
     return None
+
+
+# ---------------------------------------------------------------------------- credentials
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Credential:
+    """A login taken out of a URL the user wrote: for ``host`` (netrc's ``machine``: a host name,
+    no port), kept in memory only (``repr`` hides the password); ``where`` names the URL's place."""
+
+    host: str
+    login: str
+    password: str = field(repr=False)
+    where: str
+
+    @property
+    def entry(self) -> str:
+        """The netrc line of this login."""
+        return f"machine {self.host} login {self.login}" + (f" password {self.password}" if self.password else "")
+
+
+# netrc words are separated by white space; quotes and '#' are read differently by pip and uv
+_NETRC_UNSAFE = re.compile(r"[\s\"'#\\]")
+
+
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """(host, login, password) of a URL's ``user:password@`` (percent-decoded); None without one."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return None
+    return parts.hostname or "", unquote(parts.username or ""), unquote(parts.password or "")
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without ``user:password@``, its path, query and fragment kept (``#sha256=`` is a hash)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment))
+
+
+def _credential(url: str, where: str) -> tuple[Credential | None, str | None]:
+    """The login in ``url`` (None without one) or why it cannot reach a netrc."""
+    found = _userinfo(url)
+    if found is None:
+        return None, None
+    host, login, password = found
+    if not host or not login or _NETRC_UNSAFE.search(login + password):
+        return None, (f"the user or password in {_without_userinfo(url)!r} is empty, or holds white space, a quote, "
+                      "'#' or a backslash, which a netrc cannot carry")
+    return Credential(host=host, login=login, password=password, where=where), None
+
+
+def requirement_credentials(line: str, where: str) -> tuple[str, Credential | None, str | None]:
+    """A ``[packages] pip`` line without the credentials of its direct reference (PEP 508
+    ``name @ URL``), the login taken out, and why the line cannot be used (else None).
+
+    ``foo @ https://bot:S3CRET@host/foo.whl`` -> (``foo @ https://host/foo.whl``, bot's login, None)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        url = Requirement(line).url
+    except InvalidRequirement:
+        return line, None, None  # the spec's own check names it
+    if not url or url not in line:
+        return line, None, None
+    credential, why = _credential(url, where)
+    if why is not None:
+        return line, None, why
+    return line.replace(url, _without_userinfo(url), 1), credential, None
+
+
+def index_credentials(spec_indexes: Mapping[str, str], environ: Mapping[str, str] | None = None,
+                      spec_path: str = "project.toml") -> tuple[Credential, ...]:
+    """The logins in the index URLs :func:`index_urls` reads (``ENVSOLVE_INDEX_<NAME>``, ``[indexes]``),
+    which it drops from the URLs; a URL it refuses, or a login a netrc cannot carry, gives none."""
+    env = os.environ if environ is None else environ
+    sources = _env_sources(env, [])
+    sources |= {name: (value, f"{spec_path} [indexes] {name}") for name, value in spec_indexes.items()}
+    found = (_credential(value, where)[0] for value, where in sources.values()
+             if isinstance(value, str) and check_url(value) is None)
+    return tuple(c for c in found if c is not None)
+
+
+def credential_warnings(credentials: Iterable[Credential]) -> list[str]:
+    """The warning each login taken out of a ``[packages] pip`` direct reference gets (an index
+    URL's gets :func:`index_urls`'s own)."""
+    return [f"{c.where}: the credentials of {c.login}@{c.host} were taken out of the direct reference; no lock, "
+            "generated file or image layer carries them. uv (this lock, `envsolve sync`) and `envsolve build` (its "
+            "netrc secret) get them from the spec as a netrc; pip elsewhere needs them in ~/.netrc "
+            f"(machine {c.host} login {c.login} password ...): see README 'Credentials'"
+            for c in credentials]
+
+
+def user_netrc(env: Mapping[str, str]) -> Path | None:
+    """The netrc pip and uv read here: ``NETRC``, else ``~/.netrc`` (None when there is none)."""
+    path = Path(env["NETRC"]) if env.get("NETRC") else Path(env.get("HOME") or Path.home()) / ".netrc"
+    return path if path.is_file() else None
+
+
+def _hosts_of(path: Path) -> set[str]:
+    """The machines a netrc names (none when it cannot be read)."""
+    try:
+        return set(netrc_module.netrc(str(path)).hosts)
+    except (OSError, netrc_module.NetrcParseError, UnicodeDecodeError):
+        return set()
+
+
+def netrc_text(credentials: Sequence[Credential], environ: Mapping[str, str] | None = None) -> str:
+    """The netrc the installers read: a line for each login of ``credentials`` whose host the
+    user's own netrc (``NETRC``, else ``~/.netrc``) does not name (the user's wins; the first
+    login of a host wins), then the user's netrc as it is."""
+    env = os.environ if environ is None else environ
+    user = user_netrc(env)
+    taken = _hosts_of(user) if user is not None else set()
+    lines = []
+    for c in credentials:
+        if c.host not in taken:
+            taken.add(c.host)
+            lines.append(c.entry + "\n")
+    mine = "".join(lines)
+    try:
+        theirs = user.read_text(encoding="utf-8") if user is not None else ""
+    except (OSError, UnicodeDecodeError):
+        theirs = ""
+    return mine + theirs
+
+
+def write_netrc(credentials: Sequence[Credential], folder: Path, environ: Mapping[str, str] | None = None
+                ) -> Path | None:
+    """:func:`netrc_text` as ``folder``/netrc, readable by its owner alone (``folder`` must be a
+    private temporary folder, removed after the run); None when there are no credentials (the
+    user's own netrc, if any, serves as it is)."""
+    if not credentials:
+        return None
+    path = folder / "netrc"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)  # a new file
+    os.fchmod(fd, 0o600)  # whatever the umask
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(netrc_text(credentials, environ))
+    return path
+
+
+_ANY_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def scrub(text: str) -> str:
+    """``text`` (an installer's message) with every URL in it stripped of user and password."""
+    return _ANY_URL.sub(lambda m: _without_userinfo(m.group(0)), text)

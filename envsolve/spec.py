@@ -9,16 +9,17 @@ mean" for near misses.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
-from .config import check_url
+from .config import Credential, check_url, index_credentials, requirement_credentials
 from .domain import (
     COMPANIONS,
     DEFAULT_INDEXES,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from .provider import Provider
 
 __all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "is_name",
-           "package_problem", "parse_gpus", "parse_spec"]
+           "package_problem", "parse_gpus", "parse_spec", "url_credentials"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras", "onnxruntime-gpu": "onnxruntime",
@@ -115,6 +116,9 @@ class ProjectSpec:
     flavor: str = ""
     indexes: tuple[tuple[str, str], ...] = ()
     same_versions: bool = False  # one version of each framework on every target
+    # the logins taken out of [packages] pip's direct references (``pip`` holds them without): in
+    # memory only, for the installers' netrc (see envsolve.config)
+    credentials: tuple[Credential, ...] = ()
 
     def framework(self, name: str) -> FrameworkReq | None:
         return next((f for f in self.frameworks if f.name == name), None)
@@ -509,6 +513,19 @@ class _ProjectParser(SectionParser):
 
     # ------------------------------------------------------------------ [packages]
 
+    def pip_lines(self, table: dict[str, Any]) -> tuple[tuple[str, ...], tuple[Credential, ...]]:
+        """``[packages] pip``: the requirements, each direct reference without its credentials, and
+        the logins taken out (a login a netrc cannot carry is a problem)."""
+        where = f"{self.file} [packages] pip"
+        lines, credentials = set(), []
+        for item in self.str_list(table, "pip", _check_pip, "requirement"):
+            clean, credential, why = requirement_credentials(item, where)
+            if why is not None:
+                self.bad("packages.pip", why)
+            lines.add(clean)
+            credentials += [credential] if credential is not None else []
+        return tuple(sorted(lines)), tuple(credentials)
+
     def str_list(self, table: dict[str, Any], key: str, check: Callable[[str], str | None], what: str) -> list[str]:
         raw = table.get(key, [])
         if not isinstance(raw, list):
@@ -609,6 +626,7 @@ def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
     targets = parser.targets(_table(data, "hardware"), data.get("targets", {}))
     pkgs = _table(data, "packages")
     os_, flavor = parser.container(_table(data, "container"))
+    pip, credentials = parser.pip_lines(pkgs)
     spec = ProjectSpec(
         path=path,
         name=name,
@@ -616,7 +634,8 @@ def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
         python_raw=python_raw,
         frameworks=tuple(sorted(frameworks, key=lambda f: f.name)),
         targets=tuple(targets),
-        pip=tuple(parser.str_list(pkgs, "pip", _check_pip, "requirement")),
+        pip=pip,
+        credentials=credentials,
         conda=tuple(parser.str_list(pkgs, "conda", _check_conda, "package")),
         apt=tuple(parser.str_list(pkgs, "apt", _check_apt, "package")),
         os=os_,
@@ -634,3 +653,31 @@ def parse_gpus(provider: Provider, names: list[Any], path: str, key: str) -> tup
     gpus = parser.gpus(names, key)
     parser.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above")
     return gpus
+
+
+_SPEC_CAP = 1 << 20  # a spec beside a lock is read for its logins only up to this size
+
+
+def _lenient_table(path: Path) -> dict[str, Any]:
+    """The spec at ``path`` as a table; {} when it is not a regular file (never a FIFO or a device,
+    which could block or never end) or cannot be read."""
+    try:
+        if path.is_file():
+            with path.open("rb") as f:
+                return load_toml(f.read(_SPEC_CAP).decode("utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, SpecError):
+        pass
+    return {}
+
+
+def url_credentials(path: Path, environ: Mapping[str, str] | None = None) -> tuple[Credential, ...]:
+    """The logins of every URL the spec at ``path`` writes (``[packages] pip``'s direct references,
+    ``[indexes]``) and of ``ENVSOLVE_INDEX_<NAME>``: what `envsolve build` and `envsolve sync` give
+    the installers as a netrc beside the lock, which holds none. Lenient: a spec that is missing
+    or cannot be read gives none of its own (the lock, not the spec, is what they install)."""
+    data = _lenient_table(path)
+    pip = _table(data, "packages").get("pip", [])
+    lines = [line for line in pip if isinstance(line, str)] if isinstance(pip, list) else []
+    found = [requirement_credentials(line, f"{path} [packages] pip")[1] for line in lines]
+    indexes = {k: v for k, v in _table(data, "indexes").items() if isinstance(v, str)}
+    return tuple(c for c in found if c is not None) + index_credentials(indexes, environ, str(path))

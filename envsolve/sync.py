@@ -41,7 +41,9 @@ syncing first when the venv is missing or its marker is not for this lock (anoth
 environment); a current marker is trusted (``envsolve sync`` is the full check).
 
 Index credentials never reach a message: every URL shown, and uv's own output, go through
-:func:`envsolve.config.strip_credentials`. Nothing here prints: lines go to :class:`envsolve.voice.Voice`.
+:func:`envsolve.config.strip_credentials`. The logins of the spec's URLs (beside the lock, which
+holds none: :func:`envsolve.spec.url_credentials`) reach uv as a netrc in a private scratch folder
+(:func:`envsolve.config.write_netrc`). Nothing here prints: lines go to :class:`envsolve.voice.Voice`.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from .config import Credential
 from .errors import CheckFailed, LockError, Problem, ResolveError, SpecError
 from .files import SPEC_CAP, read_bytes, write_atomic
 from .host.doctor import Finding, check_host, pick_environment, report_lines, where
@@ -66,6 +69,7 @@ from .host.facts import HostFacts
 from .lock import model as lockfile
 from .lock.model import Environment, Lock, Package
 from .provider import Provider
+from .spec import url_credentials
 from .voice import Voice
 
 __all__ = ["MARKER", "Request", "Synced", "current", "run", "run_environ", "sync"]
@@ -217,12 +221,15 @@ def _scrub(text: str) -> str:
     return re.sub(r"[a-z][a-z0-9+.-]*://\S+", lambda m: strip_credentials(m.group(0))[0], text)
 
 
-def _uv_run(args: Sequence[str], what: str, tip: str) -> str:
-    """Run uv (its ``--no-config`` and envsolve's cache added); its stdout; raises
-    :class:`ResolveError` (exit 1) saying ``what`` failed, with uv's own words."""
+def _uv_run(args: Sequence[str], what: str, tip: str, netrc: Path | None = None) -> str:
+    """Run uv (its ``--no-config`` and envsolve's cache added; ``netrc``, when given, as its
+    ``NETRC``); its stdout; raises :class:`ResolveError` (exit 1) saying ``what`` failed, with uv's
+    own words."""
     from .paths import cache_dir
 
     env = _uv_environ()
+    if netrc is not None:
+        env["NETRC"] = str(netrc)
     cmd = [_uv(), *args, "--no-config", "--cache-dir", str(cache_dir(env) / "uv")]
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -362,7 +369,7 @@ def _plan(env: Environment, installed: Mapping[str, str], marker: Mapping[str, A
 
 
 _OPTION = re.compile(r"^(--index-url|--extra-index-url)\s+(\S+)\s*$")
-_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==")
+_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==| @ )")  # name==version, or name @ URL
 
 
 def _index_of(text: str) -> tuple[str, str] | None:
@@ -397,9 +404,15 @@ def _index_args(text: str) -> tuple[list[str], str]:
     return args, strip_credentials(shown)[0]
 
 
-def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Voice) -> None:
-    """Install the plan's names, each file from its own index, hashes required."""
-    with tempfile.TemporaryDirectory(prefix="envsolve-sync-") as tmp:
+def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Voice,
+             credentials: Sequence[Credential] = ()) -> None:
+    """Install the plan's names, each file from its own index, hashes required; ``credentials``
+    (the logins of the spec's URLs, which the lock does not hold) reach uv as a netrc in the
+    private scratch folder, removed with it."""
+    from .config import write_netrc
+
+    with tempfile.TemporaryDirectory(prefix="envsolve-sync-") as tmp:  # private: mode 0700
+        netrc = write_netrc(credentials, Path(tmp), _uv_environ())
         for name, text in files.items():
             wanted = sorted(_names_in(text) & set(plan.install))
             if not wanted:
@@ -413,7 +426,8 @@ def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Voice) -> 
                      "-r", str(path), *args, *again],
                     f"uv could not install {len(wanted)} package(s) of {name} from {shown} into {venv}",
                     tip="check that the index can be reached (pip's configuration names the default index); a "
-                        "hash mismatch means the index serves other files than the lock's: lock again")
+                        "hash mismatch means the index serves other files than the lock's: lock again",
+                    netrc=netrc)
 
 
 def _remove(venv: Path, names: Sequence[str], talk: Voice) -> None:
@@ -479,7 +493,7 @@ def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], t
     plan = _plan(env, _installed(venv), _read_marker(venv))
     if plan.remove or plan.install:
         _remove(venv, plan.remove, talk)
-        _install(venv, files, plan, talk)
+        _install(venv, files, plan, talk, url_credentials(_spec_path(lock, request.lock_path)))
         _verify(env, venv)
     _write_marker(venv, _marker(lock, env))
     done = Synced(environment=env.name, venv=venv, packages=len(env.packages), installed=plan.install,

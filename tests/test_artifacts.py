@@ -81,6 +81,11 @@ def test_pytorch_builds_come_from_their_index_alone(tmp_path: Path, nothing_conf
 # ----------------------------------------------------------------------------- 3: no secret is ever written
 
 
+DROPPED = ("credentials (user, password, query or fragment) were dropped from the index URL; nothing generated carries "
+           "them. A user and password reach uv (the full lock, sync) and `envsolve build` as a netrc; a token in the "
+           "query or fragment does not: give it to pip at install time (pip.conf). See README 'Credentials'")
+
+
 def test_no_secret_lands_in_the_lock_or_any_artifact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIP_INDEX_URL", f"https://bot:{SECRET}@mirror.invalid/simple")
     monkeypatch.setenv("ENVSOLVE_INDEX_PYTORCH", f"https://bot:{SECRET}@mirror.invalid/whl?token={SECRET}")
@@ -92,12 +97,7 @@ def test_no_secret_lands_in_the_lock_or_any_artifact(tmp_path: Path, monkeypatch
     assert SECRET not in r.output
     spec = tmp_path / "project.toml"
     assert r.stderr.splitlines()[:2] == [
-        f"WARNING: {spec} [indexes] pypi: credentials (user, password, query or fragment) were dropped from the "
-        "index URL; nothing generated carries them. Give them to pip at install time (pip.conf or .netrc, a "
-        "BuildKit secret in Docker builds: see README 'Index URLs')",
-        "WARNING: environment variable ENVSOLVE_INDEX_PYTORCH: credentials (user, password, query or fragment) "
-        "were dropped from the index URL; nothing generated carries them. Give them to pip at install time "
-        "(pip.conf or .netrc, a BuildKit secret in Docker builds: see README 'Index URLs')"]
+        f"WARNING: {spec} [indexes] pypi: {DROPPED}", f"WARNING: environment variable ENVSOLVE_INDEX_PYTORCH: {DROPPED}"]
     docker = files["envsolve-out/default/Dockerfile"]
     assert 'ARG ENVSOLVE_INDEX_PYPI="https://mirror.invalid/simple"' in docker
     assert "--mount=type=secret,id=pip.conf,target=/etc/pip.conf" in docker

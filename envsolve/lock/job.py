@@ -25,6 +25,7 @@ from typing import Any, Literal
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from ..config import credential_warnings
 from ..domain import driver_text
 from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError, SpecError
 from ..files import LOCK_CAP, check_output, read_text, write_all
@@ -207,18 +208,21 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
 
     frameworks = build(None)
     done = frameworks if opts.frameworks_only else build(
-        _full(frameworks, spec.pip, urls, opts, keep.packages, tuple(sorted(upgrading)), voice))
+        _full(frameworks, spec, urls, opts, keep.packages, tuple(sorted(upgrading)), voice))
     return Outcome(lock=done, resolutions=resolutions, steers=steers,
-                   warnings=(*warnings, *([keep.warning] if keep.warning else [])))
+                   warnings=(*credential_warnings(spec.credentials), *warnings,
+                             *([keep.warning] if keep.warning else [])))
 
 
-def _full(frameworks: lockfile.Lock, pip: tuple[str, ...], urls: Mapping[str, str], opts: Options,
+def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str], opts: Options,
           keep: Mapping[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...], voice: Voice
           ) -> dict[str, tuple[lockfile.Package, ...]]:
-    """Every package of every environment (uv's full resolve), by environment name."""
-    from ..config import pip_index_url
+    """Every package of every environment (uv's full resolve), by environment name; the logins
+    taken out of the spec's URLs reach uv as a netrc (see envsolve.config)."""
+    from ..config import index_credentials, pip_index_url
     from .resolve import resolve
 
+    pip, credentials = spec.pip, (*spec.credentials, *index_credentials(dict(spec.indexes), spec_path=spec.path))
     named_default = urls.get("pypi", "")
     default_index = named_default or pip_index_url()
     envs = frameworks.environments
@@ -228,7 +232,8 @@ def _full(frameworks: lockfile.Lock, pip: tuple[str, ...], urls: Mapping[str, st
         full[env.name] = resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=pip,
                                  default_index=default_index, record_default=named_default, offline=opts.offline,
                                  exclude_newer=opts.exclude_newer, prefer=keep.get(env.name, ()), upgrade=upgrade,
-                                 cache_first=not opts.refresh, detail=voice.detail, warn=voice.warn)
+                                 cache_first=not opts.refresh, detail=voice.detail, warn=voice.warn,
+                                 credentials=credentials)
     return full
 
 

@@ -35,7 +35,7 @@ from typing import Any
 import tomli_w
 from packaging.utils import canonicalize_name
 
-from ..config import strip_credentials
+from ..config import Credential, scrub, strip_credentials, write_netrc
 from ..domain import DEFAULT_PLATFORM, WHEEL_MACHINE, Platform
 from ..errors import ResolveError
 from ..index.policy import BACKOFF, RETRIES
@@ -101,7 +101,7 @@ def _pyproject(python: str, pins: Sequence[Pin], pip: Sequence[str]) -> dict[str
 
 
 def _trim(stderr: str) -> str:
-    lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip()]
+    lines = [ln.rstrip() for ln in scrub(stderr).splitlines() if ln.strip()]
     lines = [ln.removeprefix("  × ").removeprefix("× ").removeprefix("error: ") for ln in lines
              if not ln.lstrip().startswith(("Resolved ", "Using ", "warning: "))]
     return "\n  ".join(lines[:12]) or "uv failed without a message"
@@ -138,7 +138,9 @@ def _failure(stderr: str, default_index: str, routed: Sequence[str], offline: bo
 
 
 def _hashes(entry: Mapping[str, Any]) -> tuple[str, ...]:
-    files = list(entry.get("wheels", [])) + ([entry["sdist"]] if "sdist" in entry else [])
+    """The sha256 of every file of a pylock.toml entry: its wheels, its sdist, or the archive a
+    direct reference names."""
+    files = list(entry.get("wheels", [])) + [entry[k] for k in ("sdist", "archive") if k in entry]
     return tuple(sorted({f"sha256:{f['hashes']['sha256']}" for f in files if "sha256" in f.get("hashes", {})}))
 
 
@@ -246,7 +248,7 @@ def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool, 
         if urls is None or retry > told.retries:
             break
         wait = told.backoff * 2 ** (retry - 1)
-        told.warn(f"the package index {urls} did not answer ({_why_not(run.stderr).lower()}); trying again in "
+        told.warn(f"the package index {urls} did not answer ({_why_not(scrub(run.stderr)).lower()}); trying again in "
                   f"{wait:g} s (retry {retry} of {told.retries})")
         time.sleep(wait)
     out = root / "pylock.toml"
@@ -278,8 +280,8 @@ def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequenc
             default_index: str, record_default: str = "", offline: bool = False, exclude_newer: str = "",
             prefer: Sequence[tuple[str, str]] = (), upgrade: Sequence[str] = (), cache_first: bool = True,
             environ: Mapping[str, str] | None = None, detail: Callable[[str], None] = silent,
-            warn: Callable[[str], None] = silent, retries: int = RETRIES, backoff: float = BACKOFF
-            ) -> tuple[Package, ...]:
+            warn: Callable[[str], None] = silent, retries: int = RETRIES, backoff: float = BACKOFF,
+            credentials: Sequence[Credential] = ()) -> tuple[Package, ...]:
     """The full package list of an environment for ``python`` (``"3.12"``), sorted by name.
 
     ``prefer`` (name, version) are kept where they still fit (the previous lock's, as uv keeps
@@ -287,14 +289,18 @@ def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequenc
     ``cache_first`` uv resolves from its cache alone first (a second lock of the same spec needs no
     network) and reads the index only when the cache cannot answer (``detail`` says which). An
     index that cannot be reached is asked again ``retries`` times, waiting ``backoff`` seconds,
-    doubled each time, each retry said through ``warn``. Raises
+    doubled each time, each retry said through ``warn``. ``credentials`` (the logins taken out of
+    the spec's URLs) reach uv as a netrc (``NETRC``) in the private scratch folder, removed with
+    it; uv's messages are shown without credentials. Raises
     :class:`ResolveError` for a conflict, an unreachable index or (offline) a missing file."""
     # environ: settings over this process's; the user's uv settings do not change a lock
     env = {k: v for k, v in {**os.environ, **(environ or {})}.items() if not k.startswith("UV_")}
     env["UV_HTTP_RETRIES"] = "0"  # envsolve's retries, said, instead of uv's silent ones
     ask = _Ask(python=python, platform=platform, pins=pins, pip=pip, default_index=default_index, offline=offline,
                exclude_newer=exclude_newer, upgrade=upgrade)
-    with tempfile.TemporaryDirectory(prefix="envsolve-resolve-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="envsolve-resolve-") as tmp:  # private: mode 0700
+        if (netrc := write_netrc(credentials, Path(tmp), env)) is not None:
+            env["NETRC"] = str(netrc)
         _write_inputs(Path(tmp), ask, prefer)
         data = _compiled(Path(tmp), ask, env, cache_first,
                          _Told(detail=detail, warn=warn, retries=max(0, retries), backoff=backoff))

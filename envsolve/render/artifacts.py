@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import check_url
+from ..config import check_url, requirement_credentials, strip_credentials
 from ..domain import DEFAULT_PLATFORM, EXTRA_INDEXES, cuda_of_variant, driver_text, qualified_image
 from ..errors import LockError
 from ..lock.model import Environment, Lock, Package, index_url
@@ -70,6 +70,7 @@ def _check(lock: Lock, env: Environment, lock_name: str) -> None:
         if url and (why := check_url(url)) is not None:
             raise LockError(f"{lock_name}: {where}: {why}", tip="regenerate the lock with a valid index URL")
     _check_indexes(env, i, lock_name)
+    _check_credentials(urls, [(f"environments[{i}].pip[{j}]", line) for j, line in enumerate(env.pip)], lock_name)
 
 
 def _check_indexes(env: Environment, i: int, lock_name: str) -> None:
@@ -78,6 +79,18 @@ def _check_indexes(env: Environment, i: int, lock_name: str) -> None:
         if not is_name(p.index):
             raise LockError(f"{lock_name}: environments[{i}].frameworks[{j}].index = {p.index!r} is not an index "
                             "name (letters, digits, '.', '_' or '-')", tip="regenerate the lock from a spec without it")
+
+
+def _check_credentials(urls: list[tuple[str, str]], pip: list[tuple[str, str]], lock_name: str) -> None:
+    """Refuse (exit 2) a lock that holds a URL's credentials (a lock envsolve writes never does):
+    no generated file or image layer may carry them."""
+    held = [where for where, url in urls if url and strip_credentials(url)[1]]
+    held += [where for where, line in pip if requirement_credentials(line, where)[0] != line]
+    if held:
+        raise LockError(f"{lock_name}: {', '.join(held)} holds a URL's credentials (user:password@, or a token "
+                        "in an index URL's query), which no generated file or image layer may carry",
+                        tip="lock again: envsolve takes credentials out of the lock and passes them to the "
+                            "installers as a netrc (see README 'Credentials')")
 
 
 def _dq(value: str) -> str:
@@ -168,9 +181,28 @@ def _conda_specs(env: Environment) -> list[str]:
     return [f"python={env.python}", *cuda, *sorted(on_conda), *env.conda]
 
 
-def _hashed(p: Package) -> str:
-    """A requirements-file line pip installs with --require-hashes."""
-    return " ".join([p.requirement, *(f"--hash={h}" for h in p.hashes)])
+def _direct_urls(env: Environment) -> dict[str, str]:
+    """Canonical name -> URL of each ``[packages] pip`` direct reference (``name @ URL``): the
+    lock records it there, without credentials, and the file's hash in its package."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    out = {}
+    for line in env.pip:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.url:
+            out[str(canonicalize_name(req.name))] = req.url
+    return out
+
+
+def _hashed(p: Package, direct: Mapping[str, str]) -> str:
+    """A requirements-file line pip installs with --require-hashes: ``name==version``, or
+    ``name @ URL`` for a direct reference."""
+    url = direct.get(p.name)
+    return " ".join([f"{p.name} @ {url}" if url else p.requirement, *(f"--hash={h}" for h in p.hashes)])
 
 
 def _full_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]:
@@ -178,10 +210,11 @@ def _full_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any
     exactly its lines (--no-deps)."""
     routed = {g["url"] for g in groups}
     on_conda = {p.name for p in env.frameworks if p.conda}
+    direct = _direct_urls(env)
 
     def lines(url: str | None, skip: set[str]) -> list[str]:
         """The hashed lines of the group at ``url`` (None: the default index), less ``skip``."""
-        return [_hashed(p) for p in env.packages
+        return [_hashed(p, direct) for p in env.packages
                 if (p.index_url == url if url is not None else p.index_url not in routed) and p.name not in skip]
 
     return {"groups": [{**g, "requirements": lines(g["url"], set())} for g in groups],

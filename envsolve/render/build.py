@@ -5,7 +5,10 @@ The engine is Docker with BuildKit (``docker buildx``) when its daemon answers, 
 buildah. pip's settings reach a build only as BuildKit secrets (``pip.conf``, ``netrc``,
 ``ca.pem``; the rendered Dockerfile mounts them), never in a layer: the index URL pip is
 configured with and its certificate bundle, so a build works behind a private mirror or a
-TLS-intercepting proxy as the host does. A CPU image's smoke test runs at build time (its
+TLS-intercepting proxy as the host does. The ``netrc`` secret is the user's netrc plus the
+logins taken out of the spec's URLs (:attr:`BuildOptions.credentials`; the lock holds none), as
+:func:`envsolve.config.netrc_text` writes it, in the private folder removed after the build.
+A CPU image's smoke test runs at build time (its
 ``smoke`` stage); a GPU image's runs in a container with the GPUs, as :func:`envsolve.domain.gpu_run_flags`
 says (``--gpus all`` for NVIDIA, ``--runtime nvidia`` on a Jetson, ``/dev/kfd`` and ``/dev/dri`` for AMD).
 """
@@ -19,9 +22,10 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import Credential
 from ..domain import Accelerator, gpu_run_flags, image_problem
 from ..errors import EnvsolveError
 from ..lock.model import Environment, Lock
@@ -58,6 +62,8 @@ class BuildOptions:
     platform: str = ""
     smoke: bool = False
     push: bool = False
+    # the logins of the spec's URLs (envsolve.spec.url_credentials), for the netrc secret
+    credentials: tuple[Credential, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,17 +116,18 @@ def _usable(name: str, exe: str, answers: Callable[[Sequence[str]], bool]) -> bo
     return name != "docker" or (answers([exe, "buildx", "version"]) and answers([exe, "info"]))
 
 
-def pip_secrets(environ: Mapping[str, str], folder: Path) -> dict[str, Path]:
+def pip_secrets(environ: Mapping[str, str], folder: Path, credentials: Sequence[Credential] = ()
+                ) -> dict[str, Path]:
     """The BuildKit secrets that carry this machine's pip settings into a build: ``pip.conf``
     (the configured index, pointed at the secret CA bundle), ``ca.pem`` (pip's certificate bundle)
-    and ``netrc`` (``~/.netrc``), each only where the host has one. Files go under ``folder``."""
-    from ..config import pip_config
+    and ``netrc`` (``credentials`` with the user's netrc, ``NETRC`` or ``~/.netrc``), each only where
+    there is one. Files go under ``folder``, a private folder removed after the build."""
+    from ..config import pip_config, user_netrc, write_netrc
 
     cfg = pip_config(environ)
     ca = _ca_bundle(cfg.get("cert") or environ.get("REQUESTS_CA_BUNDLE") or environ.get("SSL_CERT_FILE") or "")
-    netrc = Path(environ.get("HOME") or Path.home()) / ".netrc"
     found = {"ca.pem": ca, "pip.conf": _pip_conf(cfg.get("index-url", ""), ca is not None, folder),
-             "netrc": netrc if netrc.is_file() else None}
+             "netrc": write_netrc(credentials, folder, environ) or user_netrc(environ)}
     return {name: path for name, path in found.items() if path is not None}
 
 
@@ -334,7 +341,7 @@ def build_all(engine: Engine, lock: Lock, envs: Sequence[Environment], options: 
     with this machine's pip settings as secrets; ``progress`` hears which environment and which
     step (build, smoke test, push) runs now."""
     with secrets_folder() as folder:
-        secrets = pip_secrets(environ, Path(folder))
+        secrets = pip_secrets(environ, Path(folder), options.credentials)
         planned = plans(engine, lock, envs, options, secrets)
         return [(p, _attempt(engine, p, echo, _stepper(progress, p, k, len(planned))))
                 for k, p in enumerate(planned, 1)]
