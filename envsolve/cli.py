@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -250,18 +249,13 @@ def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dock
         ui.console().say(f"wrote {path}")
 
 
-# Docker's grammar of an image name[:tag] (distribution/reference): [host[:port]/]path[:tag]
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_HOST = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?"
-_IMAGE_TAG = re.compile(rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*(?::\w[\w.-]{{0,127}})?")
-
-
 def _image_tag(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """``--tag``: an image name[:tag] as Docker reads it (lowercase path, a tag of letters, digits,
-    '.', '_', '-'), so nothing else reaches an engine's command line."""
-    if value is not None and (len(value) > 255 or not _IMAGE_TAG.fullmatch(value)):
-        raise click.BadParameter(f"{value!r} is not an image name[:tag] such as registry.example/team/app:1.0 "
-                                 "(lowercase name; tag of letters, digits, '.', '_' or '-')")
+    """``--tag``: an image name[:tag] by the one rule of image references (``domain.image_problem``),
+    so nothing else reaches an engine's command line."""
+    from .domain import image_problem
+
+    if value is not None and (why := image_problem(value, digest=False)) is not None:
+        raise click.BadParameter(why)
     return value
 
 

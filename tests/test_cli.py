@@ -280,8 +280,8 @@ def test_exclude_newer_must_be_a_date(spec: Path, mode: str, monkeypatch: pytest
 
 @pytest.mark.parametrize(("args", "message"), [
     (("graph", "--depth", "-1"), "Invalid value for '--depth': -1 is not in the range x>=0."),
-    (("build", "--print", "--tag", "BAD TAG;id"), "Invalid value for '--tag': 'BAD TAG;id' is not an image name[:tag]"),
-    (("build", "--print", "--tag", "App:1"), "Invalid value for '--tag': 'App:1' is not an image name[:tag]"),
+    (("build", "--print", "--tag", "BAD TAG;id"), "Invalid value for '--tag': 'BAD TAG;id' is not an image reference"),
+    (("build", "--print", "--tag", "App:1"), "Invalid value for '--tag': 'App:1' is not an image reference"),
     (("build", "--print", "--platform", "windows/amd64;id"), "Invalid value for '--platform': 'windows/amd64;id' is "
                                                               "not one of 'linux/amd64', 'linux/arm64'."),
 ])
