@@ -62,3 +62,140 @@ def test_meet_of_the_ranges_found_in_requires_dist() -> None:
     assert not meets(">=0.5.0rc1", "<0.5.0")
     assert meets("==0.3.*", ">=0.3.9")
     assert not meets("!=1.*", "~=1.2")
+
+
+# ---------------------------------------------------------------------------- the data and the solve
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+import tomllib  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+import tomli_w  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from envsolve.cli import main  # noqa: E402
+from envsolve.data import load_dir  # noqa: E402
+from envsolve.errors import MatrixError, Unsatisfiable  # noqa: E402
+from envsolve.provider import Provider  # noqa: E402
+from envsolve.solve import solve_explained  # noqa: E402
+from tests.conftest import FIXTURE, pkg, spec_of  # noqa: E402
+
+_PY = ["3.10", "3.11", "3.12"]
+
+
+def _jax_release(version: str, ml_dtypes: str) -> list[dict[str, Any]]:
+    """A jax release (its rows: release, cpu build) whose Requires-Dist asks ``ml-dtypes<ml_dtypes>``."""
+    return [{"version": version, "python": _PY, "companions": {"jaxlib": version}, "source": "tests fixture",
+             "shared": {"ml-dtypes": ml_dtypes, "numpy": ">=1.24"}},
+            {"version": version, "variant": "cpu", "accelerator": "cpu", "default": True, "index": "pypi",
+             "source": "tests fixture"}]
+
+
+def _coinstall(doc: dict[str, Any]) -> None:
+    """The fixture universe with TensorFlow's and jax's shared requirements as their wheels state
+    them: TensorFlow 2.15 pins ml-dtypes ~=0.2.0, 2.17 and 2.18 >=0.3.1,<0.5.0; jax 0.4.30 needs
+    >=0.2.0, 0.4.35 >=0.4.0, 0.5.0 >=0.5.0 (and its cuda12 build a cuDNN 9)."""
+    if doc.get("package") == "tensorflow":
+        for r in doc["release"]:
+            r["shared"] = {"ml-dtypes": "~=0.2.0" if r["version"] == "2.15.1" else ">=0.3.1,<0.5.0",
+                           "numpy": ">=1.23.5,<2.0.0"}
+    if doc.get("package") == "jax":
+        doc["release"][0]["shared"] = {"ml-dtypes": ">=0.2.0", "numpy": ">=1.22"}
+        doc["build"][1]["shared"] = {"numpy": ">=1.26"}
+        for version, floor in (("0.4.35", ">=0.4.0"), ("0.5.0", ">=0.5.0")):
+            release, build = _jax_release(version, floor)
+            doc["release"].append(release)
+            doc["build"].append(build)
+
+
+def universe(tmp_path: Path, edit: Callable[[dict[str, Any]], None] = _coinstall) -> Path:
+    """A copy of the fixture matrices with ``edit`` applied to each parsed file."""
+    root = tmp_path / "matrices"
+    shutil.copytree(FIXTURE, root)
+    for path in root.glob("*.toml"):
+        doc = tomllib.loads(path.read_text())
+        edit(doc)
+        path.write_text(tomli_w.dumps(doc))
+    return root
+
+
+@pytest.fixture
+def graph(tmp_path: Path) -> Provider:
+    return Provider(load_dir(universe(tmp_path)))
+
+
+_TF_JAX = '[frameworks]\ntensorflow = "==2.17.0"\njax = "*"\n'
+
+
+def test_the_newest_jax_whose_ml_dtypes_meets_tensorflows_is_chosen(graph: Provider) -> None:
+    (r,) = solve_explained(graph, spec_of(_TF_JAX, graph))
+    assert pkg(r, "tensorflow-cpu") == ("2.17.0", "cpu") and pkg(r, "jax") == ("0.4.35", "cpu")  # not 0.5.0
+    (old,) = solve_explained(graph, spec_of(_TF_JAX.replace("2.17.0", "2.15.1"), graph))
+    assert pkg(old, "jax") == ("0.4.30", "cpu")  # ~=0.2.0 leaves 0.4.30 alone
+    (alone,) = solve_explained(graph, spec_of('[frameworks]\njax = "*"\n', graph))
+    assert pkg(alone, "jax") == ("0.5.0", "cpu")  # nothing to agree with: the newest
+
+
+def _spec(tmp_path: Path, body: str) -> Path:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n' + body)
+    return spec
+
+
+def test_explain_says_why_a_newer_jax_was_rejected(tmp_path: Path) -> None:
+    root = universe(tmp_path)
+    r = CliRunner().invoke(main, ["--matrices", str(root), "explain", str(_spec(tmp_path, _TF_JAX)), "--all"])
+    assert r.exit_code == 0, r.output
+    assert ("    jax 0.5.0 (cpu): jax 0.5.0 needs ml-dtypes>=0.5.0; tensorflow 2.17.0 pins ml-dtypes>=0.3.1,<0.5.0\n"
+            in r.output)
+    assert "chose jax 0.4.35 (cpu)" in r.output
+
+
+def test_no_jax_that_agrees_is_unsatisfiable_naming_the_pins(graph: Provider) -> None:
+    with pytest.raises(Unsatisfiable) as e:
+        solve_explained(graph, spec_of(_TF_JAX.replace('jax = "*"', 'jax = "==0.5.0"'), graph))
+    assert [c.reason for c in e.value.clashes] == [
+        "tensorflow 2.17.0 pins ml-dtypes>=0.3.1,<0.5.0; jax 0.5.0 needs ml-dtypes>=0.5.0"]
+    assert e.value.fixes == ("jax 0.4.30 .. 0.4.35 works (for example jax 0.4.35 cpu)",)
+    assert e.value.exit_code == 1
+
+
+def test_a_builds_shared_requirement_replaces_its_releases_and_its_exact_pins_count(graph: Provider) -> None:
+    jax = graph.releases("jax")[-1]
+    cpu, cuda = graph.builds(jax)
+    assert graph.shared(jax, cpu) == (("ml-dtypes", ">=0.2.0"), ("numpy", ">=1.22"))
+    # the cuda12 build's numpy replaces the release's; its pin of the cuDNN wheel is a shared requirement
+    assert graph.shared(jax, cuda) == (("ml-dtypes", ">=0.2.0"), ("numpy", ">=1.26"),
+                                       ("nvidia-cudnn-cu12", ">=9.1,<10.0"))
+    tf = next(r for r in graph.releases("tensorflow") if r.raw == "2.17.0")
+    assert dict(graph.shared(tf, next(b for b in graph.builds(tf) if b.variant == "cuda")))["nvidia-cudnn-cu12"] == "==8.9.7.29"
+
+
+def test_frameworks_only_lock_takes_the_jax_that_agrees(tmp_path: Path) -> None:
+    root = universe(tmp_path)
+    r = CliRunner().invoke(main, ["--matrices", str(root), "lock", str(_spec(tmp_path, _TF_JAX)), "--frameworks-only",
+                                  "--format", "json"])
+    assert r.exit_code == 0, r.output
+    (env,) = json.loads(r.stdout)["environments"]
+    assert {p["name"]: p["version"] for p in env["frameworks"]}["jax"] == "0.4.35"
+
+
+def test_a_bad_shared_row_is_refused_naming_file_row_key_and_value(tmp_path: Path) -> None:
+    def bad(doc: dict[str, Any]) -> None:
+        if doc.get("package") == "jax":
+            doc["release"][0]["shared"] = {"ml_dtypes": ">=0.2.0"}
+            doc["build"][0]["shared"] = {"numpy": "1.26"}
+        if doc.get("package") == "tensorflow":
+            doc["release"][0]["shared"] = {"scipy": ">=1.9"}
+
+    with pytest.raises(MatrixError) as e:
+        load_dir(universe(tmp_path, bad))
+    text = str(e.value)
+    assert "jax.toml: release[0] (version 0.4.30).shared: 'ml_dtypes' is not a canonical distribution name " \
+           "(write 'ml-dtypes')" in text
+    assert "jax.toml: build[0] (version 0.4.30).shared: numpy: '1.26' is not a version specifier" in text
+    assert "tensorflow.toml: release[0] (version 2.15.1).shared: 'scipy' is not a requirement frameworks share" in text
