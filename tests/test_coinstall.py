@@ -5,13 +5,28 @@ explanation, and the full lock's retry of the next combination when uv still fin
 from __future__ import annotations
 
 import itertools
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import pytest
+import tomli_w
+import tomllib
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from envsolve.cli import main
+from envsolve.data import load_dir
+from envsolve.errors import MatrixError, Unsatisfiable
+from envsolve.provider import Provider
+from envsolve.solve import solve_explained
 from envsolve.solve.together import meet
+from tests.conftest import FIXTURE, pkg, spec_of
 
 # ---------------------------------------------------------------------------- meet: the range intersection
 
@@ -65,24 +80,6 @@ def test_meet_of_the_ranges_found_in_requires_dist() -> None:
 
 
 # ---------------------------------------------------------------------------- the data and the solve
-
-import json  # noqa: E402
-import shutil  # noqa: E402
-import tomllib  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import pytest  # noqa: E402
-import tomli_w  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
-
-from envsolve.cli import main  # noqa: E402
-from envsolve.data import load_dir  # noqa: E402
-from envsolve.errors import MatrixError, Unsatisfiable  # noqa: E402
-from envsolve.provider import Provider  # noqa: E402
-from envsolve.solve import solve_explained  # noqa: E402
-from tests.conftest import FIXTURE, pkg, spec_of  # noqa: E402
 
 _PY = ["3.10", "3.11", "3.12"]
 
