@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import tomli_w
 import tomllib
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+from pytest_httpserver import HTTPServer
 
 from envsolve.cli import main
 from envsolve.data import load_dir
@@ -27,6 +28,7 @@ from envsolve.provider import Provider
 from envsolve.solve import solve_explained
 from envsolve.solve.together import meet
 from tests.conftest import FIXTURE, pkg, spec_of
+from tests.fakeindex import Wheel, serve
 
 # ---------------------------------------------------------------------------- meet: the range intersection
 
@@ -196,3 +198,64 @@ def test_a_bad_shared_row_is_refused_naming_file_row_key_and_value(tmp_path: Pat
            "(write 'ml-dtypes')" in text
     assert "jax.toml: build[0] (version 0.4.30).shared: numpy: '1.26' is not a version specifier" in text
     assert "tensorflow.toml: release[0] (version 2.15.1).shared: 'scipy' is not a requirement frameworks share" in text
+
+
+# ---------------------------------------------------------------------------- the full lock: uv has the last word
+
+
+def _releases_only(doc: dict[str, Any]) -> None:
+    """The fixture universe with jax 0.4.35 and 0.5.0, and no shared requirements recorded: the
+    solver cannot know that they clash with TensorFlow; uv finds out."""
+    if doc.get("package") == "jax":
+        for version in ("0.4.35", "0.5.0"):
+            release, build = _jax_release(version, "")
+            del release["shared"]
+            doc["release"].append(release)
+            doc["build"].append(build)
+
+
+def _wheels() -> list[Wheel]:
+    """TensorFlow 2.17 pins ml-dtypes below 0.5 and numpy below 2; jax 0.5.0 needs ml-dtypes 0.5."""
+    return [Wheel("tensorflow-cpu", "2.17.0", requires=["ml-dtypes<0.5.0,>=0.3.1", "numpy<2.0.0,>=1.23.5"]),
+            Wheel("jax", "0.5.0", requires=["ml-dtypes>=0.5.0", "numpy>=1.24"]),
+            Wheel("jax", "0.4.35", requires=["ml-dtypes>=0.4.0", "numpy>=1.24"]),
+            Wheel("ml-dtypes", "0.4.1"), Wheel("ml-dtypes", "0.5.1"), Wheel("numpy", "1.26.4"),
+            Wheel("numpy", "2.1.0"), Wheel("numpyfan", "1.0", requires=["numpy>=2"])]
+
+
+@pytest.fixture
+def uv_index(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The fake index above, and the matrices that do not know the clash; returns the matrices."""
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", serve(httpserver, _wheels()))
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY", raising=False)
+    return universe(tmp_path, _releases_only)
+
+
+def _full_lock(root: Path, tmp_path: Path, body: str) -> Result:
+    return CliRunner().invoke(main, ["--matrices", str(root), "lock", str(_spec(tmp_path, body)), "--format", "json"])
+
+
+def test_the_full_lock_tries_the_next_jax_when_uv_finds_the_clash(uv_index: Path, tmp_path: Path) -> None:
+    r = _full_lock(uv_index, tmp_path, _TF_JAX)
+    assert r.exit_code == 0, r.output
+    (env,) = json.loads(r.stdout)["environments"]
+    assert {p["name"]: p["version"] for p in env["frameworks"]} == {"jax": "0.4.35", "tensorflow-cpu": "2.17.0"}
+    assert {p["name"]: p["version"] for p in env["packages"]}["ml-dtypes"] == "0.4.1"
+    assert ("WARNING: tensorflow-cpu 2.17.0 pins ml-dtypes>=0.3.1,<0.5.0; jax 0.5.0 needs ml-dtypes>=0.5.0: the "
+            "compatibility data does not say so; trying a jax other than 0.5.0\n") in r.stderr
+
+
+def test_when_no_combination_installs_the_clash_is_named_without_a_pip_tip(uv_index: Path, tmp_path: Path) -> None:
+    r = _full_lock(uv_index, tmp_path, _TF_JAX.replace('jax = "*"', 'jax = "==0.5.0"'))
+    assert r.exit_code == 1
+    assert ("the packages cannot be installed together: tensorflow-cpu 2.17.0 pins ml-dtypes>=0.3.1,<0.5.0; "
+            "jax 0.5.0 needs ml-dtypes>=0.5.0:\n") in r.output
+    assert "[packages] pip" not in r.output and "narrow a framework's range in [frameworks]" in r.output
+
+
+def test_a_pip_requirement_that_clashes_is_named_with_the_pip_tip(uv_index: Path, tmp_path: Path) -> None:
+    r = _full_lock(uv_index, tmp_path, '[frameworks]\ntensorflow = "==2.17.0"\n[packages]\npip = ["numpyfan"]\n')
+    assert r.exit_code == 1
+    assert "numpyfan needs numpy>=2; tensorflow-cpu 2.17.0 pins numpy>=1.23.5,<2.0.0" in r.output
+    assert "loosen the [packages] pip requirement" in r.output

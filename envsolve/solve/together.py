@@ -16,7 +16,7 @@ from ..versions import Dotted, parse_python_minor
 from .cache import Cache
 from .model import Candidate
 
-__all__ = ["clash", "meet"]
+__all__ = ["asks", "clash", "meet"]
 
 
 def _exact(version: str) -> bool:
@@ -126,11 +126,18 @@ def _meets(cache: Cache, a: str, b: str) -> bool:
 
 
 def _asks(c: Candidate, name: str, spec: str) -> str:
-    """``jax 0.12.0.1 needs ml-dtypes>=0.5.0`` (a floor) or ``tensorflow 2.16.2 pins ml-dtypes~=0.3.1``
-    (a range with a ceiling), naming the build only when its own requirement differs from the release's."""
+    """:func:`asks`, naming the build only when its own requirement differs from the release's."""
     of_release = dict(c.release.shared).get(name) == spec
-    who = f"{c.release.package} {c.release.raw}" if of_release or c.build is None else c.label
-    floor_only = all(s.operator in (">=", ">", "!=") for s in SpecifierSet(spec))
+    return asks(f"{c.release.package} {c.release.raw}" if of_release or c.build is None else c.label, name, spec)
+
+
+def asks(who: str, name: str, spec: str) -> str:
+    """``jax 0.12.0.1 needs ml-dtypes>=0.5.0`` (a floor) or ``tensorflow 2.16.2 pins ml-dtypes~=0.3.1``
+    (a range with a ceiling): how the solver and the full lock tell one side of a clash."""
+    try:
+        floor_only = all(s.operator in (">=", ">", "!=") for s in SpecifierSet(spec))
+    except InvalidSpecifier:
+        floor_only = False
     return f"{who} {'needs' if floor_only else 'pins'} {name}{spec}"
 
 
