@@ -259,3 +259,19 @@ def test_a_pip_requirement_that_clashes_is_named_with_the_pip_tip(uv_index: Path
     assert r.exit_code == 1
     assert "numpyfan needs numpy>=2; tensorflow-cpu 2.17.0 pins numpy>=1.23.5,<2.0.0" in r.output
     assert "loosen the [packages] pip requirement" in r.output
+
+
+# ---------------------------------------------------------------------------- the shipped data
+
+
+def test_tensorflow_2_16_and_the_newest_jax_do_not_share_an_environment(real_graph: Provider, tmp_path: Path) -> None:
+    with pytest.raises(Unsatisfiable) as e:
+        solve_explained(real_graph, spec_of('[frameworks]\ntensorflow = "==2.16.*"\njax = "==0.12.0.1"\n', real_graph))
+    assert "tensorflow 2.16.2 pins ml-dtypes~=0.3.1; jax 0.12.0.1 needs ml-dtypes>=0.5.0" in [
+        c.reason for c in e.value.clashes]
+    r = CliRunner().invoke(main, ["explain", str(_spec(tmp_path, '[frameworks]\ntensorflow = "==2.16.*"\njax = "*"\n')),
+                                  "--all"])
+    assert r.exit_code == 0, r.output
+    assert "    jax 0.12.0.1 (cpu): jax 0.12.0.1 needs ml-dtypes>=0.5.0; tensorflow 2.16.2 pins ml-dtypes~=0.3.1\n" \
+        in r.output
+    assert "chose jax 0.12.0.1" not in r.output
