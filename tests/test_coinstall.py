@@ -269,6 +269,11 @@ def test_tensorflow_2_16_and_the_newest_jax_do_not_share_an_environment(real_gra
         solve_explained(real_graph, spec_of('[frameworks]\ntensorflow = "==2.16.*"\njax = "==0.12.0.1"\n', real_graph))
     assert "tensorflow 2.16.2 pins ml-dtypes~=0.3.1; jax 0.12.0.1 needs ml-dtypes>=0.5.0" in [
         c.reason for c in e.value.clashes]
+    with pytest.raises(Unsatisfiable) as gpu:  # told against jax's cuda12 build, not its cuda13 one
+        solve_explained(real_graph, spec_of('[frameworks]\ntensorflow = "==2.16.*"\njax = "==0.12.0.1"\n'
+                                            '[hardware]\ngpus = ["A100"]\n', real_graph))
+    assert [c.reason for c in gpu.value.clashes][0] == ("tensorflow 2.16.2 pins ml-dtypes~=0.3.1; "
+                                                         "jax 0.12.0.1 needs ml-dtypes>=0.5.0")
     r = CliRunner().invoke(main, ["explain", str(_spec(tmp_path, '[frameworks]\ntensorflow = "==2.16.*"\njax = "*"\n')),
                                   "--all"])
     assert r.exit_code == 0, r.output

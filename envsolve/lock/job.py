@@ -247,23 +247,28 @@ def _settled(provider: Provider, spec: ProjectSpec, keep: Previous, opts: Option
 
 def _without(provider: Provider, spec: ProjectSpec, resolutions: list[Resolution], conflict: ResolveError,
              voice: Voice) -> ProjectSpec:
-    """``spec`` without the release of the framework ``conflict`` names (the one the spec leaves more
-    releases to); raises ``conflict`` when it names none, or when no other combination solves."""
-    from ..errors import Unsatisfiable
+    """``spec`` without the release of a framework ``conflict`` names (first the one the spec leaves
+    more releases to) with which the spec still solves; raises ``conflict`` when there is none."""
     from .resolve import Conflict
 
     clash = conflict.clash if isinstance(conflict, Conflict) else None
-    named = [f for f in (_framework_of(resolutions, n) for n in clash.requirers) if f] if clash else []
-    if not named or clash is None:
-        raise conflict
-    name, version = max(named, key=lambda f: _freedom(provider, spec, f[0]))
-    narrowed = _excluding(spec, name, version)
+    named = {f for f in (_framework_of(resolutions, n) for n in clash.requirers) if f} if clash else set()
+    for name, version in sorted(named, key=lambda f: _freedom(provider, spec, f[0]), reverse=True):
+        narrowed = _excluding(spec, name, version)
+        if clash is not None and _solves(provider, narrowed):
+            voice.warn(f"{clash.text()}: the compatibility data does not say so; trying a {name} other than {version}")
+            return narrowed
+    raise conflict
+
+
+def _solves(provider: Provider, spec: ProjectSpec) -> bool:
+    from ..errors import Unsatisfiable
+
     try:
-        solve_explained(provider, narrowed)
+        solve_explained(provider, spec)
     except Unsatisfiable:
-        raise conflict from None
-    voice.warn(f"{clash.text()}: the compatibility data does not say so; trying a {name} other than {version}")
-    return narrowed
+        return False
+    return True
 
 
 def _framework_of(resolutions: list[Resolution], dist: str) -> tuple[str, str] | None:

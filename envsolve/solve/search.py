@@ -21,7 +21,7 @@ from .explain import why_chosen, why_none_shared
 from .fit import families_text, gpu_driver_floor, gpu_families, gpu_text
 from .model import Candidate, Reporter, Resolution
 from .output import resolution
-from .together import clash
+from .together import clash, clash_with_all
 
 __all__ = ["keras_backend", "needed", "solve", "solve_target", "try_solve_target"]
 
@@ -53,7 +53,7 @@ class _Search:
         if any(not clash(c, o, self.backend, self.cache) for o in others):
             return True
         if others:
-            why = clash(c, others[0], self.backend, self.cache)
+            why = clash_with_all(c, others, self.backend, self.cache)
             self.clashes.setdefault(why)
             self.reporter.rejected(self.target, c.label, why)
         return False

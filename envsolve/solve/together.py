@@ -16,7 +16,7 @@ from ..versions import Dotted, parse_python_minor
 from .cache import Cache
 from .model import Candidate
 
-__all__ = ["asks", "clash", "meet"]
+__all__ = ["asks", "clash", "clash_with_all", "meet"]
 
 
 def _exact(version: str) -> bool:
@@ -103,6 +103,13 @@ def clash(a: Candidate, b: Candidate, backend: str, cache: Cache | None = None) 
                 f"{b.label} has {', '.join(sorted(b.pythons, key=parse_python_minor))}: no common Python")
     return (_cuda_clash(a, b) or _pin_clash(a, b) or _shared_clash(a, b, cache or Cache())
             or _requires_clash(a, b, backend))
+
+
+def clash_with_all(c: Candidate, others: list[Candidate], backend: str, cache: Cache | None = None) -> str:
+    """Why ``c`` shares an environment with none of ``others`` (each clashes), told against the first
+    of them with its CUDA major when there is one (two CUDA majors say least about the pair)."""
+    same = next((o for o in others if not _cuda_clash(c, o)), others[0])
+    return clash(c, same, backend, cache)
 
 
 def _shared_clash(a: Candidate, b: Candidate, cache: Cache) -> str:
