@@ -24,6 +24,7 @@ from pytest_httpserver import HTTPServer
 from envsolve.cli import main
 from envsolve.data import load_dir
 from envsolve.errors import MatrixError, Unsatisfiable
+from envsolve.lock.resolve import Pin, uv_clash
 from envsolve.provider import Provider
 from envsolve.solve import solve_explained
 from envsolve.solve.together import meet
@@ -280,3 +281,23 @@ def test_tensorflow_2_16_and_the_newest_jax_do_not_share_an_environment(real_gra
     assert "    jax 0.12.0.1 (cpu): jax 0.12.0.1 needs ml-dtypes>=0.5.0; tensorflow 2.16.2 pins ml-dtypes~=0.3.1\n" \
         in r.output
     assert "chose jax 0.12.0.1" not in r.output
+
+
+def test_uvs_explanation_gives_the_two_requirers_and_their_ranges() -> None:
+    pins = [Pin(name="tensorflow", requirement="tensorflow[and-cuda]==2.16.2"), Pin(name="jax", requirement="jax==0.5.0")]
+    two = ("  × No solution found when resolving dependencies:\n  ╰─▶ Because jax>=0.5.0 depends on ml-dtypes>=0.5.0 "
+           "and all versions of tensorflow[and-cuda] depend on ml-dtypes>=0.3.1,<0.4.dev0, we can conclude that "
+           "jax>=0.5.0 and all versions of tensorflow[and-cuda] are incompatible.\n      And because "
+           "envsolve-environment depends on tensorflow[and-cuda]==2.16.2 and jax==0.5.0, we can conclude that your "
+           "requirements are unsatisfiable.")
+    clash = uv_clash(two, pins)
+    assert clash is not None and clash.requirers == ("jax", "tensorflow")
+    assert clash.text() == "jax 0.5.0 needs ml-dtypes>=0.5.0; tensorflow 2.16.2 pins ml-dtypes>=0.3.1,<0.4.dev0"
+    # what uv concludes from two clauses is not a third requirer; the project's own is [packages] pip
+    mine = ("Because all versions of tensorflow depend on numpy>=1.23.5,<2.0.0 and envsolve-environment depends on "
+            "tensorflow==2.16.2, we can conclude that envsolve-environment depends on numpy>=1.23.5,<2.0.0.\n And "
+            "because envsolve-environment depends on numpy>=2, we can conclude that your requirements are "
+            "unsatisfiable.")
+    told = uv_clash(mine, pins)
+    assert told is not None and told.text() == "tensorflow 2.16.2 pins numpy>=1.23.5,<2.0.0; [packages] pip needs numpy>=2"
+    assert uv_clash("Because there is no version of foo==9 and you require foo==9, ...", pins) is None

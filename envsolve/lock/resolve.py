@@ -49,7 +49,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["WAYS_OUT", "Conflict", "Pin", "UvClash", "resolve"]
+__all__ = ["WAYS_OUT", "Conflict", "Pin", "UvClash", "resolve", "uv_clash"]
 
 WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network); lock from "
              "envsolve's cache alone with --offline (once a lock with the network has filled it); or point the "
@@ -149,7 +149,9 @@ class UvClash:
 
     def _who(self, name: str) -> str:
         version = dict(self.versions).get(name, "")
-        return f"{name} {version}" if version else name or "[packages] pip"
+        if name:
+            return f"{name} {version}" if version else name
+        return "the project" if self.dep in dict(self.versions) else "[packages] pip"
 
 
 class Conflict(ResolveError):
@@ -162,8 +164,9 @@ class Conflict(ResolveError):
 
 
 # one clause of uv's explanation: ``jax>=0.12.0.1 depends on ml-dtypes>=0.5.0``, ``all versions of
-# tensorflow[and-cuda] depend on ml-dtypes>=0.3.1,<0.4.dev0``
-_DEPENDS = re.compile(r"(?:all versions of |only )?(?P<who>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
+# tensorflow[and-cuda] depend on ml-dtypes>=0.3.1,<0.4.dev0`` (not what it concludes from two of them)
+_DEPENDS = re.compile(r"(?<![\w.\[-])(?<!conclude that )(?<!conclude that all versions of )"
+                      r"(?:all versions of |only )?(?P<who>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
                       r"(?:[<>=!~][^\s]*)? depends? on (?P<dep>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
                       r"(?P<spec>[<>=!~][^\s]*)?")
 _PROJECT = "envsolve-environment"  # the scratch project's name: its dependencies are the environment's requirements
