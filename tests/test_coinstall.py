@@ -54,7 +54,7 @@ def _one_spec() -> st.SearchStrategy[str]:
 _SETS = st.lists(_one_spec(), min_size=1, max_size=3).map(lambda specs: SpecifierSet(",".join(specs)))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(a=_SETS, b=_SETS)
 def test_meet_finds_a_common_version_whenever_brute_force_finds_one(a: SpecifierSet, b: SpecifierSet) -> None:
     allow = bool(a.prereleases) and bool(b.prereleases)
