@@ -68,8 +68,8 @@ COMPANIONS_OF: dict[str, tuple[str, ...]] = {
 PYTHONS_FROM = {"jax": "jaxlib", "cupy": "cupy-cuda12x"}
 # The requirements more than one framework has (Requires-Dist), whose versions must agree in one
 # environment: a framework row's `shared` names these (matrices/README.md), the solver intersects them.
-SHARED_NAMES = ("ml-dtypes", "numpy", "protobuf", "typing-extensions")
-SHARED_PREFIXES = ("nvidia-",)  # the CUDA libraries' wheels (nvidia-cudnn-cu12, nvidia-nccl-cu12, ...)
+SHARED_NAMES = ("cuda-toolkit", "ml-dtypes", "numpy", "protobuf", "typing-extensions")
+SHARED_PREFIXES = ("nvidia-",)  # the CUDA libraries' wheels (nvidia-cudnn-cu12, nvidia-nccl-cu12, ...), as cuda-toolkit
 # Keras' backends; Keras' own default comes first.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 # The closed words every record uses (spec, solver, lock, host, matrix): a platform is Docker's name
