@@ -29,9 +29,12 @@ from .domain import (
     DEFAULT_PLATFORM,
     FRAMEWORKS,
     PLATFORMS,
+    SHARED_NAMES,
+    SHARED_PREFIXES,
     Accelerator,
     Platform,
     Vendor,
+    shared_name,
 )
 from .errors import MatrixError, Problem, Problems
 from .paths import cache_dir, data_dir
@@ -63,6 +66,7 @@ __all__ = [
     "fold",
     "load",
     "load_dir",
+    "shared_of",
 ]
 
 SCHEMA = 1
@@ -144,6 +148,8 @@ class Release(_Row):
     companion_python: tuple[tuple[str, tuple[str, ...]], ...] = ()
     requires: tuple[tuple[str, str], ...] = ()
     backends: tuple[tuple[str, str], ...] = ()
+    # Requires-Dist of the requirements frameworks share (domain.shared_name): canonical name -> specifier
+    shared: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -170,6 +176,7 @@ class Build(_Row):
     system_cuda: bool = False
     dist_version: str = ""
     jetpack: str = ""  # a Jetson build: the JetPack major it is built for
+    shared: tuple[tuple[str, str], ...] = ()  # as its release's; each name here replaces the release's
     sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
@@ -452,6 +459,24 @@ def _str_map(v: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(v.items()))
 
 
+def _shared_requirements(v: Any) -> tuple[tuple[str, str], ...]:
+    """A framework row's ``shared``: canonical names of shared requirements -> PEP 440 specifiers."""
+    from packaging.utils import canonicalize_name
+
+    pairs = _str_map(v)
+    for name, spec in pairs:
+        if canonicalize_name(name) != name:
+            raise ValueError(f"{name!r} is not a canonical distribution name (write {canonicalize_name(name)!r})")
+        if not shared_name(name):
+            raise ValueError(f"{name!r} is not a requirement frameworks share ({', '.join(SHARED_NAMES)}, "
+                             f"{', '.join(p + '*' for p in SHARED_PREFIXES)})")
+        try:
+            _specifier(spec)
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
+    return pairs
+
+
 def _pythons_map(v: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(v, dict):
         raise ValueError("must be a table of Python lists")
@@ -518,7 +543,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             Release,
             {"version": _version, "python": _pythons},
             {"companions": _str_map, "companion_python": _pythons_map, "requires": _str_map,
-             "backends": _str_map},
+             "backends": _str_map, "shared": _shared_requirements},
         ),
         "build": _Rows(
             Build,
@@ -545,6 +570,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
                 "system_cuda": _bool,
                 "dist_version": _str,
                 "jetpack": _str,
+                "shared": _shared_requirements,
             },
         ),
     },
@@ -888,6 +914,20 @@ class _BuildChecks:
             base = parse_arch(name)
             if self.arch_names and base.name.removesuffix(base.suffix) not in self.arch_names:
                 self.out.add(file, where, f"arch {name!r} has no [[arch]] row in gpus.toml")
+
+
+def shared_of(release: Release, build: Build | None) -> tuple[tuple[str, str], ...]:
+    """The shared requirements a release installed as ``build`` brings, by canonical name: the
+    release's ``shared``, each name the build's ``shared`` names replaced by the build's, and the
+    build's exact ``pins`` of shared names (``==``) added (matrices/README.md)."""
+    merged = dict(release.shared)
+    if build is not None:
+        merged.update(build.shared)
+        for name, pin in build.pins:
+            if shared_name(name):
+                exact = pin if pin[:1] in "<>=!~" else f"=={pin}"
+                merged[name] = f"{merged[name]},{exact}" if name in merged else exact
+    return tuple(sorted(merged.items()))
 
 
 def fold(name: str) -> str:

@@ -40,6 +40,8 @@ __all__ = [
     "KERAS_BACKENDS",
     "Kernels",
     "PYTHONS_FROM",
+    "SHARED_NAMES",
+    "SHARED_PREFIXES",
     "cuda_of_variant",
     "driver_text",
     "gpu_run_flags",
@@ -49,6 +51,7 @@ __all__ = [
     "registry_of",
     "requirement",
     "serves",
+    "shared_name",
     "variant_of_cuda",
 ]
 
@@ -64,6 +67,10 @@ COMPANIONS_OF: dict[str, tuple[str, ...]] = {
 # A framework published as a pure wheel (or, for `cupy`, as a source distribution whose wheels are
 # cupy-cudaXXx) -> the package whose wheels say which Pythons it runs on.
 PYTHONS_FROM = {"jax": "jaxlib", "cupy": "cupy-cuda12x"}
+# The requirements more than one framework has (Requires-Dist), whose versions must agree in one
+# environment: a framework row's `shared` names these (matrices/README.md), the solver intersects them.
+SHARED_NAMES = ("cuda-toolkit", "ml-dtypes", "numpy", "protobuf", "typing-extensions")
+SHARED_PREFIXES = ("nvidia-",)  # the CUDA libraries' wheels (nvidia-cudnn-cu12, nvidia-nccl-cu12, ...), as cuda-toolkit
 # Keras' backends; Keras' own default comes first.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 # The closed words every record uses (spec, solver, lock, host, matrix): a platform is Docker's name
@@ -106,6 +113,11 @@ GITHUB_RUNNER: dict[Platform, str] = {"linux/amd64": "ubuntu-latest", "linux/arm
 EXTRA_INDEXES = frozenset({"nvidia"})
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
+
+
+def shared_name(name: str) -> bool:
+    """Whether the canonical distribution ``name`` is a requirement frameworks share (:data:`SHARED_NAMES`)."""
+    return name in SHARED_NAMES or name.startswith(SHARED_PREFIXES)
 
 
 def cuda_of_variant(variant: str) -> str:

@@ -34,6 +34,7 @@ from .data import (
     Rocm,
     Toolkit,
     fold,
+    shared_of,
 )
 from .domain import DEFAULT_PLATFORM, JETSON_PLATFORM, Accelerator
 from .versions import Arch, Dotted, parse_arch, parse_driver
@@ -95,6 +96,10 @@ class Provider:
         self._images = _grouped(m.images, lambda i: i.accelerator)
         self._conda = _grouped(m.conda, lambda c: c.framework)
         self._toolkits = _grouped(m.toolkits, lambda t: t.version.prefix(2))
+        release_of = {(r.package, r.version): r for r in m.releases}
+        self._shared = {(r.package, r.version, ""): shared_of(r, None) for r in m.releases}
+        self._shared.update({(b.package, b.version, b.variant): shared_of(release_of[b.package, b.version], b)
+                             for b in m.builds if (b.package, b.version) in release_of})
 
     # -- hardware ------------------------------------------------------------------
 
@@ -311,6 +316,12 @@ class Provider:
 
     def builds(self, release: Release) -> list[Build]:
         return self._builds.get((release.package, release.version), [])
+
+    def shared(self, release: Release, build: Build | None) -> tuple[tuple[str, str], ...]:
+        """The requirements other frameworks also have that ``release`` installed as ``build`` (None:
+        the release itself, pure Python) brings: canonical name -> specifier (:func:`~envsolve.data.shared_of`)."""
+        key = (release.package, release.version, build.variant if build is not None else "")
+        return self._shared.get(key, ())
 
     def conda_specs(self, release: Release, cuda: Dotted | None, python: str) -> tuple[str, ...]:
         """conda-forge's MatchSpecs for a framework build; () unless conda-forge has every piece.

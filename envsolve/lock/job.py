@@ -198,27 +198,124 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
     spec, steers, warnings = steered(spec, provider, urls, opts, voice)
     upgrading = {str(canonicalize_name(n)) for n in opts.upgrade_packages}
     keep = _kept(out, spec, opts, upgrading)
-    resolutions = _resolutions(provider, spec, keep, opts)
 
-    def build(full: Mapping[str, tuple[lockfile.Package, ...]] | None) -> lockfile.Lock:
+    def build(resolutions: list[Resolution], full: Mapping[str, tuple[lockfile.Package, ...]] | None
+              ) -> lockfile.Lock:
         return lockfile.build(project=spec.name, spec_name=spec_name, spec_bytes=blob,
                               data_version=provider.data_version, data_digest=provider.digest,
                               resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt, urls=urls,
                               full=full)
 
-    frameworks = build(None)
-    done = frameworks if opts.frameworks_only else build(
-        _full(frameworks, spec, urls, opts, keep.packages, tuple(sorted(upgrading)), voice))
+    def full(frameworks: lockfile.Lock, resolved: _Resolved) -> dict[str, tuple[lockfile.Package, ...]]:
+        return _full(frameworks, spec, urls, opts, keep.packages, tuple(sorted(upgrading)), voice, resolved)
+
+    if opts.frameworks_only:
+        resolutions = _resolutions(provider, spec, keep, opts)
+        done = build(resolutions, None)
+    else:
+        resolutions, done = _settled(provider, spec, keep, opts, build, full, voice)
     return Outcome(lock=done, resolutions=resolutions, steers=steers,
                    warnings=(*credential_warnings(spec.credentials), *warnings,
                              *([keep.warning] if keep.warning else [])))
 
 
+# The full resolves a lock may take when uv finds its frameworks in conflict: the solver's answer,
+# then the next combination it offers without the release uv named, and so on.
+_TRIES = 5
+# an environment's inputs to uv (Python, platform, the framework pins) -> its packages: an environment
+# whose frameworks did not move is not resolved again
+_Resolved = dict[tuple[object, ...], tuple[lockfile.Package, ...]]
+
+
+def _settled(provider: Provider, spec: ProjectSpec, keep: Previous, opts: Options,
+             build: Callable[[list[Resolution], Mapping[str, tuple[lockfile.Package, ...]] | None], lockfile.Lock],
+             full: Callable[[lockfile.Lock, _Resolved], dict[str, tuple[lockfile.Package, ...]]], voice: Voice
+             ) -> tuple[list[Resolution], lockfile.Lock]:
+    """The compatibility solve and its full lock. When uv finds two packages that cannot install
+    together and one is a framework, the next combination the solver offers without that
+    framework's release (each try a warning), up to :data:`_TRIES` full resolves; else uv's
+    conflict, naming the two packages and the pin that clash."""
+    from .resolve import Conflict
+
+    resolved: _Resolved = {}
+    for _ in range(_TRIES - 1):
+        resolutions = _resolutions(provider, spec, keep, opts)
+        try:
+            return resolutions, build(resolutions, full(build(resolutions, None), resolved))
+        except Conflict as e:
+            spec = _without(provider, spec, resolutions, e, voice)
+    resolutions = _resolutions(provider, spec, keep, opts)  # the last try: its conflict is the answer
+    return resolutions, build(resolutions, full(build(resolutions, None), resolved))
+
+
+def _without(provider: Provider, spec: ProjectSpec, resolutions: list[Resolution], conflict: ResolveError,
+             voice: Voice) -> ProjectSpec:
+    """``spec`` without the release of a framework ``conflict`` names (first the one the spec leaves
+    more releases to) with which the spec still solves; raises ``conflict`` when there is none."""
+    from .resolve import Conflict
+
+    clash = conflict.clash if isinstance(conflict, Conflict) else None
+    named = {f for f in (_framework_of(resolutions, n) for n in clash.requirers) if f} if clash else set()
+    for name, version in sorted(named, key=lambda f: _freedom(provider, spec, f[0]), reverse=True):
+        narrowed = _excluding(spec, name, version)
+        if clash is not None and _solves(provider, narrowed):
+            voice.warn(f"{clash.text()}: the compatibility data does not say so; trying a {name} other than {version}")
+            return narrowed
+    raise conflict
+
+
+def _solves(provider: Provider, spec: ProjectSpec) -> bool:
+    from ..errors import Unsatisfiable
+
+    try:
+        solve_explained(provider, spec)
+    except Unsatisfiable:
+        return False
+    return True
+
+
+def _framework_of(resolutions: list[Resolution], dist: str) -> tuple[str, str] | None:
+    """The framework (and its release) whose pin installs the distribution ``dist``, if one does."""
+    from ..domain import COMPANIONS_OF
+
+    for r in resolutions:
+        for c in r.choices:
+            dists = [c.build.dist] if c.build and c.build.dist else []
+            names = {c.package, *COMPANIONS_OF.get(c.package, ()), *dists}
+            if dist in {str(canonicalize_name(n)) for n in names}:
+                return c.package, c.release.raw
+    return None
+
+
+def _freedom(provider: Provider, spec: ProjectSpec, framework: str) -> tuple[int, int]:
+    """How many releases the spec leaves ``framework`` (then the later framework first): the one to move."""
+    from ..domain import FRAMEWORKS
+
+    req = spec.framework(framework)
+    count = sum(1 for r in provider.releases(framework) if req is None or req.specifier.contains(r.version, True))
+    return count, FRAMEWORKS.index(framework) if framework in FRAMEWORKS else 0
+
+
+def _excluding(spec: ProjectSpec, framework: str, version: str) -> ProjectSpec:
+    """``spec`` with ``framework``'s range narrowed by ``!=version`` (added when the spec only implies it)."""
+    from packaging.specifiers import SpecifierSet
+
+    from ..spec import FrameworkReq
+    from ..versions import admits_any
+
+    req = spec.framework(framework) or FrameworkReq(name=framework, specifier=SpecifierSet(), raw="*")
+    raw = f"!={version}" if admits_any(req.raw) else f"{req.raw},!={version}"
+    narrowed = replace(req, specifier=SpecifierSet(raw), raw=raw)
+    others = tuple(f for f in spec.frameworks if f.name != framework)
+    return replace(spec, frameworks=(*others, narrowed))
+
+
 def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str], opts: Options,
-          keep: Mapping[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...], voice: Voice
-          ) -> dict[str, tuple[lockfile.Package, ...]]:
-    """Every package of every environment (uv's full resolve), by environment name; the logins
-    taken out of the spec's URLs reach uv as a netrc (see envsolve.config)."""
+          keep: Mapping[str, tuple[tuple[str, str], ...]], upgrade: tuple[str, ...], voice: Voice,
+          resolved: _Resolved) -> dict[str, tuple[lockfile.Package, ...]]:
+    """Every package of every environment (uv's full resolve), by environment name; ``resolved``
+    keeps each environment's answer by its inputs; the logins taken out of the spec's URLs reach uv
+    as a netrc (see envsolve.config)."""
     from ..config import index_credentials, pip_index_url
     from .resolve import resolve
 
@@ -228,12 +325,16 @@ def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str],
     envs = frameworks.environments
     full = {}
     for i, env in enumerate(envs, 1):
-        voice.progress(f"resolving environment {env.name} with uv ({i} of {len(envs)})")
-        full[env.name] = resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=pip,
-                                 default_index=default_index, record_default=named_default, offline=opts.offline,
-                                 exclude_newer=opts.exclude_newer, prefer=keep.get(env.name, ()), upgrade=upgrade,
-                                 cache_first=not opts.refresh, detail=voice.detail, warn=voice.warn,
-                                 credentials=credentials)
+        key = (env.name, env.python, env.platform, tuple(_pins(env)))
+        if key not in resolved:
+            voice.progress(f"resolving environment {env.name} with uv ({i} of {len(envs)})")
+            resolved[key] = resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=pip,
+                                    default_index=default_index, record_default=named_default,
+                                    offline=opts.offline, exclude_newer=opts.exclude_newer,
+                                    prefer=keep.get(env.name, ()), upgrade=upgrade, cache_first=not opts.refresh,
+                                    detail=voice.detail, warn=voice.warn,
+                                    credentials=credentials)
+        full[env.name] = resolved[key]
     return full
 
 

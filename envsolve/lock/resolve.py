@@ -40,6 +40,7 @@ from ..domain import DEFAULT_PLATFORM, WHEEL_MACHINE, Platform
 from ..errors import ResolveError
 from ..index.policy import BACKOFF, RETRIES
 from ..paths import cache_dir
+from ..solve.together import asks
 from ..voice import silent
 from .model import Package
 
@@ -48,7 +49,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["WAYS_OUT", "Pin", "resolve"]
+__all__ = ["WAYS_OUT", "Conflict", "Pin", "UvClash", "resolve", "uv_clash"]
 
 WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network); lock from "
              "envsolve's cache alone with --offline (once a lock with the network has filled it); or point the "
@@ -125,16 +126,99 @@ def _unreachable(stderr: str, default_index: str, routed: Sequence[str]) -> str 
     return " / ".join(strip_credentials(u)[0] for u in urls if u)
 
 
-def _failure(stderr: str, default_index: str, routed: Sequence[str], offline: bool) -> ResolveError:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UvClash:
+    """Two requirers of one package whose ranges of it uv found disjoint: ``a`` asks ``dep``
+    ``a_spec``, ``b`` asks it ``b_spec``. A requirer is a canonical name ("" for the project's own
+    requirements), with the version the environment pins it to when it is a pinned framework."""
+
+    dep: str
+    a: str
+    a_spec: str
+    b: str
+    b_spec: str
+    versions: tuple[tuple[str, str], ...] = ()  # pinned name -> version
+
+    @property
+    def requirers(self) -> tuple[str, str]:
+        return self.a, self.b
+
+    def text(self) -> str:
+        """``jax 0.12.0.1 needs ml-dtypes>=0.5.0; tensorflow 2.16.2 pins ml-dtypes>=0.3.1,<0.4.dev0``."""
+        return f"{asks(self._who(self.a), self.dep, self.a_spec)}; {asks(self._who(self.b), self.dep, self.b_spec)}"
+
+    def _who(self, name: str) -> str:
+        version = dict(self.versions).get(name, "")
+        if name:
+            return f"{name} {version}" if version else name
+        return "the project" if self.dep in dict(self.versions) else "[packages] pip"
+
+
+class Conflict(ResolveError):
+    """uv found no set of versions that installs together; ``clash`` is the pair it named, when its
+    message names one (None otherwise)."""
+
+    def __init__(self, message: str, tip: str | None, clash: UvClash | None) -> None:
+        super().__init__(message, tip)
+        self.clash = clash
+
+
+# one clause of uv's explanation: ``jax>=0.12.0.1 depends on ml-dtypes>=0.5.0``, ``all versions of
+# tensorflow[and-cuda] depend on ml-dtypes>=0.3.1,<0.4.dev0`` (not what it concludes from two of them)
+_DEPENDS = re.compile(r"(?<![\w.\[-])(?<!conclude that )(?<!conclude that all versions of )"
+                      r"(?:all versions of |only )?(?P<who>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
+                      r"(?:[<>=!~][^\s]*)? depends? on (?P<dep>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
+                      r"(?P<spec>[<>=!~][^\s]*)?")
+_PROJECT = "envsolve-environment"  # the scratch project's name: its dependencies are the environment's requirements
+
+
+def uv_clash(stderr: str, pins: Sequence[Pin]) -> UvClash | None:
+    """The first package that two requirers in uv's explanation ask for with ranges that exclude
+    each other; None when uv's words name no such pair."""
+    seen: dict[str, tuple[str, str]] = {}
+    for m in _DEPENDS.finditer(" ".join(stderr.split())):
+        who, dep, spec = _canon(m["who"]), _canon(m["dep"]), (m["spec"] or "").rstrip(",.")
+        who = "" if who == _PROJECT else who
+        first = seen.setdefault(dep, (who, spec))
+        if first[0] != who and spec and first[1]:
+            return UvClash(dep=dep, a=first[0], a_spec=first[1], b=who, b_spec=spec, versions=_pinned(pins))
+    return None
+
+
+def _pinned(pins: Sequence[Pin]) -> tuple[tuple[str, str], ...]:
+    """Each pinned name and its version (``torch==2.7.1+cu128`` -> 2.7.1+cu128)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out = []
+    for p in pins:
+        try:
+            specs = list(Requirement(p.requirement).specifier)
+        except InvalidRequirement:
+            continue
+        out += [(_canon(p.name), specs[0].version)] if len(specs) == 1 and specs[0].operator == "==" else []
+    return tuple(sorted(out))
+
+
+def _conflict_tip(clash: UvClash | None, pip: Sequence[str]) -> str:
+    """What to change: the [packages] pip requirement only when the project has one."""
+    if pip and (clash is None or "" in clash.requirers or not set(clash.requirers) <= {n for n, _ in clash.versions}):
+        return ("loosen the [packages] pip requirement or the framework range that clashes "
+                "(see `envsolve explain`), then lock again")
+    return ("narrow a framework's range in [frameworks] to releases that agree (see `envsolve explain`), "
+            "then lock again")
+
+
+def _failure(stderr: str, ask: _Ask) -> ResolveError:
     text = _trim(stderr)
-    if _cache_miss(stderr, offline):
+    if _cache_miss(stderr, ask.offline):
         return ResolveError(f"the full resolve needs files that are not in the cache (--offline):\n  {text}",
                             tip="lock once with the network to fill the cache, or use --frameworks-only")
-    if (urls := _unreachable(stderr, default_index, routed)) is not None:
+    if (urls := _unreachable(stderr, ask.default_index, ask.routed)) is not None:
         return ResolveError(f"the package index {urls} cannot be reached:\n  {text}", tip=WAYS_OUT)
-    return ResolveError(f"the packages cannot be installed together:\n  {text}",
-                        tip="loosen the [packages] pip requirement or the framework range that clashes "
-                            "(see `envsolve explain`), then lock again")
+    clash = uv_clash(scrub(stderr), ask.pins)
+    head = f": {clash.text()}" if clash is not None else ""
+    return Conflict(f"the packages cannot be installed together{head}:\n  {text}",
+                    tip=_conflict_tip(clash, ask.pip), clash=clash)
 
 
 def _hashes(entry: Mapping[str, Any]) -> tuple[str, ...]:
@@ -253,7 +337,7 @@ def _compiled(root: Path, ask: _Ask, env: Mapping[str, str], cache_first: bool, 
         time.sleep(wait)
     out = root / "pylock.toml"
     if run.returncode != 0 or not out.exists():
-        raise _failure(run.stderr, ask.default_index, ask.routed, ask.offline)
+        raise _failure(run.stderr, ask)
     data: dict[str, Any] = tomllib.loads(out.read_text(encoding="utf-8"))
     return data
 

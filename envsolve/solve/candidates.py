@@ -53,7 +53,8 @@ def _of_release(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, 
         reporter.rejected(t.name, f"{rel.package} {rel.raw}", why)
         return []
     if rel.package == "keras":
-        return [Candidate(release=rel, build=None, pythons=pythons(cache, spec, rel, None))]
+        return [Candidate(release=rel, build=None, pythons=pythons(cache, spec, rel, None),
+                          shared=provider.shared(rel, None))]
     return _builds(provider, cache, spec, t, rel, reporter)
 
 

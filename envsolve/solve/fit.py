@@ -306,7 +306,8 @@ def fit(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Rel
     compat, driver_min, no = _fit_stack(provider, b, t)
     if no is not None:
         return no
-    return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=driver_min)
+    return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=driver_min,
+                     shared=provider.shared(rel, b))
 
 
 def _accelerator(b: Build, t: Target) -> No | None:

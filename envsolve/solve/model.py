@@ -35,6 +35,9 @@ class Candidate:
     pythons: frozenset[str]
     compat: str = ""  # native | minor-version ("" off NVIDIA)
     driver_min: Dotted | None = None
+    # the requirements other frameworks also have (ml-dtypes, numpy, nvidia-*): name -> specifier
+    # (:meth:`~envsolve.provider.Provider.shared`); together.clash intersects two candidates' ranges
+    shared: tuple[tuple[str, str], ...] = ()
 
     @property
     def package(self) -> str:

@@ -21,7 +21,7 @@ from .explain import why_chosen, why_none_shared
 from .fit import families_text, gpu_driver_floor, gpu_families, gpu_text
 from .model import Candidate, Reporter, Resolution
 from .output import resolution
-from .together import clash
+from .together import clash, clash_with_all
 
 __all__ = ["keras_backend", "needed", "solve", "solve_target", "try_solve_target"]
 
@@ -30,6 +30,9 @@ __all__ = ["keras_backend", "needed", "solve", "solve_target", "try_solve_target
 class _Search:
     lists: dict[str, list[Candidate]]
     backend: str
+    cache: Cache
+    reporter: Reporter
+    target: str
     clashes: dict[str, None] = field(default_factory=dict)
 
     def prune(self) -> None:
@@ -45,11 +48,14 @@ class _Search:
         return changed
 
     def _supported(self, c: Candidate, others: list[Candidate]) -> bool:
-        """Whether some candidate of ``others`` shares an environment with ``c`` (else its first clash is kept)."""
-        if any(not clash(c, o, self.backend) for o in others):
+        """Whether some candidate of ``others`` shares an environment with ``c`` (else its first
+        clash is kept, and told to the reporter as why ``c`` was rejected)."""
+        if any(not clash(c, o, self.backend, self.cache) for o in others):
             return True
         if others:
-            self.clashes.setdefault(clash(c, others[0], self.backend))
+            why = clash_with_all(c, others, self.backend, self.cache)
+            self.clashes.setdefault(why)
+            self.reporter.rejected(self.target, c.label, why)
         return False
 
     def run(self, order: list[str]) -> list[Candidate] | None:
@@ -75,7 +81,7 @@ class _Search:
 
     def _clash_with(self, chosen: list[Candidate], c: Candidate, pythons: frozenset[str]) -> str:
         """Why ``c`` cannot join ``chosen`` ("" when it can)."""
-        why = next((w for p in chosen if (w := clash(p, c, self.backend))), "")
+        why = next((w for p in chosen if (w := clash(p, c, self.backend, self.cache))), "")
         if not why and not (pythons & c.pythons):
             return f"{c.label}: no Python shared with {', '.join(p.label for p in chosen)}"
         return why
@@ -164,7 +170,7 @@ def _frameworks(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
     reqs = needed(spec, cache)
     backend = keras_backend(spec)
     search = _Search(lists={r.name: candidates_shared(provider, cache, spec, t, r, rep) for r in reqs},
-                     backend=backend)
+                     backend=backend, cache=cache, reporter=rep, target=t.name)
     empty = [r for r in reqs if not search.lists[r.name]]
     if empty:
         raise Unsatisfiable(t.name, [why_none_shared(provider, cache, spec, t, r) for r in empty])
