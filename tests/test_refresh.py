@@ -471,3 +471,31 @@ def test_a_row_goes_before_the_comments_that_open_the_next_section() -> None:
     assert with_rows(text, [row], "1999-01-01") == (
         'schema = 1\ndata_version = "2000-01-01"\n\n[[release]]\nversion = "1"\n\n[release.companions]\n'
         'x = "1"\n\n[[release]]\nversion = "2"\n\n# builds\n[[build]]\nversion = "1"\n')
+
+
+def test_fields_go_into_the_rows_they_name_before_source_and_nothing_else_moves() -> None:
+    from envsolve.curate import with_fields
+
+    text = ('schema = 1  # head\n\n[[release]]\nversion = "1"\n# a comment inside the row\n'
+            'python = [\n  "3.12",\n]\nsource = "package metadata of t==1"\nnote = "n"\n\n'
+            '# builds\n[[build]]\nversion = "1"\nsource = "s"\n\n'
+            '# legacy releases follow the builds\n[[release]]\nversion = "0.9"\nsource = "https://x"\n\n'
+            '[[release]]\nversion = "0.8"\n')
+    seen: list[str] = []
+
+    def fields(row: dict[str, object]) -> dict[str, object]:
+        seen.append(str(row["version"]))
+        if row["version"] == "1":
+            return {"shared": {"ml-dtypes": "~=0.3.1", "numpy": "<2.0.0,>=1.23.5"}}
+        if row["version"] == "0.9":
+            return {"source": "https://x; shared: Requires-Dist of t-0.9.whl", "shared": {"numpy": ">=1"}}
+        return {"shared": {"numpy": ">=0.8"}} if row["version"] == "0.8" else {}
+
+    got = with_fields(text, "release", fields)
+    assert seen == ["1", "0.9", "0.8"]  # every [[release]] row, in file order; no [[build]] row
+    assert got == text.replace(
+        'source = "package metadata of t==1"',
+        'shared = { "ml-dtypes" = "~=0.3.1", numpy = "<2.0.0,>=1.23.5" }\nsource = "package metadata of t==1"').replace(
+        'source = "https://x"', 'shared = { numpy = ">=1" }\nsource = "https://x; shared: Requires-Dist of t-0.9.whl"').replace(
+        'version = "0.8"\n', 'version = "0.8"\nshared = { numpy = ">=0.8" }\n')
+    assert with_fields(text, "release", lambda row: {}) == text
