@@ -349,10 +349,14 @@ def shared_requirements(reqs: Iterable[Requirement], *, bundled: bool = False) -
     clauses: dict[str, list[str]] = {}
     for r in reqs:
         name = str(canonicalize_name(r.name))
-        if _SHARED.fullmatch(name) and (bundled or not md_.is_bundled(name)):
+        if _is_shared(name, bundled):
             have = clauses.setdefault(name, [])
             have += [c for c in str(r.specifier).split(",") if c and c not in have]
     return {name: ",".join(c) for name, c in sorted(clauses.items()) if c}
+
+
+def _is_shared(name: str, bundled: bool) -> bool:
+    return bool(_SHARED.fullmatch(name)) and (bundled or not md_.is_bundled(name))
 
 
 def _shared_release(r: _NewRelease, pythons: Sequence[str]) -> None:
