@@ -1,4 +1,5 @@
-"""Adding new rows to the curated matrices (``envsolve refresh --write``).
+"""Adding new rows to the curated matrices (``envsolve refresh --write``), and new fields to
+rows they have (:func:`with_fields`).
 
 Each new ``[[release]]`` / ``[[build]]`` row goes after the last entry of its table, before the
 comments that open the next section, through tomlkit's document model: every other byte of the
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from .data import load_dir
 from .errors import MatrixError, RefreshError
 from .files import write_all
 
-__all__ = ["Row", "new_file_text", "row_text", "with_rows", "write_rows"]
+__all__ = ["Row", "new_file_text", "row_text", "with_fields", "with_rows", "write_rows"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -183,6 +184,44 @@ def with_rows(text: str, rows: Sequence[Row], data_version: str) -> str:
             _with_table(runs, name, tables)
     runs[0] = ("", _with_data_version(runs[0][1], data_version))
     return "".join(text for _, text in runs)
+
+
+# ---------------------------------------------------------------------------- fields of rows a file has
+
+
+def _key_at(table: Table, key: str) -> int | None:
+    """Where ``key`` stands in the table's body (comments and blank lines count), or None."""
+    return next((i for i, (k, _) in enumerate(table.value.body) if k is not None and k.key == key), None)
+
+
+def _set_fields(table: Table, fields: Mapping[str, Any]) -> None:
+    """Replace each of ``fields`` the row has where it stands; put a new one before ``source``."""
+    for k, v in fields.items():
+        if k in table:
+            table[k] = _value(v)
+            continue
+        at = _key_at(table, "source")
+        if at is None:
+            table.append(_key(k), _value(v))
+        else:  # tomlkit has no public insert; the body index keeps comments and blank lines in place
+            table.value._insert_at(at, _key(k), _value(v))
+
+
+def with_fields(text: str, table: str, fields: Callable[[dict[str, Any]], Mapping[str, Any]]) -> str:
+    """``text`` with fields set on its ``[[table]]`` rows: ``fields(row)`` gets each row as read
+    (plain values) and gives the keys to set (none: the row stays). A key the row has is replaced
+    where it stands, a new one goes before the row's ``source``; every other byte stays."""
+    runs = _runs(text)
+    for i, (name, run) in enumerate(runs):
+        if name != table:
+            continue
+        doc = tomlkit.parse(run)
+        aot = _last_aot(doc, table)
+        for row in aot.body if aot is not None else ():
+            if changes := fields(row.unwrap()):
+                _set_fields(row, changes)
+        runs[i] = (name, doc.as_string())
+    return "".join(run for _, run in runs)
 
 
 def new_file_text(name: str, data_version: str) -> str:

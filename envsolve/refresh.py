@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from .config import strip_credentials
 from .curate import Row
 from .data import Matrices
-from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM, variant_of_cuda
+from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM, shared_name, variant_of_cuda
 from .errors import RefreshError
 from .index import metadata as md_
 from .index import pages as ix
@@ -29,7 +29,8 @@ from .index.reader import Reader
 from .versions import parse_python_minor
 from .voice import silent
 
-__all__ = ["DEFAULT_PACKAGES", "RefreshFinding", "RefreshPlan", "known_newest", "plan_text", "survey"]
+__all__ = ["DEFAULT_PACKAGES", "RefreshFinding", "RefreshPlan", "known_newest", "plan_text", "shared_requirements",
+           "survey"]
 
 DEFAULT_PACKAGES = (
     "torch", "torchvision", "torchaudio", "triton", "tensorflow", "jax", "jaxlib",
@@ -336,6 +337,31 @@ def _keras_release(s: _Survey, r: _NewRelease) -> None:
     r.curate.append("its minimum backend versions (backends) are not in the package metadata")
 
 
+def shared_requirements(reqs: Iterable[Requirement], *, bundled: bool = False) -> dict[str, str]:
+    """``shared`` of a matrix row: name -> specifier of the requirements on packages other frameworks
+    also require, the clauses of several on one name joined in order, once each; an unversioned
+    one constrains nothing and is left out. NVIDIA's libraries (and cuda-toolkit) only with
+    ``bundled``: a release's belong to its GPU build."""
+    clauses: dict[str, list[str]] = {}
+    for r in reqs:
+        name = str(canonicalize_name(r.name))
+        if _is_shared(name, bundled):
+            have = clauses.setdefault(name, [])
+            have += [c for c in str(r.specifier).split(",") if c and c not in have]
+    return {name: ",".join(c) for name, c in sorted(clauses.items()) if c}
+
+
+def _is_shared(name: str, bundled: bool) -> bool:
+    return shared_name(name) and (bundled or not md_.is_bundled(name))
+
+
+def _shared_release(r: _NewRelease, pythons: Sequence[str]) -> None:
+    """The release's ``shared``, its markers evaluated for its newest Python."""
+    newest = max(pythons, key=parse_python_minor)
+    if r.md is not None and (shared := shared_requirements(md_.requirements(r.md, python=newest))):
+        r.fields.append(("shared", shared))
+
+
 _RELEASE_FACTS: dict[str, Callable[[_Survey, _NewRelease], None]] = {
     "torch": _torch_release, "jax": _jax_release, "tensorflow": _tensorflow_release, "keras": _keras_release,
 }
@@ -370,6 +396,7 @@ def _new_release(s: _Survey, fw: str, v: Version, companions: dict[str, str]) ->
     r = _read_release(s, fw, v, pythons, companions)
     if (facts := _RELEASE_FACTS.get(fw)) is not None:
         facts(s, r)
+    _shared_release(r, pythons)
     builds = _builds(s, r)
     curate = r.curate + _builds_to_curate(r)
     note = [("note", "added by envsolve refresh; needs curation: " + "; ".join(curate))] if curate else []

@@ -121,6 +121,25 @@ def test_markers_are_evaluated_for_linux_x86_64_and_the_python() -> None:
     assert md_.requirement_of(md_.requirements(md, python="3.15"), "triton") is None  # python_version < "3.15"
 
 
+def test_shared_requirements_join_clauses_and_leave_out_what_constrains_nothing() -> None:
+    from envsolve.refresh import shared_requirements
+
+    md = md_.parse_metadata(
+        "Name: fw\nVersion: 1\nRequires-Dist: numpy>=1.22\nRequires-Dist: ml_dtypes~=0.3.1\n"
+        'Requires-Dist: numpy<2.0.0,>=1.26.0; python_version >= "3.12"\n'
+        'Requires-Dist: numpy<2.0.0,>=1.23.5; python_version < "3.12"\nRequires-Dist: typing-extensions\n'
+        "Requires-Dist: scipy>=1.9\nRequires-Dist: nvidia-cudnn-cu12==9.1.0.70\nRequires-Dist: cuda-toolkit==13.0.2\n"
+        "Requires-Dist: protobuf>=3.20; extra == 'gpu'\n")
+    newest = md_.requirements(md, python="3.13")
+    assert shared_requirements(newest) == {"ml-dtypes": "~=0.3.1", "numpy": ">=1.22,<2.0.0,>=1.26.0"}
+    assert shared_requirements(md_.requirements(md, python="3.11")) == {
+        "ml-dtypes": "~=0.3.1", "numpy": ">=1.22,<2.0.0,>=1.23.5"}
+    assert shared_requirements(newest, bundled=True) == {
+        "cuda-toolkit": "==13.0.2", "ml-dtypes": "~=0.3.1", "numpy": ">=1.22,<2.0.0,>=1.26.0",
+        "nvidia-cudnn-cu12": "==9.1.0.70"}
+    assert shared_requirements(md_.requirements(md, python="3.13", extra="gpu"))["protobuf"] == ">=3.20"
+
+
 def test_gpu_extras_and_their_ranges() -> None:
     tf = metadata("tensorflow-2.21.0-cp313-cp313-manylinux_2_27_x86_64.whl")
     assert md_.gpu_extras(tf, "3.13") == ("and-cuda",)
@@ -172,9 +191,11 @@ def test_diff_lists_new_rows_and_curation_and_writes_nothing(index: HTTPServer, 
     out = r.stdout
     assert "  torch 2.14.0 (2.7.1)\n" in out
     assert ("  + torch.toml [[release]] torch 2.13.0: python 3.10, 3.11, 3.12, 3.13, 3.14; "
-            "companions torchvision 0.28.0\n") in out
-    assert "  + tensorflow.toml [[release]] tensorflow 2.21.0: python 3.10, 3.11, 3.12, 3.13; requires keras >=3.12.0\n" in out
-    assert "  + jax.toml [[release]] jax 0.11.0: python 3.12, 3.13, 3.14; companions jaxlib 0.11.0\n" in out
+            "companions torchvision 0.28.0; shared typing-extensions >=4.10.0\n") in out
+    assert ("  + tensorflow.toml [[release]] tensorflow 2.21.0: python 3.10, 3.11, 3.12, 3.13; requires keras >=3.12.0; "
+            "shared ml-dtypes <1.0.0,>=0.5.1, numpy >=1.26.0, protobuf <8.0.0,>=6.31.1, typing-extensions >=3.6.6\n") in out
+    assert ("  + jax.toml [[release]] jax 0.11.0: python 3.12, 3.13, 3.14; companions jaxlib 0.11.0; "
+            "shared ml-dtypes >=0.5.0, numpy >=2.1\n") in out
     assert "  + keras.toml [[release]] keras 3.15.1: python 3.11, 3.12, 3.13\n" in out
     assert ("  - torch 2.14.0 cu130 (the default build): CUDA 13.0, cuDNN 9.24.0.43, NCCL 2.30.7, triton ~=3.8.0; "
             "pins cuda-toolkit==13.0.3, nvidia-cudnn-cu13==9.24.0.43, nvidia-cusparselt-cu13==0.8.1, "
@@ -210,6 +231,13 @@ def test_write_adds_valid_sourced_rows_as_a_new_data_version(index: HTTPServer, 
     new = {r["version"]: r for r in torch["release"]}
     assert new["2.13.0"]["source"] == "package metadata of torch==2.13.0"
     assert new["2.13.0"]["companions"] == {"torchvision": "0.28.0"}
+    # what other frameworks also require, off the wheel's Requires-Dist (its CUDA libraries are the build's)
+    assert new["2.13.0"]["shared"] == {"typing-extensions": ">=4.10.0"}
+    tf = {r["version"]: r for r in tomllib.loads(after["tensorflow.toml"].decode())["release"]}["2.21.0"]
+    assert tf["shared"] == {"ml-dtypes": "<1.0.0,>=0.5.1", "numpy": ">=1.26.0", "protobuf": "<8.0.0,>=6.31.1",
+                            "typing-extensions": ">=3.6.6"}
+    keras = {r["version"]: r for r in tomllib.loads(after["keras.toml"].decode())["release"]}["3.15.1"]
+    assert "shared" not in keras  # its numpy and ml-dtypes are unversioned: they constrain nothing
     assert "needs curation" in new["2.14.0"]["note"]
     assert not any(b["version"] in ("2.13.0", "2.14.0") for b in torch["build"])  # arch lists unknown
     jax_cpu = next(b for b in m.builds if b.package == "jax" and b.raw == "0.11.0")
@@ -336,7 +364,8 @@ def test_missing_companion_is_a_warning_and_the_framework_is_still_read(httpserv
     assert ("WARNING: torchvision (a companion of the frameworks asked for) was not read: the package index at "
             f"{httpserver.url_for('/simple')} has no project 'torchvision'\n") in r.stderr
     assert "torchaudio (a companion of the frameworks asked for) was not read" in r.stderr
-    assert "  + torch.toml [[release]] torch 2.13.0: python 3.10, 3.11, 3.12, 3.13, 3.14\n" in r.stdout
+    assert ("  + torch.toml [[release]] torch 2.13.0: python 3.10, 3.11, 3.12, 3.13, 3.14; "
+            "shared typing-extensions >=4.10.0\n") in r.stdout
 
 
 def test_diff_exit_code_is_1_when_there_are_changes(index: HTTPServer, matrices: Path) -> None:
@@ -471,3 +500,31 @@ def test_a_row_goes_before_the_comments_that_open_the_next_section() -> None:
     assert with_rows(text, [row], "1999-01-01") == (
         'schema = 1\ndata_version = "2000-01-01"\n\n[[release]]\nversion = "1"\n\n[release.companions]\n'
         'x = "1"\n\n[[release]]\nversion = "2"\n\n# builds\n[[build]]\nversion = "1"\n')
+
+
+def test_fields_go_into_the_rows_they_name_before_source_and_nothing_else_moves() -> None:
+    from envsolve.curate import with_fields
+
+    text = ('schema = 1  # head\n\n[[release]]\nversion = "1"\n# a comment inside the row\n'
+            'python = [\n  "3.12",\n]\nsource = "package metadata of t==1"\nnote = "n"\n\n'
+            '# builds\n[[build]]\nversion = "1"\nsource = "s"\n\n'
+            '# legacy releases follow the builds\n[[release]]\nversion = "0.9"\nsource = "https://x"\n\n'
+            '[[release]]\nversion = "0.8"\n')
+    seen: list[str] = []
+
+    def fields(row: dict[str, object]) -> dict[str, object]:
+        seen.append(str(row["version"]))
+        if row["version"] == "1":
+            return {"shared": {"ml-dtypes": "~=0.3.1", "numpy": "<2.0.0,>=1.23.5"}}
+        if row["version"] == "0.9":
+            return {"source": "https://x; shared: Requires-Dist of t-0.9.whl", "shared": {"numpy": ">=1"}}
+        return {"shared": {"numpy": ">=0.8"}} if row["version"] == "0.8" else {}
+
+    got = with_fields(text, "release", fields)
+    assert seen == ["1", "0.9", "0.8"]  # every [[release]] row, in file order; no [[build]] row
+    assert got == text.replace(
+        'source = "package metadata of t==1"',
+        'shared = { "ml-dtypes" = "~=0.3.1", numpy = "<2.0.0,>=1.23.5" }\nsource = "package metadata of t==1"').replace(
+        'source = "https://x"', 'shared = { numpy = ">=1" }\nsource = "https://x; shared: Requires-Dist of t-0.9.whl"').replace(
+        'version = "0.8"\n', 'version = "0.8"\nshared = { numpy = ">=0.8" }\n')
+    assert with_fields(text, "release", lambda row: {}) == text
