@@ -330,3 +330,34 @@ def test_help_lists_every_key_the_parser_accepts(tmp_path: Path) -> None:
     assert accepted <= set(listed)
     assert {s.strip("[]") for s in listed if s.startswith("[")} == set(sections.split(", "))
     assert "matrix.python" in listed and "image.platforms" in listed and "[[include]]" in listed
+
+
+# ---------------------------------------------------------------------------- reasons name builds of the kind asked for
+
+def test_a_cuda_cell_without_that_cuda_names_the_cuda_builds_of_its_release_not_a_jetson_build(
+        real_graph: Provider) -> None:
+    res = results(real_graph, '[matrix]\npython = ["3.12"]\ntorch = ["2.8.0"]\naccelerator = ["cu121", "cu126"]\n'
+                              'gpus = ["A100"]\n')
+    assert res["py3_12-torch2_8_0-cu126"].valid
+    # the cell: it was pruned as "jp6-cu126 is built for Jetson modules (JetPack 6) only"
+    assert res["py3_12-torch2_8_0-cu121"].reason == "torch 2.8.0 has no CUDA 12.1 build (it has cu126, cu128, cu129)"
+
+
+def test_explain_and_lock_tell_the_same_reason_for_a_pinned_cuda(tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "x"\npython = "==3.12.*"\n[frameworks]\ntorch = "==2.8.0"\n'
+                    '[hardware]\ngpus = ["A100"]\ncuda = "12.1"\n')
+    for argv in (["explain", str(spec)], ["lock", str(spec), "-o", str(tmp_path / "x.lock")]):
+        r = CliRunner().invoke(main, argv)
+        assert r.exit_code == 1, r.output
+        assert "torch ==2.8.0: torch 2.8.0 has no CUDA 12.1 build (it has cu126, cu128, cu129)" in r.output
+        assert "Jetson" not in r.output.split("TIP")[0].split("rejected")[0]
+
+
+def test_a_jetson_cell_of_a_release_without_a_jetson_build_names_the_nearest_jetson_build(
+        real_graph: Provider) -> None:
+    res = results(real_graph, '[matrix]\npython = ["3.10"]\ntorch = ["2.9.0", "2.8.0"]\naccelerator = ["cuda"]\n'
+                              'gpus = ["Jetson AGX Orin"]\n')
+    assert res["py3_10-torch2_8_0-cuda"].valid
+    # it listed why each of cu126 .. cu130 is not built for JetPack 6
+    assert res["py3_10-torch2_9_0-cuda"].reason == "torch 2.9.0 has no build for JetPack 6 (nearest: torch 2.8.0 jp6-cu126)"
