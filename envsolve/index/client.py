@@ -224,8 +224,9 @@ class IndexClient:
                  cert: str | None = None) -> None:
         scheme = urlparse(index_url).scheme
         if scheme == "file":
-            raise EnvsolveError(f"index URL {_shown(index_url)!r}: envsolve reads an index itself (refresh, data "
-                                "--verify, [packages] pip) over http(s) only; file:// serves uv and pip alone",
+            raise EnvsolveError(f"index URL {_shown(index_url)!r} is not an http(s) URL: envsolve reads an index "
+                                "itself (refresh, data --verify, [packages] pip) over http(s) only; file:// serves "
+                                "uv and pip alone",
                                 tip="serve the folder: `python -m http.server -d FOLDER 8000`, then pass "
                                     "http://127.0.0.1:8000/simple (README, 'Index URLs')")
         if scheme not in ("http", "https"):
