@@ -337,7 +337,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     product is the cells, with optional [[include]], [[exclude]] and [image] (keys below).
     """
     from .matrix import formats
-    from .matrix.cells import check_includes, iter_cells, solve_cells
+    from .matrix.cells import check_includes, iter_cells
     from .matrix.parse import parse_matrix
     from .matrix.workflow import RENDER_DIR
 
@@ -351,20 +351,17 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
         raise SpecError([Problem("matrix", "", "no matrix file given")],
                         tip="run `envsolve matrix images.toml` (or --check-images images.json)")
     ms = parse_matrix(_read_text(matrix_path), str(matrix_path), provider)
-    folder = str(render_dir or RENDER_DIR)
-    if fmt == "json" and not (render_dir or check or workflow_path):  # nothing else asked: stream the cells
-        for piece in formats.everything(ms, iter_cells(provider, ms, ms.iter_cells()), folder):
-            ui.console().out(piece, nl=False)
-        return
-    results = solve_cells(provider, ms, ms.cells())
-    if warning := formats.too_many_jobs(fmt, results, max_jobs):
+    tally = formats.Tally(keep_valid=render_dir is not None)  # every format streams the cells
+    cells = tally.counted(iter_cells(provider, ms, ms.iter_cells()))
+    for piece in formats.streamed(fmt, ms, cells, str(render_dir or RENDER_DIR), max_jobs=max_jobs, shard=shard):
+        ui.console().out(piece, nl=False)
+    if warning := formats.too_many_jobs(fmt, tally.valid, max_jobs):
         ui.console().warn(warning)
-    ui.console().out(formats.printed(fmt, ms, results, folder, max_jobs=max_jobs, shard=shard), nl=False)
     if render_dir is not None:
-        _render_cells(provider, ms, results, render_dir)
+        _render_cells(provider, ms, tally.kept, render_dir)
     if workflow_path is not None:
         _write_workflow(ms, matrix_path, workflow_path)
-    if check and (invalid := check_includes(results)):
+    if check and (invalid := check_includes(tally.bad_includes)):
         raise CheckFailed(invalid, tip="change the include, or the data it needs")
 
 

@@ -12,6 +12,7 @@ unwritable cache is ignored, and nothing ever requires it. Reads package data an
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import hashlib
 import os
 import pickle
@@ -798,17 +799,77 @@ def _dupes(items: Iterable[tuple[str, str]], file: str, out: Problems) -> None:
 
 
 def _cross_check(m: Matrices, out: Problems) -> None:
-    """Checks that span rows: references resolve, keys are unique, one default per release."""
+    """Checks that span rows: every reference of a row to another resolves, keys are unique, one
+    default per release, and the kinds every solve reads are there."""
+    _check_required(m, out)
     arch_names = {a.name for a in m.archs}
     _check_archs(m.archs, out)
     gpu_names = _check_gpus(m.gpus, arch_names, out)
-    _check_jetpacks(m.jetpacks, gpu_names, out)
+    _check_arch_lists(m, arch_names, out)
+    _check_jetpacks(m, gpu_names, out)
     _check_branches(m.branches, {a.family for a in m.archs}, out)
     _check_toolkits(m, out)
-    _dupes(((f"{r.package} {r.raw}", f"release (version {r.raw})") for r in m.releases), "framework files", out)
+    _check_cudnn(m, out)
+    _check_images(m, out)
+    _check_platforms(m, out)
+    _check_releases(m.releases, out)
     builds = _BuildChecks(m, arch_names, out)
     for bd in m.builds:
         builds.check(bd)
+
+
+_Required = tuple[str, Callable[[Matrices], tuple[Any, ...]], str]  # row table, its rows, what they hold
+
+# the rows every solve reads, by kind (and its file as shipped): a folder without them would give
+# answers that silently miss their facts
+_REQUIRED: tuple[tuple[str, str, tuple[_Required, ...]], ...] = (
+    ("gpus", "gpus.toml", (("arch", lambda m: m.archs, "the architectures every GPU, toolkit and build names"),
+                           ("gpu", lambda m: m.gpus, "the GPU models a spec names"))),
+    ("cuda", "cuda.toml", (("major", lambda m: m.cuda_majors, "each CUDA major's minor-version compatibility"),
+                           ("toolkit", lambda m: m.toolkits, "the CUDA releases builds and images name"))),
+    ("drivers", "drivers.toml", (("branch", lambda m: m.branches, "the driver branches and the GPUs they drop"),)),
+    ("cudnn", "cudnn.toml", (("release", lambda m: m.cudnn, "the GPUs each cuDNN supports"),)),
+    ("rocm", "rocm.toml", (("release", lambda m: m.rocm, "the gfx targets of each ROCm"),)),
+    ("images", "images.toml", (("image", lambda m: m.images, "the base images"),)),
+    ("framework", "<framework>.toml", (("release", lambda m: m.releases, "the framework releases"),)),
+)
+
+
+def _check_required(m: Matrices, out: Problems) -> None:
+    """Each kind of row that every solve reads is in the folder (a file of its ``kind``)."""
+    for kind, file, tables in _REQUIRED:
+        absent = [(table, what) for table, rows, what in tables if not rows(m)]
+        if len(absent) == len(tables):
+            holds = " and ".join(what for _, what in absent)
+            out.add(file, "", f"missing: the folder has no file of kind = {kind!r} ({holds})")
+            continue
+        for table, what in absent:
+            out.add(file, table, f"no [[{table}]] row in the folder ({what})")
+
+
+def _known_arch(name: str, arch_names: set[str]) -> bool:
+    """Whether an architecture as a row names it (``sm_90a``: the row of ``sm_90``) has an [[arch]] row;
+    a folder with none is told once, as missing."""
+    base = parse_arch(name)
+    return not arch_names or base.name.removesuffix(base.suffix) in arch_names
+
+
+def _unknown_archs(names: Iterable[str], arch_names: set[str]) -> list[str]:
+    return [n for n in names if not _known_arch(n, arch_names)]
+
+
+def _check_arch_lists(m: Matrices, arch_names: set[str], out: Problems) -> None:
+    """The architectures toolkits, cuDNN, ROCm and platform wheels list each have an [[arch]] row."""
+    lists: list[tuple[str, str, tuple[str, ...]]] = [
+        *(("cuda.toml", f"toolkit ({t.version}).archs", t.archs) for t in m.toolkits),
+        *(("cudnn.toml", f"release ({c.version}, CUDA {c.cuda_major}).archs", c.archs) for c in m.cudnn),
+        *(("rocm.toml", f"release ({r.version}).gfx", r.gfx) for r in m.rocm),
+        *(("platforms.toml", f"wheel ({w.package} {w.versions}, {w.platform}).archs", (*w.archs, *w.ptx))
+          for w in m.platform_wheels),
+    ]
+    for file, where, names in lists:
+        for name in _unknown_archs(names, arch_names):
+            out.add(file, where, f"{name!r} has no [[arch]] row in gpus.toml")
 
 
 def _check_archs(archs: tuple[ArchInfo, ...], out: Problems) -> None:
@@ -827,7 +888,7 @@ def _check_gpus(gpus: tuple[Gpu, ...], arch_names: set[str], out: Problems) -> d
     """Each GPU's arch has a row; no name or alias is two GPUs'. Returns folded name -> GPU name."""
     names: dict[str, str] = {}
     for g in gpus:
-        if g.arch not in arch_names:
+        if arch_names and g.arch not in arch_names:
             out.add("gpus.toml", f"gpu ({g.name}).arch", f"{g.arch!r} has no [[arch]] row")
         _claim_names(g, names, out)
     return names
@@ -841,15 +902,25 @@ def _claim_names(g: Gpu, names: dict[str, str], out: Problems) -> None:
         names[k] = g.name
 
 
-def _check_jetpacks(jetpacks: tuple[JetPack, ...], gpu_names: dict[str, str], out: Problems) -> None:
-    """Each JetPack's modules are GPUs of gpus.toml; one before SBSA names its l4t image."""
-    for j in jetpacks:
+def _check_jetpacks(m: Matrices, gpu_names: dict[str, str], out: Problems) -> None:
+    """Each JetPack's modules are GPUs of gpus.toml and its CUDA a toolkit of cuda.toml; one before
+    SBSA names its l4t image."""
+    minors = _cuda_minors(m)
+    for j in m.jetpacks:
+        where = f"jetpack (version {j.version})"
         for n in j.gpus:
             if gpu_names and fold(n) not in gpu_names:
-                out.add("platforms.toml", f"jetpack (version {j.version}).gpus", f"{n!r} is no GPU of gpus.toml")
+                out.add("platforms.toml", f"{where}.gpus", f"{n!r} is no GPU of gpus.toml")
+        if minors and j.cuda.prefix(2) not in minors:
+            out.add("platforms.toml", f"{where}.cuda", f"CUDA {j.cuda} has no [[toolkit]] row in cuda.toml")
         if not (j.sbsa or j.image):
-            out.add("platforms.toml", f"jetpack (version {j.version}).image", "missing (a JetPack before SBSA "
+            out.add("platforms.toml", f"{where}.image", "missing (a JetPack before SBSA "
                     "names the l4t image its builds run on)")
+
+
+def _cuda_minors(m: Matrices) -> set[tuple[int, ...]]:
+    """The CUDA major.minor releases cuda.toml has a toolkit of."""
+    return {t.version.prefix(2) for t in m.toolkits}
 
 
 def _check_branches(branches: tuple[DriverBranch, ...], families: set[str], out: Problems) -> None:
@@ -870,6 +941,58 @@ def _check_toolkits(m: Matrices, out: Problems) -> None:
             out.add("cuda.toml", f"toolkit ({t.version})", f"CUDA major {t.version.major} has no [[major]] row")
 
 
+def _check_cudnn(m: Matrices, out: Problems) -> None:
+    """Each cuDNN release is of a CUDA major with a [[major]] row."""
+    majors = {c.major for c in m.cuda_majors}
+    for c in m.cudnn:
+        if majors and c.cuda_major not in majors:
+            out.add("cudnn.toml", f"release ({c.version}, CUDA {c.cuda_major}).cuda_major",
+                    f"CUDA major {c.cuda_major} has no [[major]] row in cuda.toml")
+
+
+def _check_images(m: Matrices, out: Problems) -> None:
+    """Each CUDA image's version is a CUDA release of cuda.toml, each ROCm image's a ROCm release of
+    rocm.toml."""
+    known = {"cuda": (_cuda_minors(m), "CUDA", "[[toolkit]] row in cuda.toml"),
+             "rocm": ({r.version.prefix(2) for r in m.rocm}, "ROCm", "[[release]] row in rocm.toml")}
+    for i in m.images:
+        minors, stack, row = known.get(i.accelerator, (set(), "", ""))
+        if minors and i.version.prefix(2) not in minors:
+            out.add("images.toml", f"image ({i.repository} {i.version}).version", f"{stack} {i.version} has no {row}")
+
+
+def _check_platforms(m: Matrices, out: Problems) -> None:
+    """Each platform wheel row's variants are builds of its framework on its index; each platform
+    image row's repository is an image repository of images.toml."""
+    variants = {(b.package, b.index, b.variant) for b in m.builds}
+    for w in m.platform_wheels:
+        for v in w.variants:
+            if not _publishes_any(w, v, variants):
+                out.add("platforms.toml", f"wheel ({w.package} {w.versions}, {w.platform}).variants",
+                        f"{v!r} matches no {w.package} build on the {w.index} index")
+    repositories = {i.repository for i in m.images}
+    for r in m.platform_images:
+        if repositories and r.repository not in repositories:
+            out.add("platforms.toml", f"image ({r.repository}, {r.platform}).repository",
+                    "is no image repository of images.toml")
+
+
+def _publishes_any(w: PlatformWheel, pattern: str, variants: set[tuple[str, str, str]]) -> bool:
+    """Whether variant pattern ``pattern`` of platform row ``w`` matches a build (package, index, variant)."""
+    return any(p == w.package and i == w.index and fnmatch.fnmatchcase(v, pattern) for p, i, v in variants)
+
+
+def _check_releases(releases: tuple[Release, ...], out: Problems) -> None:
+    """Each release once; the frameworks its ``requires`` and ``backends`` name are frameworks."""
+    _dupes(((f"{r.package} {r.raw}", f"release (version {r.raw})") for r in releases), "framework files", out)
+    for r in releases:
+        for key, names in (("requires", r.requires), ("backends", r.backends)):
+            for name, _ in names:
+                if name not in FRAMEWORKS:
+                    out.add(f"{r.package}.toml", f"release (version {r.raw}).{key}",
+                            f"{name!r} is not one of {', '.join(FRAMEWORKS)}")
+
+
 # accelerator -> the field a build of it must name, and why
 _STACK_FIELD = {"cuda": ("cuda", "missing (a cuda build names its CUDA version)"),
                 "rocm": ("rocm", "missing (a rocm build names its ROCm version)")}
@@ -877,11 +1000,14 @@ _STACK_FIELD = {"cuda": ("cuda", "missing (a cuda build names its CUDA version)"
 
 class _BuildChecks:
     """The checks of [[build]] rows across the data: each of a release, each (version, variant)
-    once, one default per release, its CUDA or ROCm named, its architectures known."""
+    once, one default per release, its CUDA (a toolkit of cuda.toml) or ROCm named, its cuDNN a
+    version, its JetPack one of platforms.toml, its architectures known."""
 
     def __init__(self, m: Matrices, arch_names: set[str], out: Problems) -> None:
         self.releases = {(r.package, r.version) for r in m.releases}
         self.arch_names = arch_names
+        self.cuda_minors = _cuda_minors(m)
+        self.jetpacks = {str(j.version.major) for j in m.jetpacks}
         self.out = out
         self.seen: set[tuple[str, Version, str]] = set()
         self.defaults: dict[tuple[str, Version], str] = {}
@@ -890,6 +1016,7 @@ class _BuildChecks:
         file, where = f"{bd.package}.toml", f"build (version {bd.raw}, {bd.variant})"
         self._release(bd, file, where)
         self._stack(bd, file, where)
+        self._libraries(bd, file, where)
         self._archs(bd, file, where)
 
     def _release(self, bd: Build, file: str, where: str) -> None:
@@ -908,12 +1035,30 @@ class _BuildChecks:
         field, missing = _STACK_FIELD.get(bd.accelerator, ("", ""))
         if field and getattr(bd, field) is None:
             self.out.add(file, f"{where}.{field}", missing)
+        if bd.cuda is not None and self.cuda_minors and bd.cuda.prefix(2) not in self.cuda_minors:
+            self.out.add(file, f"{where}.cuda", f"CUDA {bd.cuda} has no [[toolkit]] row in cuda.toml")
+
+    def _libraries(self, bd: Build, file: str, where: str) -> None:
+        """The cuDNN it names is a version; the JetPack it is built for is a release of platforms.toml."""
+        if bd.cudnn and not _is_dotted(bd.cudnn):
+            self.out.add(file, f"{where}.cudnn", f"{bd.cudnn!r} is not a cuDNN version such as 9.7.1.26")
+        if bd.jetpack and bd.jetpack not in self.jetpacks:
+            known = ", ".join(sorted(self.jetpacks, key=int)) or "none"
+            self.out.add(file, f"{where}.jetpack", f"JetPack {bd.jetpack!r} has no [[jetpack]] row in "
+                         f"platforms.toml (majors: {known})")
 
     def _archs(self, bd: Build, file: str, where: str) -> None:
-        for name in (*bd.archs, *bd.ptx, *bd.gfx):
-            base = parse_arch(name)
-            if self.arch_names and base.name.removesuffix(base.suffix) not in self.arch_names:
-                self.out.add(file, where, f"arch {name!r} has no [[arch]] row in gpus.toml")
+        for key, names in (("archs", bd.archs), ("ptx", bd.ptx), ("gfx", bd.gfx)):
+            for name in _unknown_archs(names, self.arch_names):
+                self.out.add(file, f"{where}.{key}", f"arch {name!r} has no [[arch]] row in gpus.toml")
+
+
+def _is_dotted(text: str) -> bool:
+    try:
+        parse_dotted(text)
+    except ValueError:
+        return False
+    return True
 
 
 def shared_of(release: Release, build: Build | None) -> tuple[tuple[str, str], ...]:

@@ -1,8 +1,13 @@
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from envsolve.cli import main
 from envsolve.data import data_dir, load_dir
 from envsolve.errors import MatrixError
 
@@ -96,3 +101,117 @@ def test_closed_words_of_the_data_are_refused_with_the_words(tmp_path: Path) -> 
     with pytest.raises(MatrixError, match=r"torch.toml: build\[1\] \(version 2.3.1\).accelerator: must be one of "
                                           r"cuda, rocm, cpu"):
         load_dir(tmp_path)
+
+
+# ---------------------------------------------------------------------------- a curated folder with a mistake
+# Each case: (file, text to find once (the first match), what to write instead, what the message must hold).
+# Every one is a dangling reference or a missing file of the real data; the error names file, row and key.
+
+CURATED_MISTAKES = [
+    ("gpus.toml", 'name = "A100"\nvendor = "nvidia"\narch = "sm_80"', 'name = "A100"\nvendor = "nvidia"\narch = "sm_80x"',
+     "gpus.toml: gpu (A100).arch: 'sm_80x' has no [[arch]] row"),
+    ("gpus.toml", None, None, "gpus.toml: missing: the folder has no file of kind = 'gpus'"),
+    ("torch.toml", 'cuda = "12.8"', 'cuda = "12.99"', "torch.toml: build (version {}, cu128).cuda: "
+     "CUDA 12.99 has no [[toolkit]] row in cuda.toml"),
+    ("cuda.toml", 'archs = ["', 'archs = ["sm_13", "', "cuda.toml: toolkit ({}).archs: 'sm_13' has no [[arch]] row"),
+    ("images.toml", 'accelerator = "cuda"\nversion = "10.0"', 'accelerator = "cuda"\nversion = "10.9"',
+     "images.toml: image (nvidia/cuda 10.9).version: CUDA 10.9 has no [[toolkit]] row in cuda.toml"),
+    ("platforms.toml", 'l4t = "35.4.1"\ncuda = "11.4"', 'l4t = "35.4.1"\ncuda = "11.9"',
+     "platforms.toml: jetpack (version 5.1.2).cuda: CUDA 11.9 has no [[toolkit]] row in cuda.toml"),
+    ("torch.toml", 'jetpack = "6"', 'jetpack = "9"', "torch.toml: build (version {}, jp6-cu126).jetpack: "
+     "JetPack '9' has no [[jetpack]] row in platforms.toml"),
+    ("platforms.toml", 'variants = ["', 'variants = ["cu999", "', ".variants: 'cu999' matches no torch build"),
+    ("tensorflow.toml", 'requires = { keras', 'requires = { kerass = ">=2", keras',
+     "tensorflow.toml: release (version {}).requires: 'kerass' is not one of"),
+    ("cudnn.toml", "cuda_major = 12", "cuda_major = 99", ".cuda_major: CUDA major 99 has no [[major]] row"),
+]
+
+
+def _curated_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "matrices"
+    shutil.copytree(data_dir(), root)
+    return root
+
+
+def _mistake(root: Path, file: str, find: str | None, write: str | None) -> str:
+    """Apply one mistake to the copy; the version of the row it hit (for the message), if any."""
+    path = root / file
+    if find is None:
+        path.unlink()
+        return ""
+    text = path.read_text()
+    at = text.index(find)
+    path.write_text(text[:at] + (write or "") + text[at + len(find):])
+    version = re.findall(r'^version = "([^"]*)"', text[:at], re.M)
+    return version[-1] if version else ""
+
+
+@pytest.mark.parametrize(("file", "find", "write", "says"), CURATED_MISTAKES,
+                         ids=[f"{c[0]}:{c[3].split(': ')[-1][:30]}" for c in CURATED_MISTAKES])
+def test_a_curated_folder_with_a_dangling_row_is_exit_2_naming_file_row_and_key(
+        tmp_path: Path, file: str, find: str | None, write: str | None, says: str) -> None:
+    root = _curated_copy(tmp_path)
+    version = _mistake(root, file, find, write)
+    r = CliRunner().invoke(main, ["--matrices", str(root), "data", "--validate"])
+    assert r.exit_code == 2, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert "Traceback" not in r.output
+    assert says.format(version) in r.output
+    assert f"TIP: fix the rows named above in {root.resolve()}" in r.output
+
+
+# a single value of a real row, mutated: what it becomes, and which keys it is a mistake for
+_WRONG_TYPE = "[1, 2]"  # no key of any row takes a list of numbers
+_ARCH_KEYS = {"arch", "archs", "ptx", "gfx"}
+
+
+def _value_lines() -> list[tuple[str, int, str]]:
+    """(file, line number, key) of every ``key = value`` line inside a row of the shipped data."""
+    out = []
+    for path in sorted(data_dir().glob("*.toml")):
+        in_row = False
+        for n, line in enumerate(path.read_text().splitlines()):
+            in_row = in_row or line.startswith("[[")
+            if in_row and (m := re.match(r"^(\w+) = ", line)):
+                out.append((path.name, n, m.group(1)))
+    return out
+
+
+_LINES = _value_lines()
+_CUDA_LINES = [x for x in _LINES if x[2] == "cuda" and x[0] not in ("conda.toml", "images.toml")]
+
+
+def _unknown_value(key: str, kind: str) -> str:
+    """A value of the right type that no row knows (an architecture no [[arch]] row has, a CUDA no
+    toolkit is) for the keys that name one; else a value of the wrong type."""
+    if kind == "arch" and key in _ARCH_KEYS:
+        return '"sm_13"' if key == "arch" else '["sm_13"]'
+    if kind == "cuda" and key == "cuda":
+        return '"12.99"'
+    return _WRONG_TYPE
+
+
+@pytest.fixture(scope="module")
+def shipped_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("data") / "matrices"
+    shutil.copytree(data_dir(), root)
+    return root
+
+
+@given(line=st.sampled_from(_LINES + _CUDA_LINES * 20), kind=st.sampled_from(["type", "arch", "cuda"]))
+@settings(max_examples=20, deadline=None)
+def test_any_single_value_of_a_real_row_made_wrong_is_a_problem_naming_its_file_not_a_traceback(
+        shipped_copy: Path, line: tuple[str, int, str], kind: str) -> None:
+    file, n, key = line
+    path = shipped_copy / file
+    text = (data_dir() / file).read_text()
+    lines = text.splitlines()
+    value = _unknown_value(key, kind)
+    lines[n] = f"{key} = {value}"
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        with pytest.raises(MatrixError) as e:  # the command line's exit 2; anything else is a traceback
+            load_dir(shipped_copy)
+    finally:
+        path.write_text(text)
+    assert any(p.file == file for p in e.value.problems), (line, value, e.value.message)

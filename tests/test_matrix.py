@@ -3,6 +3,8 @@
 
 import json
 import re
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from envsolve.cli import main
 from envsolve.errors import SpecError
 from envsolve.matrix import formats
 from envsolve.matrix.cells import CellResult, solve_cells
-from envsolve.matrix.parse import parse_matrix
+from envsolve.matrix.parse import Cell, parse_matrix
 from envsolve.provider import Provider
 
 ISSUE_EXAMPLE = '''
@@ -330,3 +332,79 @@ def test_help_lists_every_key_the_parser_accepts(tmp_path: Path) -> None:
     assert accepted <= set(listed)
     assert {s.strip("[]") for s in listed if s.startswith("[")} == set(sections.split(", "))
     assert "matrix.python" in listed and "image.platforms" in listed and "[[include]]" in listed
+
+
+# ---------------------------------------------------------------------------- reasons name builds of the kind asked for
+
+def test_a_cuda_cell_without_that_cuda_names_the_cuda_builds_of_its_release_not_a_jetson_build(
+        real_graph: Provider) -> None:
+    res = results(real_graph, '[matrix]\npython = ["3.12"]\ntorch = ["2.8.0"]\naccelerator = ["cu121", "cu126"]\n'
+                              'gpus = ["A100"]\n')
+    assert res["py3_12-torch2_8_0-cu126"].valid
+    # the issue's cell: it was pruned as "jp6-cu126 is built for Jetson modules (JetPack 6) only"
+    assert res["py3_12-torch2_8_0-cu121"].reason == "torch 2.8.0 has no CUDA 12.1 build (it has cu126, cu128, cu129)"
+
+
+def test_explain_and_lock_tell_the_same_reason_for_a_pinned_cuda(tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "x"\npython = "==3.12.*"\n[frameworks]\ntorch = "==2.8.0"\n'
+                    '[hardware]\ngpus = ["A100"]\ncuda = "12.1"\n')
+    for argv in (["explain", str(spec)], ["lock", str(spec), "-o", str(tmp_path / "x.lock")]):
+        r = CliRunner().invoke(main, argv)
+        assert r.exit_code == 1, r.output
+        assert "torch ==2.8.0: torch 2.8.0 has no CUDA 12.1 build (it has cu126, cu128, cu129)" in r.output
+        assert "Jetson" not in r.output.split("TIP")[0].split("rejected")[0]
+
+
+def test_a_jetson_cell_of_a_release_without_a_jetson_build_names_the_nearest_jetson_build(
+        real_graph: Provider) -> None:
+    res = results(real_graph, '[matrix]\npython = ["3.10"]\ntorch = ["2.9.0", "2.8.0"]\naccelerator = ["cuda"]\n'
+                              'gpus = ["Jetson AGX Orin"]\n')
+    assert res["py3_10-torch2_8_0-cuda"].valid
+    # it listed why each of cu126 .. cu130 is not built for JetPack 6
+    assert res["py3_10-torch2_9_0-cuda"].reason == "torch 2.9.0 has no build for JetPack 6 (nearest: torch 2.8.0 jp6-cu126)"
+
+
+# ---------------------------------------------------------------------------- every format streams
+
+def _many(results: list[CellResult], n: int) -> Iterator[CellResult]:
+    """``n`` cells made one at a time from the solved ones (each a new cell with its own id)."""
+    for k in range(n):
+        r = results[k % len(results)]
+        yield CellResult(cell=Cell(values=(*r.cell.values, ("os", f"os{k}"))), resolution=r.resolution, reason=r.reason)
+
+
+@pytest.mark.parametrize(("fmt", "max_jobs", "shard"), [("table", None, None), ("github", None, None),
+                                                        ("github", 7, None), ("github", 7, 2), ("bake", None, None),
+                                                        ("markdown", None, None), ("json", None, None)])
+def test_every_format_streams_memory_flat_in_the_number_of_cells(real_graph: Provider, fmt: str,
+                                                                  max_jobs: int | None, shard: int | None) -> None:
+    ms = parse_matrix(ISSUE_EXAMPLE, "images.toml", real_graph)
+    solved = solve_cells(real_graph, ms, ms.cells())
+
+    def peak(n: int) -> int:
+        tracemalloc.start()
+        try:
+            for _ in formats.streamed(fmt, ms, _many(solved, n), "d", max_jobs=max_jobs, shard=shard):
+                pass
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(2_000), peak(20_000)
+    assert large < 1.5 * small + 200_000, (small, large)  # it held every cell: ten times the memory
+
+
+def test_streamed_formats_are_the_texts_of_the_whole_outputs(real_graph: Provider) -> None:
+    ms = parse_matrix(ISSUE_EXAMPLE, "images.toml", real_graph)
+    rs = solve_cells(real_graph, ms, ms.cells())
+    for max_jobs in (None, 5, 1000):
+        whole = formats.github(ms, rs, "d", max_jobs)
+        assert formats.printed("github", ms, rs, "d", max_jobs=max_jobs) == json.dumps(whole, separators=(",", ":")) + "\n"
+    assert formats.printed("bake", ms, rs, "d") == json.dumps(formats.bake(ms, rs, "d"), indent=1) + "\n"
+    nothing = [r for r in rs if not r.valid]
+    assert formats.printed("bake", ms, nothing, "d") == json.dumps({"group": {"default": {"targets": []}}, "target": {}},
+                                                                   indent=1) + "\n"
+    assert formats.printed("github", ms, nothing, "d", max_jobs=5) == '{"shards":[{"include":[]}]}\n'
+    with pytest.raises(SpecError, match="there are 4 shards"):
+        formats.printed("github", ms, rs, "d", max_jobs=5, shard=5)

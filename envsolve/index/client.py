@@ -222,7 +222,14 @@ class IndexClient:
                  retries: int = RETRIES, backoff: float = BACKOFF, progress: Callable[[str], None] = silent,
                  warn: Callable[[str], None] = silent, offline: bool = False, revalidate: bool = True,
                  cert: str | None = None) -> None:
-        if urlparse(index_url).scheme not in ("http", "https"):
+        scheme = urlparse(index_url).scheme
+        if scheme == "file":
+            raise EnvsolveError(f"index URL {_shown(index_url)!r} is not an http(s) URL: envsolve reads an index "
+                                "itself (refresh, data --verify, [packages] pip) over http(s) only; file:// serves "
+                                "uv and pip alone",
+                                tip="serve the folder: `python -m http.server -d FOLDER 8000`, then pass "
+                                    "http://127.0.0.1:8000/simple (README, 'Index URLs')")
+        if scheme not in ("http", "https"):
             raise EnvsolveError(f"index URL {index_url!r} is not an http(s) URL",
                                 tip="pass the simple-API root of an index with --index-url")
         self.index_url = index_url.rstrip("/")

@@ -1,13 +1,21 @@
 """What `envsolve matrix` prints of solved cells: a table, GitHub's ``strategy.matrix`` JSON (in
 shards when asked), a ``docker-bake.json``, a Markdown summary (``$GITHUB_STEP_SUMMARY``), or
-everything as JSON."""
+everything as JSON.
+
+Every format streams (:func:`streamed`): the cells are read once, as they are solved, and never
+held; what a format prints before something it learns only at the end (the table's and the
+summary's counts, the bake file's groups before its targets) waits in an unnamed temporary file,
+one JSON line per cell, so memory stays flat in the number of cells."""
 
 from __future__ import annotations
 
 import html
+import itertools
 import json
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, TextIO, TypeVar
 
 from ..domain import ACCELERATOR, GITHUB_RUNNER, PLATFORMS, VENDORS, Vendor, driver_text
 from ..errors import Problem, SpecError
@@ -16,9 +24,9 @@ from ..tables import word
 from .cells import CellResult
 from .parse import Cell, MatrixSpec
 
-__all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "bake", "check_shard", "everything",
-           "github", "cell_image", "markdown", "md_escape", "printed", "row", "smoke_target", "table", "too_many_jobs",
-           "vendor"]
+__all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "Tally", "bake", "check_shard",
+           "everything", "github", "cell_image", "markdown", "md_escape", "printed", "row", "smoke_target", "streamed",
+           "table", "too_many_jobs", "vendor"]
 
 GITHUB_JOB_LIMIT = 256
 # The rendered Dockerfile's stages: the image is ``runtime``; ``smoke`` (FROM runtime, RUN
@@ -27,6 +35,7 @@ GITHUB_JOB_LIMIT = 256
 SMOKE_STAGE = "smoke"
 IMAGE_STAGE = "runtime"
 MARKDOWN_ROWS = 500  # per table: GitHub keeps at most 1 MiB of a step's summary
+_T = TypeVar("_T")
 
 
 def platforms(ms: MatrixSpec, cell: Cell) -> list[str]:
@@ -61,12 +70,93 @@ def vendor(res: Resolution | None) -> Vendor:
     return next((v for v in VENDORS if ACCELERATOR[v] == res.accelerator), "cpu")
 
 
-def github(ms: MatrixSpec, results: list[CellResult], render_dir: str, max_jobs: int | None) -> dict[str, Any]:
+def github(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str, max_jobs: int | None) -> dict[str, Any]:
     """``{"include": [...]}``, or ``{"shards": [{"include": [...]}, ...]}`` of at most ``max_jobs``."""
-    rows = [row(ms, r, render_dir) for r in results if r.valid]
+    loaded: dict[str, Any] = json.loads("".join(_github(ms, results, render_dir, max_jobs, None)))
+    return loaded
+
+
+def _github(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str, max_jobs: int | None,
+            shard: int | None) -> Iterator[str]:
+    """``--format github`` as JSON text in pieces: all rows, the shards of ``max_jobs`` rows, or
+    shard ``shard`` of them (from 1)."""
+    rows = (_compact(row(ms, r, render_dir)) for r in results if r.valid)
     if not max_jobs:
-        return {"include": rows}
-    return {"shards": [{"include": rows[i:i + max_jobs]} for i in range(0, len(rows), max_jobs)] or [{"include": []}]}
+        yield from _joined(rows, '{"include":[', "]}\n")
+    elif shard is None:
+        yield from _sharded(rows, max_jobs)
+    else:
+        yield from _one_shard(rows, max_jobs, shard)
+
+
+def _sharded(rows: Iterator[str], max_jobs: int) -> Iterator[str]:
+    """``{"shards":[{"include":[...]},...]}``: one shard of no rows when there are none."""
+    yield '{"shards":['
+    n = -1
+    for n, text in enumerate(rows):
+        yield (("]}," if n else "") + '{"include":[' if n % max_jobs == 0 else ",") + text
+    yield ('{"include":[' if n < 0 else "") + "]}]}\n"
+
+
+def _one_shard(rows: Iterator[str], max_jobs: int, shard: int) -> Iterator[str]:
+    """Shard ``shard`` of ``max_jobs`` rows (kept on disk until the count says it exists)."""
+    with _Spool() as kept:
+        n = 0
+        for n, text in enumerate(rows, 1):
+            if (n - 1) // max_jobs == shard - 1:
+                kept.add(text)
+        shards = max(1, -(-n // max_jobs))
+        if shard > shards:
+            raise SpecError([Problem("--shard", str(shard), f"there are {shards} shards")])
+        yield from _joined(kept, '{"include":[', "]}\n")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _joined(texts: Iterable[str], start: str, end: str) -> Iterator[str]:
+    """``start``, the texts separated by commas, ``end``: in pieces of many texts each."""
+    yield start
+    first = True
+    for chunk in _chunks(texts):
+        yield ("" if first else ",") + ",".join(chunk)
+        first = False
+    yield end
+
+
+def _chunks(items: Iterable[_T], size: int = 256) -> Iterator[list[_T]]:
+    """``items`` in lists of ``size`` (a piece per list, not per cell: fewer writes)."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+class _Spool:
+    """Records kept in an unnamed temporary file, not in memory, and read back in order, each a
+    JSON line: what a format prints only after it has seen every cell. The file has no name on
+    disk (it is gone when closed, or when the process dies)."""
+
+    def __init__(self) -> None:
+        self._file: TextIO = tempfile.TemporaryFile("w+", encoding="utf-8")
+        self.count = 0
+
+    def __enter__(self) -> _Spool:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._file.close()
+
+    def add(self, record: Any) -> None:
+        self._file.write(_compact(record) + "\n")
+        self.count += 1
+
+    def __iter__(self) -> Iterator[Any]:
+        self._file.flush()
+        self._file.seek(0)
+        for line in self._file:
+            yield json.loads(line)
 
 
 def smoke_target(cell: Cell) -> str:
@@ -75,20 +165,65 @@ def smoke_target(cell: Cell) -> str:
     return f"smoke-{cell.id}"
 
 
-def bake(ms: MatrixSpec, results: list[CellResult], render_dir: str) -> dict[str, Any]:
+def bake(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -> dict[str, Any]:
     """A docker-bake.json: a target per valid cell and a ``default`` group of them all; for the
     CPU cells also a ``smoke-<id>`` target building the ``smoke`` stage (the smoke test runs at
     build time; its output is the build cache only, no image, no tag) and a ``smoke`` group of
     them. GPU cells have none: their smoke test needs the GPU, at ``docker run`` with the flags of
     :func:`envsolve.domain.gpu_run_flags` (``--gpus all``; a Jetson's ``--runtime nvidia``)."""
-    valid = [r for r in results if r.valid]
-    targets = {r.cell.id: _image_target(ms, r, render_dir) for r in valid}
-    smoke = {smoke_target(r.cell): _smoke_target(ms, r, render_dir) for r in valid if vendor(r.resolution) == "cpu"}
-    groups: dict[str, dict[str, Any]] = {"default": {"targets": list(targets)}}
-    if smoke:
-        groups["smoke"] = {"description": "the smoke test of every CPU cell, run at build time",
-                           "targets": list(smoke)}
-    return {"group": groups, "target": targets | smoke}
+    loaded: dict[str, Any] = json.loads("".join(_bake(ms, results, render_dir)))
+    return loaded
+
+
+_SMOKE_GROUP = "the smoke test of every CPU cell, run at build time"
+
+
+def _bake(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -> Iterator[str]:
+    """:func:`bake` as the text ``json.dumps(indent=1)`` writes, in pieces: the groups name every
+    target first, so the targets wait on disk."""
+    with _Spool() as images, _Spool() as smokes:
+        for r in results:
+            if r.valid:
+                images.add([r.cell.id, _image_target(ms, r, render_dir)])
+            if r.valid and vendor(r.resolution) == "cpu":
+                smokes.add([smoke_target(r.cell), _smoke_target(ms, r, render_dir)])
+        yield '{\n "group": {\n  "default": {\n   "targets": '
+        yield from _array((name for name, _ in images), 3)
+        yield "\n  }"
+        if smokes.count:
+            yield f',\n  "smoke": {{\n   "description": {json.dumps(_SMOKE_GROUP)},\n   "targets": '
+            yield from _array((name for name, _ in smokes), 3)
+            yield "\n  }"
+        yield '\n },\n "target": '
+        yield from _object(itertools.chain(images, smokes), 1)
+        yield "\n}\n"
+
+
+def _nested(value: Any, depth: int) -> str:
+    """``json.dumps(value, indent=1)`` as it reads ``depth`` levels deep."""
+    return json.dumps(value, indent=1).replace("\n", "\n" + " " * depth)
+
+
+def _array(values: Iterable[Any], depth: int) -> Iterator[str]:
+    """A JSON array as ``json.dumps(indent=1)`` writes it ``depth`` levels deep, in pieces."""
+    pad = "\n" + " " * (depth + 1)
+    first = True
+    for chunk in _chunks(values):
+        yield ("[" if first else ",") + pad + ("," + pad).join(_nested(v, depth + 1) for v in chunk)
+        first = False
+    yield "[]" if first else "\n" + " " * depth + "]"
+
+
+def _object(pairs: Iterable[Sequence[Any]], depth: int) -> Iterator[str]:
+    """A JSON object of (key, value) pairs as ``json.dumps(indent=1)`` writes it ``depth`` levels
+    deep, in pieces."""
+    pad = "\n" + " " * (depth + 1)
+    first = True
+    for chunk in _chunks(pairs):
+        members = (f"{json.dumps(k)}: {_nested(v, depth + 1)}" for k, v in chunk)
+        yield ("{" if first else ",") + pad + ("," + pad).join(members)
+        first = False
+    yield "{}" if first else "\n" + " " * depth + "}"
 
 
 def _image_target(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]:
@@ -130,24 +265,28 @@ def everything(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -
     yield f'\n], "valid": {valid}, "pruned": {total - valid}}}\n'
 
 
-def _split(results: list[CellResult]) -> tuple[list[CellResult], list[CellResult]]:
-    """(valid cells, pruned cells)."""
-    return [r for r in results if r.valid], [r for r in results if not r.valid]
-
-
 def _resolved(r: CellResult) -> Resolution:
     """The resolution of a cell known to be valid."""
     assert r.resolution is not None
     return r.resolution
 
 
-def table(results: list[CellResult]) -> str:
+def table(results: Iterable[CellResult]) -> str:
     """Valid cells, then pruned cells each with its reason."""
-    valid, pruned = _split(results)
-    lines = [f"{len(valid)} valid, {len(pruned)} pruned of {len(results)} cells"]
-    lines += [_table_valid_line(r) for r in valid]
-    lines += [f"  pruned  {r.cell.id}{_mark(r, ' [include]')}: {r.reason}" for r in pruned]
-    return "\n".join(lines) + "\n"
+    return "".join(_table(results))
+
+
+def _table(results: Iterable[CellResult]) -> Iterator[str]:
+    """:func:`table` in pieces: the counts come first, so the lines wait on disk."""
+    with _Spool() as valid, _Spool() as pruned:
+        for r in results:
+            if r.valid:
+                valid.add(_table_valid_line(r))
+            else:
+                pruned.add(f"  pruned  {r.cell.id}{_mark(r, ' [include]')}: {r.reason}")
+        yield f"{valid.count} valid, {pruned.count} pruned of {valid.count + pruned.count} cells\n"
+        for chunk in _chunks(itertools.chain(valid, pruned)):
+            yield "\n".join(chunk) + "\n"
 
 
 def _table_valid_line(r: CellResult) -> str:
@@ -179,28 +318,47 @@ def _stack(res: Resolution) -> str:
     return f"ROCm {res.rocm}" if res.rocm else "CPU"
 
 
-def _md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], what: str) -> list[str]:
-    if not rows:
+def _md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], total: int, what: str) -> list[str]:
+    """A table of the first :data:`MARKDOWN_ROWS` of ``total`` rows, and how many more there are."""
+    if not total:
         return [f"_No {what}._", ""]
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(md_escape(v) for v in r) + " |" for r in rows[:MARKDOWN_ROWS]]
-    if len(rows) > MARKDOWN_ROWS:
-        out.append(f"\n_{len(rows) - MARKDOWN_ROWS} more {what}: `envsolve matrix --format json` lists them all._")
+    if total > MARKDOWN_ROWS:
+        out.append(f"\n_{total - MARKDOWN_ROWS} more {what}: `envsolve matrix --format json` lists them all._")
     return [*out, ""]
 
 
-def markdown(ms: MatrixSpec, results: list[CellResult]) -> str:
+class _Summary:
+    """What the Markdown summary shows of the cells: counts, and the first rows of each table."""
+
+    def __init__(self) -> None:
+        self.valid: list[tuple[str, ...]] = []
+        self.pruned: list[tuple[str, ...]] = []
+        self.counts = {"valid": 0, "pruned": 0, "bad": 0}
+
+    def add(self, r: CellResult) -> None:
+        kind, rows = ("valid", self.valid) if r.valid else ("pruned", self.pruned)
+        self.counts[kind] += 1
+        self.counts["bad"] += r.cell.included and not r.valid
+        if len(rows) < MARKDOWN_ROWS:
+            rows.append(_md_valid_row(r) if r.valid else (r.cell.id + _mark(r, " (include)"), r.reason))
+
+
+def markdown(ms: MatrixSpec, results: Iterable[CellResult]) -> str:
     """A summary for ``$GITHUB_STEP_SUMMARY``: counts, the valid cells (packages, CUDA/ROCm, base
-    image) and the pruned cells with their reasons."""
-    valid, pruned = _split(results)
-    bad = sum(r.cell.included for r in pruned)
+    image) and the pruned cells with their reasons (the first :data:`MARKDOWN_ROWS` of each: only
+    those are held)."""
+    s = _Summary()
+    for r in results:
+        s.add(r)
+    valid, pruned, bad = s.counts["valid"], s.counts["pruned"], s.counts["bad"]
     invalid = f"; **{bad} [[include]] cell(s) invalid**" if bad else ""
     lines = [f"## Image matrix {md_escape(ms.path)}", "",
-             f"**{len(valid)} valid**, {len(pruned)} pruned of {len(results)} cells{invalid}.", ""]
-    rows = [_md_valid_row(r) for r in valid]
-    lines += ["### Valid cells", "", *_md_table(("cell", "packages", "CUDA / ROCm", "base image"), rows, "valid cells")]
-    rows = [(r.cell.id + _mark(r, " (include)"), r.reason) for r in pruned]
-    lines += ["### Pruned cells", "", *_md_table(("cell", "reason"), rows, "pruned cells")]
+             f"**{valid} valid**, {pruned} pruned of {valid + pruned} cells{invalid}.", ""]
+    lines += ["### Valid cells", "",
+              *_md_table(("cell", "packages", "CUDA / ROCm", "base image"), s.valid, valid, "valid cells")]
+    lines += ["### Pruned cells", "", *_md_table(("cell", "reason"), s.pruned, pruned, "pruned cells")]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -210,14 +368,35 @@ def _md_valid_row(r: CellResult) -> tuple[str, ...]:
     return r.cell.id + _mark(r, " (include)"), _packages(res, "{} {} ({})"), _stack(res), res.base_image
 
 
-def too_many_jobs(fmt: str, results: list[CellResult], max_jobs: int | None) -> str:
-    """The warning for ``--format github`` past GitHub's limit of jobs per ``strategy.matrix``
-    ("" for other formats, and within the limit or sharded)."""
-    valid = sum(r.valid for r in results)
+def too_many_jobs(fmt: str, valid: int, max_jobs: int | None) -> str:
+    """The warning for ``--format github`` of ``valid`` jobs past GitHub's limit of jobs per
+    ``strategy.matrix`` ("" for other formats, and within the limit or sharded)."""
     if fmt != "github" or valid <= GITHUB_JOB_LIMIT or max_jobs:
         return ""
     return (f"WARNING: {valid} jobs exceed GitHub's limit of {GITHUB_JOB_LIMIT} per matrix; "
             "split them with --max-jobs 256")
+
+
+class Tally:
+    """What `envsolve matrix` needs of the cells besides its output, gathered as they stream by:
+    how many are valid, the [[include]] cells that are not (for ``--check``), and the valid cells
+    themselves only when asked (``--render`` writes them all at once)."""
+
+    def __init__(self, *, keep_valid: bool = False) -> None:
+        self.valid = 0
+        self.bad_includes: list[CellResult] = []
+        self.kept: list[CellResult] = []
+        self._keep = keep_valid
+
+    def counted(self, results: Iterable[CellResult]) -> Iterator[CellResult]:
+        """``results``, unchanged, each noted on the way."""
+        for r in results:
+            self.valid += r.valid
+            if r.cell.included and not r.valid:
+                self.bad_includes.append(r)
+            if self._keep and r.valid:
+                self.kept.append(r)
+            yield r
 
 
 def check_shard(max_jobs: int | None, shard: int | None) -> None:
@@ -227,28 +406,22 @@ def check_shard(max_jobs: int | None, shard: int | None) -> None:
                         tip="add --max-jobs 256 (GitHub's limit per matrix), or leave --shard out")
 
 
-def _github_text(ms: MatrixSpec, results: list[CellResult], render_dir: str, max_jobs: int | None,
-                 shard: int | None) -> str:
-    """``--format github``: all rows, the shards of ``max_jobs`` rows, or shard ``shard`` of them (from 1)."""
-    out = github(ms, results, render_dir, max_jobs)
-    if shard is not None:
-        shards = out.get("shards", [out])
-        if shard > len(shards):
-            raise SpecError([Problem("--shard", str(shard), f"there are {len(shards)} shards")])
-        out = shards[shard - 1]
-    return json.dumps(out, separators=(",", ":")) + "\n"
-
-
-def printed(fmt: str, ms: MatrixSpec, results: list[CellResult], render_dir: str, *, max_jobs: int | None = None,
-            shard: int | None = None) -> str:
-    """What ``envsolve matrix --format fmt`` prints of solved cells (``--format json`` of cells
-    that stream: :func:`everything`)."""
+def streamed(fmt: str, ms: MatrixSpec, results: Iterable[CellResult], render_dir: str, *,
+             max_jobs: int | None = None, shard: int | None = None) -> Iterator[str]:
+    """What ``envsolve matrix --format fmt`` prints of the cells, in pieces, reading them once as
+    they come (a million cells are never held, solved or as text)."""
     if fmt == "github":
-        return _github_text(ms, results, render_dir, max_jobs, shard)
+        return _github(ms, results, render_dir, max_jobs, shard)
     if fmt == "bake":
-        return json.dumps(bake(ms, results, render_dir), indent=1) + "\n"
+        return _bake(ms, results, render_dir)
     if fmt == "markdown":
-        return markdown(ms, results)
+        return iter([markdown(ms, results)])
     if fmt == "json":
-        return "".join(everything(ms, results, render_dir))
-    return table(results)
+        return everything(ms, results, render_dir)
+    return _table(results)
+
+
+def printed(fmt: str, ms: MatrixSpec, results: Iterable[CellResult], render_dir: str, *,
+            max_jobs: int | None = None, shard: int | None = None) -> str:
+    """:func:`streamed` as one text."""
+    return "".join(streamed(fmt, ms, results, render_dir, max_jobs=max_jobs, shard=shard))

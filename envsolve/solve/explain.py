@@ -9,6 +9,7 @@ from ..data import Build, Release
 from ..errors import Clash
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
+from ..versions import Dotted
 from .cache import Cache
 from .candidates import companion_problem, memo_key
 from .fit import fit, gpu_text
@@ -19,6 +20,7 @@ __all__ = ["why_chosen", "why_none", "why_none_shared"]
 _Misfit = tuple[Build, No]  # a build and why it does not fit
 _STACK = {"nvidia": "CUDA", "amd": "ROCm"}  # the software stack a vendor's builds name
 _HARDWARE = {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs"}  # a target with no GPU named
+_OTHER_KIND = ("accelerator", "jetson")  # the misfits of builds of another kind than the target asks for
 
 
 def why_none_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
@@ -57,12 +59,13 @@ def _why_release(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
 
 
 def _why_builds(provider: Provider, t: Target, name: str, nos: list[_Misfit]) -> str:
-    """Why none of a release's builds fits, told by the builds of the target's accelerator, and of
-    the pinned CUDA/ROCm when some are: a missing build, Python, the GPUs' CUDA, or each build's reason."""
-    wanted = _except(nos, "accelerator")
+    """Why none of a release's builds fits, told by the builds of the kind the target asks for (its
+    accelerator; Jetson builds for a Jetson only, the others for any other machine), and of the
+    pinned CUDA/ROCm when some are: a missing build, Python, the GPUs' CUDA, or each build's reason."""
+    wanted = [(b, n) for b, n in nos if n.code not in _OTHER_KIND]
     unpinned = _except(wanted, "pin")
     if not wanted:
-        return _no_build_of(t, name, nos)
+        return _no_build_of(provider, t, name, nos)
     if not unpinned:
         return f"{name} has no {_pin_text(t)} build (it has {_variants(wanted)})"
     codes = {n.code for _, n in unpinned}
@@ -87,10 +90,27 @@ def _each(misfits: list[_Misfit]) -> list[str]:
     return [f"{b.variant}: {n.text}" for b, n in misfits]
 
 
-def _no_build_of(t: Target, name: str, nos: list[_Misfit]) -> str:
-    """``torch 2.7.1 has no ROCm build (its builds: cpu, cu128)``."""
+def _no_build_of(provider: Provider, t: Target, name: str, nos: list[_Misfit]) -> str:
+    """``torch 2.7.1 has no ROCm build (its builds: cpu, cu128)``; for a Jetson, ``no build for
+    JetPack 6`` and the nearest release that has one; for another machine, no CUDA build but Jetson ones."""
     have = ", ".join(sorted({b.variant for b, _ in nos})) or "none"
-    return f"{name} has no {_STACK.get(t.vendor, 'CPU')} build (its builds: {have})"
+    jetson = any(n.code == "jetson" for _, n in nos)
+    if jetson and t.jetpack is not None and nos:
+        return f"{name} has no build for JetPack {t.jetpack.major} ({_nearest_jetson(provider, nos[0][0], t.jetpack)})"
+    but = " but for Jetson modules" if jetson else ""
+    return f"{name} has no {_STACK.get(t.vendor, 'CPU')} build{but} (its builds: {have})"
+
+
+def _nearest_jetson(provider: Provider, b: Build, jetpack: Dotted) -> str:
+    """``nearest: torch 2.8.0 jp6-cu126``: the build for ``jetpack``'s major of the release nearest
+    ``b``'s (the newest older one first), or that no release has one."""
+    major = str(jetpack.major)
+    found = [(r, x) for r in provider.releases(b.package) for x in provider.builds(r) if x.jetpack == major]
+    if not found:
+        return f"no {b.package} release in the data has one"
+    older = [f for f in found if f[0].version < b.version]
+    rel, build = older[0] if older else found[-1]
+    return f"nearest: {rel.package} {rel.raw} {build.variant}"
 
 
 def _pin_text(t: Target) -> str:

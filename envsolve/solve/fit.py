@@ -214,12 +214,14 @@ def families_text(families: set[str]) -> str:
 
 
 def _platform(provider: Provider, b: Build, t: Target) -> No | None:
-    """Why ``b`` cannot run on ``t``'s platform or JetPack (None when it can)."""
+    """Why ``b`` cannot run on ``t``'s platform or JetPack (None when it can). A Jetson build for
+    another machine, or another build for a Jetson before SBSA, is a build of another kind (code
+    ``jetson``): explanations leave it out, as they do builds of another accelerator."""
     jp = _jetpack(provider, t)
     if jp is not None and not jp.sbsa:
         return _jetpack_build(b, jp)
     if b.jetpack:
-        return No("platform", f"{b.variant} is built for Jetson modules (JetPack {b.jetpack}) only")
+        return No("jetson", f"{b.variant} is built for Jetson modules (JetPack {b.jetpack}) only")
     if not provider.on_platform(b, t.platform):
         return No("platform", f"no {t.platform} wheel of this build (matrices/platforms.toml)")
     return None
@@ -233,7 +235,7 @@ def _jetpack_build(b: Build, jp: JetPack) -> No | None:
     """Why ``b`` is not a build of NVIDIA's Jetson index for JetPack ``jp`` (None when it is)."""
     if b.jetpack == str(jp.version.major):
         return None
-    return No("platform", f"{b.variant} is not built for JetPack {jp.version.major}: a Jetson runs the "
+    return No("jetson", f"{b.variant} is not built for JetPack {jp.version.major}: a Jetson runs the "
               f"builds of NVIDIA's Jetson index for its JetPack ({jp.version}, CUDA {jp.cuda})")
 
 

@@ -111,6 +111,7 @@ class Resolution:
 class No:
     """Why a build does not fit: a code the explanations group by, and the text."""
 
-    code: str  # accelerator | pin | arch | arch-cuda | cudnn | driver | python | companion | platform | jetpack
+    code: str  # accelerator | jetson | pin | arch | arch-cuda | cudnn | driver | python | companion | platform
+    # | jetpack ("accelerator" and "jetson": a build of another kind than the target asks for)
     text: str
     needs: str = ""  # for arch-cuda: the CUDA major.minor the GPU needs
