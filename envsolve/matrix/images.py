@@ -165,7 +165,7 @@ def _candidate(provider: Provider, spec: ProjectSpec, target: Target, img: dict[
     if b is None:  # pure Python (keras): its Pythons are all that can fail
         pys = frozenset(p for p in rel.python if python_admits_minor(spec.python, p))
         why = [] if pys else [f"{label} has no wheel for Python {img.get('python', '')}"]
-        return Candidate(release=rel, build=None, pythons=pys), why
+        return Candidate(release=rel, build=None, pythons=pys, shared=provider.shared(rel, None)), why
     c = fit(provider, Cache(), spec, target, rel, b)
     if isinstance(c, No):
         return None, [f"{label}: {c.text}"]
