@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pytest_httpserver import HTTPServer
 
 from envsolve.data import data_dir, load_dir
 from envsolve.provider import Provider
@@ -63,3 +65,22 @@ def resolve(text: str, graph: Provider) -> list[Resolution]:
 def pkg(r: Resolution, name: str) -> tuple[str, str]:
     p = next(p for p in r.packages if p.name == name)
     return p.version, p.variant
+
+
+INDEX = HERE / "fixtures" / "index"  # a recorded package index (tests/test_refresh.py)
+JSON = "application/vnd.pypi.simple.v1+json"
+
+
+@pytest.fixture
+def recorded_index(httpserver: HTTPServer) -> Iterator[HTTPServer]:
+    """The recorded index: JSON pages, keras as HTML only (the fallback), metadata files; 404 else."""
+    httpserver.no_handler_status_code = 404
+    for p in sorted((INDEX / "simple").glob("*.json")):
+        if p.stem != "keras":
+            httpserver.expect_request(f"/simple/{p.stem}/").respond_with_data(p.read_bytes(), content_type=JSON)
+    httpserver.expect_request("/simple/keras/").respond_with_data(
+        (INDEX / "simple" / "keras.html").read_bytes(), content_type="text/html")
+    for f in sorted((INDEX / "files").glob("*.metadata")):
+        httpserver.expect_request(f"/files/{f.name}").respond_with_data(f.read_bytes())
+    yield httpserver
+    httpserver.no_handler_status_code = 500

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,6 @@ from pytest_httpserver import HTTPServer
 from envsolve.cli import main
 from tests.conftest import FIXTURE
 from tests.fakeindex import Wheel, serve
-from tests.test_refresh import INDEX, JSON
 
 _TMP = re.compile(r"^\..+\.\d+\.[0-9a-f]{8}\.tmp$")  # envsolve's temporary files: .NAME.PID.8HEX.tmp
 RUNS = 20  # at once
@@ -128,29 +127,15 @@ def test_concurrent_and_killed_matrix_renders_leave_old_or_new_files_whole(tmp_p
 # ----------------------------------------------------------------------------- refresh --write
 
 
-@pytest.fixture
-def index(httpserver: HTTPServer) -> Iterator[HTTPServer]:
-    """The recorded index of tests/test_refresh.py (JSON pages, keras as HTML, metadata files)."""
-    httpserver.no_handler_status_code = 404
-    for p in sorted((INDEX / "simple").glob("*.json")):
-        if p.stem != "keras":
-            httpserver.expect_request(f"/simple/{p.stem}/").respond_with_data(p.read_bytes(), content_type=JSON)
-    httpserver.expect_request("/simple/keras/").respond_with_data(
-        (INDEX / "simple" / "keras.html").read_bytes(), content_type="text/html")
-    for f in sorted((INDEX / "files").glob("*.metadata")):
-        httpserver.expect_request(f"/files/{f.name}").respond_with_data(f.read_bytes())
-    yield httpserver
-
-
 def test_concurrent_and_killed_refresh_writes_leave_old_or_new_matrices_whole(tmp_path: Path,
-                                                                              index: HTTPServer) -> None:
+                                                                              recorded_index: HTTPServer) -> None:
     out = tmp_path / "matrices"
     out.mkdir()
     for p in FIXTURE.glob("*.toml"):
         (out / p.name).write_bytes(p.read_bytes())
     old = _tree(out)
     argv = [sys.executable, "-m", "envsolve", "--matrices", str(out), "refresh", "--index-url",
-            index.url_for("/simple"), "--no-cache", "--backoff", "0", "--write", "--data-version", "2026-11-22"]
+            recorded_index.url_for("/simple"), "--no-cache", "--backoff", "0", "--write", "--data-version", "2026-11-22"]
     _timed(argv, tmp_path)
     new = _tree(out)
     assert {n for n in new if new[n] != old[n]} == {"jax.toml", "keras.toml", "tensorflow.toml", "torch.toml"}

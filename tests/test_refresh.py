@@ -12,7 +12,6 @@ import os
 import shutil
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,15 +28,13 @@ from envsolve.index import pages as ix
 from envsolve.index.client import IndexClient
 from envsolve.provider import Provider
 from envsolve.refresh import survey
-from tests.conftest import FIXTURE
+from tests.conftest import FIXTURE, INDEX, JSON
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-INDEX = Path(__file__).parent / "fixtures" / "index"
-JSON = "application/vnd.pypi.simple.v1+json"
 REAL_ENV = dict(os.environ)  # before the autouse fixture points every index at .invalid
 TORCH_214 = "torch-2.14.0-cp312-cp312-manylinux_2_28_x86_64.whl"
 
@@ -154,18 +151,8 @@ def test_gpu_extras_and_their_ranges() -> None:
 
 
 @pytest.fixture
-def index(httpserver: HTTPServer) -> Iterator[HTTPServer]:
-    """The recorded index: JSON pages, keras as HTML only (the fallback), metadata files; 404 else."""
-    httpserver.no_handler_status_code = 404
-    for p in sorted((INDEX / "simple").glob("*.json")):
-        if p.stem != "keras":
-            httpserver.expect_request(f"/simple/{p.stem}/").respond_with_data(p.read_bytes(), content_type=JSON)
-    httpserver.expect_request("/simple/keras/").respond_with_data(
-        (INDEX / "simple" / "keras.html").read_bytes(), content_type="text/html")
-    for f in sorted((INDEX / "files").glob("*.metadata")):
-        httpserver.expect_request(f"/files/{f.name}").respond_with_data(f.read_bytes())
-    yield httpserver
-    httpserver.no_handler_status_code = 500
+def index(recorded_index: HTTPServer) -> HTTPServer:
+    return recorded_index
 
 
 @pytest.fixture
