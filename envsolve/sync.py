@@ -63,7 +63,7 @@ from packaging.version import InvalidVersion, Version
 
 from .config import Credential
 from .errors import CheckFailed, LockError, Problem, ResolveError, SpecError
-from .files import SPEC_CAP, read_bytes, write_atomic
+from .files import SPEC_CAP, folder_lock, read_bytes, write_atomic
 from .host.doctor import Finding, check_host, pick_environment, report_lines, where
 from .host.facts import HostFacts
 from .lock import model as lockfile
@@ -489,13 +489,15 @@ def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], t
     _not_installed(env, talk)
     files = _requirements(lock, request.lock_path, env)  # refuses what no file may carry before anything is made
     venv = request.venv_path
-    _make_venv(venv, env.python, talk)
-    plan = _plan(env, _installed(venv), _read_marker(venv))
-    if plan.remove or plan.install:
-        _remove(venv, plan.remove, talk)
-        _install(venv, files, plan, talk, url_credentials(_spec_path(lock, request.lock_path)))
-        _verify(env, venv)
-    _write_marker(venv, _marker(lock, env))
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with folder_lock(venv.parent):  # syncs of one venv take turns: none finds another's half-made venv
+        _make_venv(venv, env.python, talk)
+        plan = _plan(env, _installed(venv), _read_marker(venv))
+        if plan.remove or plan.install:
+            _remove(venv, plan.remove, talk)
+            _install(venv, files, plan, talk, url_credentials(_spec_path(lock, request.lock_path)))
+            _verify(env, venv)
+        _write_marker(venv, _marker(lock, env))
     done = Synced(environment=env.name, venv=venv, packages=len(env.packages), installed=plan.install,
                   removed=plan.remove)
     talk.say(summary(done))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -157,7 +158,7 @@ main()
 """
 
 
-def test_a_killed_sync_leaves_a_venv_the_next_sync_repairs(tmp_path: Path, httpserver: HTTPServer,
+def test_concurrent_and_killed_syncs_leave_a_venv_the_next_sync_repairs(tmp_path: Path, httpserver: HTTPServer,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     url = serve(httpserver, [Wheel("requests", "2.32.3", requires=["idna"]), Wheel("idna", "3.10")])
     monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", url)
@@ -171,11 +172,13 @@ def test_a_killed_sync_leaves_a_venv_the_next_sync_repairs(tmp_path: Path, https
     argv = [sys.executable, "-c", _FAKE_HOST, "sync", str(tmp_path / "envsolve.lock"), "--venv", str(venv)]
     alone = _timed(argv, tmp_path)
     rng = random.Random(4)
-    for _ in range(6):  # each run killed at a random point, the venv left as it is
+    for _ in range(3):  # runs killed at a random point, the venv left as it is
         proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0, alone))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
+    shutil.rmtree(venv)  # the storm makes the venv too
+    _storm(argv, tmp_path, seed=5, alone=alone)  # concurrent syncs of one venv take turns; every one not killed succeeds
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     code = "import importlib.metadata as m; print(sorted((d.metadata['Name'], d.version) for d in m.distributions()))"
