@@ -61,13 +61,14 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .config import Credential
+from .config import Credential, scrub
 from .errors import CheckFailed, LockError, Problem, ResolveError, SpecError
 from .files import SPEC_CAP, folder_lock, read_bytes, write_atomic
 from .host.doctor import Finding, check_host, pick_environment, report_lines, where
 from .host.facts import HostFacts
 from .lock import model as lockfile
 from .lock.model import Environment, Lock, Package
+from .lock.resolve import uv_command, uv_environ
 from .provider import Provider
 from .spec import url_credentials
 from .voice import Voice
@@ -193,50 +194,20 @@ def _not_installed(env: Environment, talk: Voice) -> None:
 # ---------------------------------------------------------------------------- uv
 
 
-def _uv() -> str:
-    try:
-        from uv import find_uv_bin
-    except ImportError:  # pragma: no cover - uv is a dependency
-        raise ResolveError("uv is not installed, and sync needs it", tip="pip install uv (envsolve depends on it)"
-                           ) from None
-    return str(find_uv_bin())
-
-
-def _uv_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """uv's environment: this process's without the user's uv settings, pip's certificate bundle
-    when pip has one and no other is set."""
-    from .config import pip_config
-
-    env = {k: v for k, v in (os.environ if environ is None else environ).items() if not k.startswith("UV_")}
-    cert = pip_config(env).get("cert", "")
-    if cert and not env.get("SSL_CERT_FILE"):
-        env["SSL_CERT_FILE"] = cert
-    return env
-
-
-def _scrub(text: str) -> str:
-    """``text`` with the credentials of every URL in it dropped."""
-    from .config import strip_credentials
-
-    return re.sub(r"[a-z][a-z0-9+.-]*://\S+", lambda m: strip_credentials(m.group(0))[0], text)
-
-
 def _uv_run(args: Sequence[str], what: str, tip: str, netrc: Path | None = None) -> str:
     """Run uv (its ``--no-config`` and envsolve's cache added; ``netrc``, when given, as its
     ``NETRC``); its stdout; raises :class:`ResolveError` (exit 1) saying ``what`` failed, with uv's
     own words."""
-    from .paths import cache_dir
-
-    env = _uv_environ()
+    env = uv_environ(os.environ)
     if netrc is not None:
         env["NETRC"] = str(netrc)
-    cmd = [_uv(), *args, "--no-config", "--cache-dir", str(cache_dir(env) / "uv")]
+    cmd = uv_command(args, env, needed_by="sync", tip="pip install uv (envsolve depends on it)")
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     except OSError as e:
         raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
     if done.returncode != 0:
-        said = "\n  ".join(_scrub(done.stderr).strip().splitlines()[-12:]) or "uv failed without a message"
+        said = "\n  ".join(scrub(done.stderr).strip().splitlines()[-12:]) or "uv failed without a message"
         raise ResolveError(f"{what}:\n  {said}", tip=tip)
     return done.stdout
 
@@ -412,7 +383,7 @@ def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Voice,
     from .config import write_netrc
 
     with tempfile.TemporaryDirectory(prefix="envsolve-sync-") as tmp:  # private: mode 0700
-        netrc = write_netrc(credentials, Path(tmp), _uv_environ())
+        netrc = write_netrc(credentials, Path(tmp), os.environ)
         for name, text in files.items():
             wanted = sorted(_names_in(text) & set(plan.install))
             if not wanted:

@@ -49,7 +49,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["WAYS_OUT", "Conflict", "Pin", "UvClash", "resolve", "uv_clash"]
+__all__ = ["WAYS_OUT", "Conflict", "Pin", "UvClash", "resolve", "uv_clash", "uv_command", "uv_environ"]
 
 WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no network); lock from "
              "envsolve's cache alone with --offline (once a lock with the network has filled it); or point the "
@@ -74,13 +74,28 @@ def _canon(name: str) -> str:
     return str(canonicalize_name(name))
 
 
-def _uv() -> str:
+def uv_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of every uv run of envsolve's: ``environ`` without the user's uv settings
+    (``UV_*``: they would change a lock or widen where an install reads from), with pip's
+    certificate bundle when pip has one and no other is set."""
+    from ..config import pip_config
+
+    env = {k: v for k, v in environ.items() if not k.startswith("UV_")}
+    cert = pip_config(env).get("cert", "")
+    if cert and not env.get("SSL_CERT_FILE"):
+        env["SSL_CERT_FILE"] = cert
+    return env
+
+
+def uv_command(args: Sequence[str], env: Mapping[str, str], *, needed_by: str, tip: str) -> list[str]:
+    """uv's command line as envsolve runs it everywhere (the full lock, sync): its binary, ``args``,
+    envsolve's cache folder, the system's CA certificates (as pip's configuration uses here) and
+    no uv.toml. ``needed_by`` and ``tip`` say who needs uv when it is missing."""
     try:
         from uv import find_uv_bin
     except ImportError:  # pragma: no cover - uv is a dependency
-        raise ResolveError("uv is not installed, and the full lock needs it",
-                           tip="pip install uv (envsolve depends on it), or lock with --frameworks-only") from None
-    return str(find_uv_bin())
+        raise ResolveError(f"uv is not installed, and {needed_by} needs it", tip=tip) from None
+    return [str(find_uv_bin()), *args, "--cache-dir", str(cache_dir(env) / "uv"), "--native-tls", "--no-config"]
 
 
 def _explicit_indexes(pins: Sequence[Pin]) -> dict[str, Any]:
@@ -256,16 +271,16 @@ class _Ask:
 
 def _command(ask: _Ask, env: Mapping[str, str]) -> list[str]:
     """uv's command line for ``ask``, run in the scratch folder."""
-    cmd = [_uv(), "pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
-           "--python-version", ask.python,
-           "--python-platform", f"{WHEEL_MACHINE[ask.platform]}-manylinux_2_28",  # glibc 2.28+, as the images
-           "--no-header", "--no-annotate",
-           "--quiet", "--output-file", "pylock.toml",
-           "--cache-dir", str(cache_dir(env) / "uv"),
-           # the target is --python-version; this interpreter only builds an sdist's metadata, and
-           # uv must not try to download one (that costs seconds, and offline fails)
-           "--python", sys.executable, "--no-python-downloads",
-           "--native-tls"]  # the system's CA certificates, as pip's configuration uses here
+    cmd = uv_command(["pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
+                      "--python-version", ask.python,
+                      "--python-platform", f"{WHEEL_MACHINE[ask.platform]}-manylinux_2_28",  # glibc 2.28+ as images
+                      "--no-header", "--no-annotate",
+                      "--quiet", "--output-file", "pylock.toml",
+                      # the target is --python-version; this interpreter only builds an sdist's metadata, and
+                      # uv must not try to download one (that costs seconds, and offline fails)
+                      "--python", sys.executable, "--no-python-downloads"],
+                     env, needed_by="the full lock",
+                     tip="pip install uv (envsolve depends on it), or lock with --frameworks-only")
     cmd += ["--default-index", ask.default_index] if ask.default_index else []
     cmd += ["--offline"] if ask.offline else []
     cmd += ["--exclude-newer", ask.exclude_newer] if ask.exclude_newer else []
@@ -378,7 +393,7 @@ def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequenc
     it; uv's messages are shown without credentials. Raises
     :class:`ResolveError` for a conflict, an unreachable index or (offline) a missing file."""
     # environ: settings over this process's; the user's uv settings do not change a lock
-    env = {k: v for k, v in {**os.environ, **(environ or {})}.items() if not k.startswith("UV_")}
+    env = uv_environ({**os.environ, **(environ or {})})
     env["UV_HTTP_RETRIES"] = "0"  # envsolve's retries, said, instead of uv's silent ones
     ask = _Ask(python=python, platform=platform, pins=pins, pip=pip, default_index=default_index, offline=offline,
                exclude_newer=exclude_newer, upgrade=upgrade)
