@@ -1,20 +1,11 @@
-"""The ``envsolve`` command: a lock whose inputs are unchanged is replayed (:mod:`envsolve.lock.replay`)
-before click and the solver are imported; everything else goes to :mod:`envsolve.cli`."""
+"""The ``envsolve`` command (and ``python -m envsolve``): see :mod:`envsolve.entry` (the replay, a
+plain lock without click, else the click command line)."""
 
 from __future__ import annotations
 
-import sys
+from .entry import main
 
-
-def main() -> None:
-    from .lock.replay import replay
-
-    if replay(sys.argv[1:]):
-        sys.exit(0)
-    from .cli import main as cli
-
-    cli()
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
     main()

@@ -165,41 +165,24 @@ def _lock_options(fn: F) -> F:
     return fn
 
 
-def _say(line: str, kind: Said, err: bool) -> None:
-    """A line of `envsolve lock` through the console: the product always, the rest as -q/-v say."""
-    console = ui.console()
-    console.done()  # the lock's own lines come once its long work is over
-    if kind == "out":
-        console.out(line)
-    elif kind == "warn":
-        console.warn(line)
-    else:
-        console.say(line, err=err)
-
-
 @main.command()
 @click.argument("spec_path", default="project.toml", type=click.Path(path_type=Path))
 @_lock_options
 @_handles_errors
 def lock(spec_path: Path, **chosen: Any) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
-    from .lock.job import Request, lock_command
+    from .entry import lock as lock_job
     from .voice import Voice
 
     provider = _provider()
-    ui.console().detail(f"spec: {spec_path}")
-    spec, blob = _read_spec(spec_path, provider)
-    if chosen["host"]:
-        spec = _for_host(spec, provider)
     ctx = click.get_current_context()
     typed = [dest for dest in chosen if ctx.get_parameter_source(dest) == click.core.ParameterSource.COMMANDLINE]
-    request = Request.of(spec_path, chosen, typed=typed)
     console = ui.console()
     console.detail("lock replay: not consulted with -v (it answers a plain `envsolve lock` whose inputs are "
                    "unchanged); solving")
-    lock_command(provider, spec, blob, request, say=_say,
-                 render=lambda data, path: _artifacts(data, path, None, None),
-                 voice=Voice(progress=_progress("lock"), detail=console.detail, warn=console.warn))
+    lock_job(provider, spec_path, chosen, typed, host=_for_host,
+             render=lambda data, path: _artifacts(data, path, None, None),
+             voice=Voice(progress=_progress("lock"), detail=console.detail, warn=console.warn))
 
 
 def _artifacts(data: Lock, lock_path: Path, out_dir: Path | None, target: str | None,

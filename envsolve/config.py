@@ -27,8 +27,6 @@ index is pip's setting on this machine and stays as pip has it (never in a lock)
 
 from __future__ import annotations
 
-import configparser
-import netrc as netrc_module
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -54,6 +52,8 @@ _PIP_VARIABLES = (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA
 
 def _pip_file_settings(path: Path) -> dict[str, tuple[str, str, str]]:
     """The settings one pip configuration file gives ({} when it cannot be read)."""
+    import configparser
+
     parser = configparser.RawConfigParser()
     try:
         parser.read(path, encoding="utf-8")
@@ -279,6 +279,8 @@ def user_netrc(env: Mapping[str, str]) -> Path | None:
 
 def _hosts_of(path: Path) -> set[str]:
     """The machines a netrc names (none when it cannot be read)."""
+    import netrc as netrc_module
+
     try:
         return set(netrc_module.netrc(str(path)).hosts)
     except (OSError, netrc_module.NetrcParseError, UnicodeDecodeError):

@@ -96,6 +96,7 @@ class Provider:
         self._images = _grouped(m.images, lambda i: i.accelerator)
         self._conda = _grouped(m.conda, lambda c: c.framework)
         self._toolkits = _grouped(m.toolkits, lambda t: t.version.prefix(2))
+        self._native: dict[tuple[int, ...], Dotted | None] = {}  # native_driver_min by CUDA major.minor
         release_of = {(r.package, r.version): r for r in m.releases}
         self._shared = {(r.package, r.version, ""): shared_of(r, None) for r in m.releases}
         self._shared.update({(b.package, b.version, b.variant): shared_of(release_of[b.package, b.version], b)
@@ -140,7 +141,14 @@ class Provider:
     def native_driver_min(self, cuda: Dotted) -> Dotted | None:
         """The oldest driver that runs CUDA ``major.minor`` natively (its GA release's floor), never
         below an earlier minor's of the same major: a floor that is not known (a low row) cannot
-        claim native support older drivers lack."""
+        claim native support older drivers lack. Worked out once per minor (each asks every
+        earlier one)."""
+        key = cuda.prefix(2)
+        if key not in self._native:
+            self._native[key] = self._native_driver_min(cuda)
+        return self._native[key]
+
+    def _native_driver_min(self, cuda: Dotted) -> Dotted | None:
         ts = self.toolkits(cuda)
         own = min((t.driver_min for t in ts), default=None)
         if own is None:

@@ -15,9 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 
 from .config import Credential, check_url, index_credentials, requirement_credentials
 from .domain import (
@@ -298,7 +296,7 @@ class _ProjectParser(SectionParser):
 
     def _framework_name(self, name: str, key: str) -> str | None:
         """The framework or companion ``name`` is (its canonical project name), or None."""
-        canon = canonicalize_name(name)
+        canon = _canonical_name(name)
         if canon in FRAMEWORKS or canon in COMPANIONS:
             return canon
         known = [*FRAMEWORKS, *COMPANIONS]
@@ -577,7 +575,19 @@ def _number_as_text(raw: Any, key: str) -> Any:
     return str(raw) if is_whole and key != "driver" else raw
 
 
+def _canonical_name(name: str) -> str:
+    """``name`` as PEP 503 normalises it: a framework's or companion's own name is already so
+    (packaging, which costs more to import than a lock takes to solve, is asked only otherwise)."""
+    if name in FRAMEWORKS or name in COMPANIONS:
+        return name
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
+
+
 def _check_pip(item: str) -> str | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         Requirement(item)
     except InvalidRequirement as e:

@@ -15,7 +15,9 @@ hands them the console's methods.
   nothing, unless ``-v`` (then a plain line).
 
 Colour follows click's rule (only on a terminal) and is off with ``NO_COLOR`` (any non-empty
-value, see https://no-color.org) or ``--no-color``.
+value, see https://no-color.org) or ``--no-color``. click is imported only when it decides (a
+console whose colour is not yet known, as under the click command line): a plain lock, which
+runs without click (:mod:`envsolve.entry`), knows its colour from the start.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ import os
 import sys
 from dataclasses import dataclass
 from typing import Literal
-
-import click
 
 __all__ = ["EXIT_CODES", "Console", "Level", "console", "reset"]
 
@@ -36,6 +36,14 @@ EXIT_CODES = ("Exit codes: 0 success; 1 unsatisfiable spec or a failed check; "
               "2 bad input (the message names the file, key and value, with a TIP).")
 
 _STYLES = {"ERROR:": {"fg": "red", "bold": True}, "TIP:": {"fg": "cyan"}, "WARNING:": {"fg": "yellow"}}
+_SGR = {"red": 31, "yellow": 33, "cyan": 36, "bold": 1, "dim": 2}  # ANSI select-graphic-rendition codes
+
+
+def style(text: str, *, fg: str = "", bold: bool = False, dim: bool = False) -> str:
+    """``text`` in ANSI colour, byte for byte as ``click.style`` writes it (foreground, bold, dim,
+    then a reset)."""
+    codes = [c for c, on in ((fg, bool(fg)), ("bold", bold), ("dim", dim)) if on]
+    return "".join(f"\x1b[{_SGR[c]}m" for c in codes) + text + "\x1b[0m"
 
 
 @dataclass(slots=True)
@@ -83,7 +91,7 @@ class Console:
     def detail(self, text: str) -> None:
         """What the command reads and from where; only with ``-v``."""
         if self.verbose:
-            self._echo(click.style(text, dim=True), err=True)
+            self._echo(self._paint(text, dim=True), err=True)
 
     def progress(self, text: str) -> None:
         """What long work is doing now: rewritten in place on a terminal (and written again under
@@ -106,7 +114,14 @@ class Console:
     def _echo(self, text: str, *, err: bool = False, nl: bool = True) -> None:
         """One line, with the progress line moved out of its way and drawn again under it."""
         self._clear()
-        click.echo(text, nl=nl, err=err, color=self.color)
+        if self.color is None:  # click decides (it strips colour off a terminal, unless told not to)
+            import click
+
+            click.echo(text, nl=nl, err=err)
+        else:
+            stream = sys.stderr if err else sys.stdout
+            stream.write(text + "\n" if nl else text)
+            stream.flush()
         if self._status and (nl or text.endswith("\n")):
             self._draw()
 
@@ -122,12 +137,15 @@ class Console:
             sys.stderr.flush()
             self._live = False
 
-    @staticmethod
-    def _styled(text: str) -> str:
-        for prefix, style in _STYLES.items():
+    def _styled(self, text: str) -> str:
+        for prefix, how in _STYLES.items():
             if text.startswith(prefix):
-                return click.style(prefix, **style) + text[len(prefix):]  # type: ignore[arg-type]
+                return self._paint(prefix, **how) + text[len(prefix):]  # type: ignore[arg-type]
         return text
+
+    def _paint(self, text: str, **how: str | bool) -> str:
+        """``text`` styled, unless colour is off."""
+        return text if self.color is False else style(text, **how)  # type: ignore[arg-type]
 
 
 def _terminal() -> bool:

@@ -20,12 +20,8 @@ import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-
-from ..config import credential_warnings
 from ..domain import driver_text
 from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError, SpecError
 from ..files import LOCK_CAP, check_output, read_text, write_all
@@ -38,8 +34,12 @@ from . import model as lockfile
 from .options import LOCK_OPTIONS
 from .replay import Request as ReplayKey
 from .replay import data_version_of, request_of
-from .resolve import Pin
-from .steer import Steer
+
+if TYPE_CHECKING:  # the full lock's modules: a frameworks-only lock never imports them
+    from packaging.requirements import Requirement
+
+    from .resolve import Pin
+    from .steer import Steer
 
 __all__ = ["Options", "Outcome", "Request", "lock_command", "make", "stale_by_digests", "steered"]
 
@@ -87,7 +87,7 @@ class Outcome:
 
 
 def _upgrading(name: str, upgrading: set[str]) -> bool:
-    return str(canonicalize_name(name)) in upgrading
+    return bool(upgrading) and bool(_canonical([name]) & upgrading)
 
 
 def _kept_frameworks(old: lockfile.Lock, spec: ProjectSpec, upgrading: set[str]) -> dict[str, dict[str, str]]:
@@ -160,12 +160,14 @@ def steered(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
             ) -> tuple[ProjectSpec, tuple[Steer, ...], list[str]]:
     """``spec`` narrowed by what its pip packages ask (none with frameworks only), those asks, and
     a warning for each framework they pull that the project does not name."""
+    steers = () if opts.frameworks_only else _steers(spec, provider, urls, opts, voice)
+    if not steers:
+        return spec, steers, []
     from .steer import apply
 
-    steers = () if opts.frameworks_only else _steers(spec, provider, urls, opts, voice)
     warnings = [f"{st.package} requires {name}{raw}, which [frameworks] does not name: add {name} there so "
                 "that envsolve chooses its build for your GPUs" for st in steers for name, raw in st.unmanaged]
-    return (apply(spec, steers) if steers else spec), steers, warnings
+    return apply(spec, steers), steers, warnings
 
 
 def _resolutions(provider: Provider, spec: ProjectSpec, keep: Previous, opts: Options) -> list[Resolution]:
@@ -196,7 +198,7 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
     gives the versions to keep."""
     _refuse_upgrade_of_frameworks_only(opts)
     spec, steers, warnings = steered(spec, provider, urls, opts, voice)
-    upgrading = {str(canonicalize_name(n)) for n in opts.upgrade_packages}
+    upgrading = _canonical(opts.upgrade_packages)
     keep = _kept(out, spec, opts, upgrading)
 
     def build(resolutions: list[Resolution], full: Mapping[str, tuple[lockfile.Package, ...]] | None
@@ -215,8 +217,27 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
     else:
         resolutions, done = _settled(provider, spec, keep, opts, build, full, voice)
     return Outcome(lock=done, resolutions=resolutions, steers=steers,
-                   warnings=(*credential_warnings(spec.credentials), *warnings,
+                   warnings=(*_credential_warnings(spec), *warnings,
                              *([keep.warning] if keep.warning else [])))
+
+
+def _canonical(names: Collection[str]) -> set[str]:
+    """``names`` as PEP 503 normalises them (packaging, imported only when there are any)."""
+    if not names:
+        return set()
+    from packaging.utils import canonicalize_name
+
+    return {str(canonicalize_name(n)) for n in names}
+
+
+def _credential_warnings(spec: ProjectSpec) -> list[str]:
+    """:func:`envsolve.config.credential_warnings` of the spec's logins (the config module is
+    imported only when there are some)."""
+    if not spec.credentials:
+        return []
+    from ..config import credential_warnings
+
+    return credential_warnings(spec.credentials)
 
 
 # The full resolves a lock may take when uv finds its frameworks in conflict: the solver's answer,
@@ -282,7 +303,7 @@ def _framework_of(resolutions: list[Resolution], dist: str) -> tuple[str, str] |
         for c in r.choices:
             dists = [c.build.dist] if c.build and c.build.dist else []
             names = {c.package, *COMPANIONS_OF.get(c.package, ()), *dists}
-            if dist in {str(canonicalize_name(n)) for n in names}:
+            if dist in _canonical(names):
                 return c.package, c.release.raw
     return None
 
@@ -340,6 +361,8 @@ def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str],
 
 def _pins(env: lockfile.Environment) -> list[Pin]:
     """The frameworks as uv takes them: each of a non-default index routed to its URL alone."""
+    from .resolve import Pin
+
     return [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "")
             for p in env.frameworks]
 
@@ -520,6 +543,8 @@ def _refuse_bad_date(opts: Options) -> None:
 
 def _pinned(item: str) -> Requirement | None:
     """The requirement ``item`` when it bounds a version (no marker, no URL), else None."""
+    from packaging.requirements import Requirement
+
     req = Requirement(item)
     return req if req.specifier and not req.marker and not req.url else None
 
@@ -527,6 +552,8 @@ def _pinned(item: str) -> Requirement | None:
 def _contradiction(item: str, spec: ProjectSpec, provider: Provider) -> str | None:
     """Why the ``[packages] pip`` requirement ``item`` contradicts ``[frameworks]``: no release of
     the data that the framework's range admits (some) meets it. None when it does not."""
+    from packaging.utils import canonicalize_name
+
     req = _pinned(item)
     fw = spec.framework(str(canonicalize_name(req.name))) if req is not None else None
     if req is None or fw is None:

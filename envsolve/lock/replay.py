@@ -26,9 +26,9 @@ from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, read_bytes
 from ..paths import cache_dir, data_dir, pip_config_files
 from .options import LOCK_OPTIONS, Option, option_named
 
-__all__ = ["Request", "data_version_of", "parse", "replay", "request_of", "store"]
+__all__ = ["Request", "data_version_of", "given", "parse", "replay", "request_of", "store"]
 
-_FORMAT = b"envsolve-replay-1\0"
+_FORMAT = b"envsolve-replay-2\0"
 _ENV = ("ENVSOLVE_", "PIP_")
 _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME")
 _CODE = Path(__file__).resolve().parent.parent  # the whole envsolve package
@@ -78,6 +78,21 @@ def parse(argv: Sequence[str]) -> Request | None:
     return request_of(chosen.pop("", ""), chosen)
 
 
+def given(argv: Sequence[str]) -> tuple[Path, dict[str, object]] | None:
+    """``lock [SPEC]`` with only the options the replay reads: the spec's path and the options
+    given, by ``dest``, as click's options of the same table hold them (a flag True, a path a
+    ``Path``, a choice its text); None for anything else."""
+    if not argv or argv[0] != "lock":
+        return None
+    chosen = _values(list(argv[1:]))
+    if chosen is None:
+        return None
+    kinds = {o.dest: o.kind for o in _REPLAYED}
+    values: dict[str, object] = {dest: True if kinds[dest] == "flag" else Path(text) if kinds[dest] == "path" else text
+                                 for dest, text in chosen.items() if dest}
+    return Path(chosen.get("", "") or "project.toml"), values
+
+
 def request_of(spec: str, given: Mapping[str, object]) -> Request:
     """The request of a spec path and the replayed options given on the command line (by ``dest``:
     argv's text or click's value, the same request either way)."""
@@ -117,15 +132,14 @@ def _pip_files(environ: Mapping[str, str]) -> Iterator[tuple[str, bytes]]:
             yield f"pip {path}", b"\0absent"
 
 
-def _inputs(request: Request, environ: Mapping[str, str], lock: bytes | None) -> Iterator[tuple[str, bytes]]:
-    """Everything the lock command reads, labelled, in a fixed order."""
+def _settled(request: Request, environ: Mapping[str, str]) -> Iterator[tuple[str, bytes]]:
+    """Every input but the spec and the lock on disk, labelled, in a fixed order: what cannot
+    change between the replay's look-up and a full lock's :func:`store` in the same run."""
     yield "python", sys.version.encode()
     yield "cwd", os.getcwd().encode()
     yield "request", "\0".join(request).encode()
     yield from ((f"env {name}", environ[name].encode()) for name in sorted(environ)
                 if name.startswith(_ENV) or name in _ENV_NAMES)
-    yield "spec", read_bytes(Path(request[0]), SPEC_CAP)
-    yield "lock on disk", b"\0absent" if lock is None else lock  # a re-lock keeps its versions
     yield from _files("data", sorted(Path(environ.get("ENVSOLVE_MATRICES") or data_dir()).glob("*.toml")))
     yield from _files("code", sorted(_CODE.rglob("*.py")), _CODE)
     for name in _LIBRARIES:
@@ -133,10 +147,23 @@ def _inputs(request: Request, environ: Mapping[str, str], lock: bytes | None) ->
     yield from _pip_files(environ)
 
 
+# the digest of :func:`_settled`'s inputs, by request and environment: a lock that solves after
+# the replay's look-up stores its entry without reading envsolve's code and data a second time
+_SETTLED: dict[tuple[Request, tuple[tuple[str, str], ...]], hashlib._Hash] = {}
+
+
 def _digest(request: Request, environ: Mapping[str, str], lock: bytes | None) -> str:
-    h = hashlib.sha256(_FORMAT)
-    for label, data in _inputs(request, environ, lock):
-        _add(h, label, data)
+    """The digest of everything the lock command reads: :func:`_settled`'s inputs, the spec's bytes
+    and the lock on disk (a re-lock keeps its versions)."""
+    key = (request, tuple(sorted(environ.items())))
+    if key not in _SETTLED:
+        h = hashlib.sha256(_FORMAT)
+        for label, data in _settled(request, environ):
+            _add(h, label, data)
+        _SETTLED[key] = h
+    h = _SETTLED[key].copy()
+    _add(h, "spec", read_bytes(Path(request[0]), SPEC_CAP))
+    _add(h, "lock on disk", b"\0absent" if lock is None else lock)
     return h.hexdigest()
 
 

@@ -1,0 +1,123 @@
+"""Where the ``envsolve`` command starts, and the parts of `envsolve lock` its two ways in share.
+
+1. A lock whose inputs are unchanged is replayed (:mod:`envsolve.lock.replay`), before anything
+   else is imported.
+2. Any other plain lock (the spec and the options the replay reads, no option from the
+   environment) runs here without click: the command line's parser and its twenty commands cost
+   a changed spec more than its solve. The options are read by the same table click's are made
+   from (:data:`envsolve.lock.options.LOCK_OPTIONS`, through the replay's reader), and the lock is
+   made by the same :func:`lock` as the click command's, so the two answer alike, byte for byte.
+3. Everything else goes to :mod:`envsolve.cli`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the replay runs before anything is imported: this module imports nothing else first
+    from . import ui
+    from .lock.job import Render, Said
+    from .provider import Provider
+    from .spec import ProjectSpec
+    from .voice import Voice
+
+__all__ = ["lock", "main", "plain_lock", "say_lock_line"]
+
+
+def main() -> None:
+    from .lock.replay import replay
+
+    argv = sys.argv[1:]
+    if replay(argv):
+        sys.exit(0)
+    if plain_lock(argv):
+        sys.exit(0)
+    from .cli import main as cli
+
+    cli()
+
+
+def say_lock_line(line: str, kind: Said, err: bool) -> None:
+    """A line of `envsolve lock` through the console: the product always, the rest as -q/-v say."""
+    from . import ui
+
+    console = ui.console()
+    console.done()  # the lock's own lines come once its long work is over
+    if kind == "out":
+        console.out(line)
+    elif kind == "warn":
+        console.warn(line)
+    else:
+        console.say(line, err=err)
+
+
+def lock(provider: Provider, spec_path: Path, chosen: Mapping[str, Any], typed: Collection[str], *,
+         render: Render, voice: Voice, host: Callable[[ProjectSpec, Provider], ProjectSpec] | None = None) -> None:
+    """`envsolve lock SPEC_PATH` with the options' values ``chosen`` (by ``dest``; ``typed`` those
+    given on the command line), the spec made for this machine by ``host`` with ``--host``."""
+    from .files import SPEC_CAP, user_input
+    from .lock.job import Request, lock_command
+    from .spec import parse_spec
+    from .ui import console
+
+    console().detail(f"spec: {spec_path}")
+    text, blob = user_input(spec_path, SPEC_CAP, "pass the path of your project.toml (see examples/project.toml)")
+    spec = parse_spec(text, str(spec_path), provider)
+    if chosen["host"] and host is not None:
+        spec = host(spec, provider)
+    request = Request.of(spec_path, chosen, typed=typed)
+    lock_command(provider, spec, blob, request, say=say_lock_line, render=render, voice=voice)
+
+
+def plain_lock(argv: list[str], environ: Mapping[str, str] | None = None) -> bool:
+    """Run ``argv`` when it is a plain `envsolve lock` (see the module docstring); False when it is
+    anything else, which the click command line then answers."""
+    from . import ui
+    from .lock.options import LOCK_OPTIONS
+    from .lock.replay import given
+
+    env = os.environ if environ is None else environ
+    if env.get("ENVSOLVE_MATRICES") or any(o.envvar and env.get(o.envvar) for o in LOCK_OPTIONS):
+        return False
+    found = given(argv)
+    if found is None:
+        return False
+    spec_path, typed = found
+    chosen = {o.dest: typed.get(o.dest, _DEFAULTS[o.kind](o.default)) for o in LOCK_OPTIONS}
+    console = ui.reset()
+    console.color = not env.get("NO_COLOR") and sys.stderr.isatty()
+    _run(spec_path, chosen, typed, console)
+    return True
+
+
+# what an option the command line does not give holds, by its kind (as click's options of the same table)
+_DEFAULTS: dict[str, Callable[[str], Any]] = {
+    "flag": lambda _: False, "path": lambda _: None, "choice": str, "text": str, "multiple": lambda _: (),
+}
+
+
+def _run(spec_path: Path, chosen: Mapping[str, Any], typed: Collection[str], console: ui.Console) -> None:
+    """The lock, its errors as the click command line reports them: ERROR, TIP and the exit code."""
+    from .data import load
+    from .errors import EnvsolveError
+    from .provider import Provider
+    from .voice import Voice
+
+    try:
+        provider = Provider(load())
+        lock(provider, spec_path, chosen, typed, render=_never,
+             voice=Voice(progress=lambda line: console.progress(f"lock: {line}"), detail=console.detail,
+                         warn=console.warn))
+    except EnvsolveError as e:
+        console.error(e.message, e.tip or "")
+        sys.exit(e.exit_code)
+    finally:
+        console.done()
+
+
+def _never(*_: object) -> Mapping[Path, str]:
+    raise AssertionError("a plain lock has no --render")  # --render is no option the replay reads
