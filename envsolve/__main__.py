@@ -1,11 +1,26 @@
-"""The ``envsolve`` command (and ``python -m envsolve``): see :mod:`envsolve.entry` (the replay, a
-plain lock without click, else the click command line)."""
+"""The ``envsolve`` command: a lock whose inputs are unchanged is replayed (:mod:`envsolve.lock.replay`)
+before anything else is imported; any other plain lock runs without click
+(:func:`envsolve.command.plain_lock`); everything else goes to :mod:`envsolve.cli`."""
 
 from __future__ import annotations
 
-from .entry import main
+import sys
 
-__all__ = ["main"]
+
+def main() -> None:
+    from .lock.replay import replay
+
+    argv = sys.argv[1:]
+    if replay(argv):
+        sys.exit(0)
+    from .command import plain_lock
+
+    if plain_lock(argv):
+        sys.exit(0)
+    from .cli import main as cli
+
+    cli()
+
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,6 @@ from .lock.options import LOCK_OPTIONS, Option
 
 if TYPE_CHECKING:
     from .host.facts import HostFacts
-    from .lock.job import Said
     from .lock.model import Lock
     from .lock.steer import Steer
     from .matrix.cells import CellResult
@@ -171,7 +170,7 @@ def _lock_options(fn: F) -> F:
 @_handles_errors
 def lock(spec_path: Path, **chosen: Any) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
-    from .entry import lock as lock_job
+    from .command import lock as lock_job
     from .voice import Voice
 
     provider = _provider()

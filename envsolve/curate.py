@@ -13,10 +13,10 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import tomlkit
 from tomlkit.container import Container
 from tomlkit.items import AoT, Comment, Item, KeyType, SingleKey, Table, Whitespace
@@ -28,8 +28,7 @@ from .files import write_all
 __all__ = ["Row", "new_file_text", "row_text", "with_fields", "with_rows", "write_rows"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Row:
+class Row(msgspec.Struct, frozen=True, kw_only=True):
     """A new matrix row: its file, its table and its fields in writing order."""
 
     file: str

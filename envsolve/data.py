@@ -18,10 +18,10 @@ import os
 import pickle
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 from packaging.version import InvalidVersion, Version
 
 from .domain import (
@@ -77,23 +77,20 @@ _GPU_VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")  # the vendors of GPUs and 
 # ---------------------------------------------------------------------------- records
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Row:
+class _Row(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     confidence: str = "high"
     note: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ArchInfo(_Row):
+class ArchInfo(_Row, frozen=True, kw_only=True):
     name: str
     vendor: Vendor
     family: str
     compute_capability: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Gpu(_Row):
+class Gpu(_Row, frozen=True, kw_only=True):
     name: str
     vendor: Vendor
     arch: str
@@ -103,43 +100,37 @@ class Gpu(_Row):
     platform: Platform | Literal[""] = ""  # the platform it comes in (a superchip's Arm CPU, a Jetson); "": any
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CudaMajor(_Row):
+class CudaMajor(_Row, frozen=True, kw_only=True):
     major: int
     minor_compat_driver_min: Dotted | None = None  # None: no minor-version compatibility (CUDA 10 and older)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Toolkit(_Row):
+class Toolkit(_Row, frozen=True, kw_only=True):
     version: Dotted
     driver_min: Dotted
     archs: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DriverBranch(_Row):
+class DriverBranch(_Row, frozen=True, kw_only=True):
     branch: int
     cuda_max: Dotted
     unsupported_families: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Cudnn(_Row):
+class Cudnn(_Row, frozen=True, kw_only=True):
     version: Dotted
     cuda_major: int
     archs: tuple[str, ...]
     code: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Rocm(_Row):
+class Rocm(_Row, frozen=True, kw_only=True):
     version: Dotted
     latest: str
     gfx: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Release(_Row):
+class Release(_Row, frozen=True, kw_only=True):
     package: str
     version: Version
     raw: str
@@ -153,8 +144,7 @@ class Release(_Row):
     shared: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Build(_Row):
+class Build(_Row, frozen=True, kw_only=True):
     package: str
     version: Version
     raw: str
@@ -182,8 +172,7 @@ class Build(_Row):
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CondaBuild(_Row):
+class CondaBuild(_Row, frozen=True, kw_only=True):
     """What conda-forge publishes of one framework version."""
 
     name: str
@@ -219,15 +208,13 @@ class CondaBuild(_Row):
         return f"{self.name}={self.version}={self.build.format(cuda_nodot=cuda.replace('.', ''))}"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Tool(_Row):
+class Tool(_Row, frozen=True, kw_only=True):
     name: str
     version: str
     purpose: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Image(_Row):
+class Image(_Row, frozen=True, kw_only=True):
     repository: str
     accelerator: Accelerator
     version: Dotted
@@ -243,16 +230,14 @@ class Image(_Row):
         return f"{self.repository}:{tag}"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OsRelease(_Row):
+class OsRelease(_Row, frozen=True, kw_only=True):
     """A base image OS and the Python minor its own ``python3`` package is."""
 
     name: str
     python: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PlatformWheel(_Row):
+class PlatformWheel(_Row, frozen=True, kw_only=True):
     """Builds published for a platform other than the default one."""
 
     package: str
@@ -268,8 +253,7 @@ class PlatformWheel(_Row):
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PlatformImage(_Row):
+class PlatformImage(_Row, frozen=True, kw_only=True):
     """Tags of an image repository published for a platform other than the default one."""
 
     repository: str
@@ -277,8 +261,7 @@ class PlatformImage(_Row):
     versions: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JetPack(_Row):
+class JetPack(_Row, frozen=True, kw_only=True):
     """A JetPack release: what it installs on a Jetson and the modules it supports."""
 
     version: Dotted
@@ -292,16 +275,14 @@ class JetPack(_Row):
     sbsa: bool = False
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Kmd(_Row):
+class Kmd(_Row, frozen=True, kw_only=True):
     """The amdgpu kernel driver of a ROCm release and the ROCm user spaces tested with it."""
 
     version: Dotted
     user: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Matrices:
+class Matrices(msgspec.Struct, frozen=True, kw_only=True):
     """Every record of the shipped data, plus its data version and digest."""
 
     data_version: str
@@ -326,8 +307,9 @@ class Matrices:
 
 
 def _fast_pickling(*classes: type) -> None:
-    """Pickle records as a tuple of their fields (the compiled cache): dataclasses' own
-    ``__setstate__`` looks the fields up again for every object, which doubles the load time."""
+    """Pickle the versions inside records as a tuple of their fields (the compiled cache):
+    dataclasses' own ``__setstate__`` looks the fields up again for every object, which doubles
+    the load time (the records, msgspec structs, pickle fast by themselves)."""
     for cls in classes:
         names = tuple(f.name for f in dataclasses.fields(cls))
 
@@ -342,8 +324,7 @@ def _fast_pickling(*classes: type) -> None:
         cls.__setstate__ = setstate  # type: ignore[attr-defined]
 
 
-_fast_pickling(ArchInfo, Gpu, CudaMajor, Toolkit, DriverBranch, Cudnn, Rocm, Release, Build, CondaBuild, Tool, Image,
-               OsRelease, PlatformWheel, PlatformImage, JetPack, Kmd, Matrices, Dotted, Arch)
+_fast_pickling(Dotted, Arch)
 
 
 # ---------------------------------------------------------------------------- schema

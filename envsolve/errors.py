@@ -7,7 +7,8 @@ do next; the CLI prints them without a traceback and maps them to exit codes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 __all__ = [
     "EnvsolveError",
@@ -39,8 +40,7 @@ class EnvsolveError(Exception):
         return self.message
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     """One problem found while validating a file: where, and what."""
 
     file: str
@@ -146,8 +146,7 @@ class MissingProject(RefreshError):
     """The package index has no page for a project (HTTP 404)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Clash:
+class Clash(msgspec.Struct, frozen=True):
     """A fact that rules candidates out, in GPU terms."""
 
     subject: str  # what was rejected, e.g. "torch 2.5.1"

@@ -8,7 +8,6 @@ state; the solver's memo tables live in :class:`envsolve.solve.cache.Cache`.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import fnmatch
 import itertools
@@ -16,6 +15,8 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar
 
+import msgspec
+import msgspec.structs
 from packaging.specifiers import SpecifierSet
 
 from .data import (
@@ -273,7 +274,7 @@ class Provider:
         w = self.platform_wheel(b, platform) if platform != DEFAULT_PLATFORM else None
         if w is None or not w.archs:
             return b
-        return dataclasses.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
+        return msgspec.structs.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
 
     def on_platform(self, b: Build, platform: str) -> bool:
         """Whether ``b`` is published for ``platform``: every non-Jetson build for linux/amd64, a

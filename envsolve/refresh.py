@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -46,8 +46,7 @@ _NO_CUDA = "no CUDA libraries"
 
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RefreshFinding:
+class RefreshFinding(msgspec.Struct, frozen=True, kw_only=True):
     """A line of the report: ``changed`` (the index disagrees with a row), ``curate`` (a fact
     the metadata cannot give), or ``info``."""
 
@@ -56,8 +55,7 @@ class RefreshFinding:
     text: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RefreshPlan:
+class RefreshPlan(msgspec.Struct, frozen=True, kw_only=True):
     index_url: str
     newest: tuple[tuple[str, str, str], ...]  # package, newest on the index, newest in the matrices
     rows: tuple[Row, ...] = ()
@@ -70,14 +68,13 @@ class RefreshPlan:
         return sum(f.kind == "changed" for f in self.findings)
 
 
-@dataclass(slots=True)
-class _Survey:
+class _Survey(msgspec.Struct):
     reader: Reader
     m: Matrices
     pages: dict[str, Page]
     known_pythons: tuple[str, ...]
-    rows: list[Row] = field(default_factory=list)
-    findings: list[RefreshFinding] = field(default_factory=list)
+    rows: list[Row] = msgspec.field(default_factory=list)
+    findings: list[RefreshFinding] = msgspec.field(default_factory=list)
 
     def note(self, package: str, kind: FindingKind, text: str) -> None:
         self.findings.append(RefreshFinding(package=package, kind=kind, text=text))
@@ -284,8 +281,7 @@ def _companion_map(s: _Survey, fw: str) -> dict[str, dict[str, str]]:
     return out
 
 
-@dataclass(slots=True)
-class _NewRelease:
+class _NewRelease(msgspec.Struct):
     """One new release being written: its fields, what needs curation, and what its metadata says."""
 
     fw: str
@@ -294,8 +290,8 @@ class _NewRelease:
     py: str
     reqs: tuple[Requirement, ...]
     companions: dict[str, str]
-    fields: list[tuple[str, Any]] = field(default_factory=list)
-    curate: list[str] = field(default_factory=list)
+    fields: list[tuple[str, Any]] = msgspec.field(default_factory=list)
+    curate: list[str] = msgspec.field(default_factory=list)
 
     @property
     def raw(self) -> str:

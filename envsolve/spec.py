@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from .config import Credential, check_url, index_credentials, requirement_credentials
@@ -51,8 +52,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 INDEX_NAMES = ("pypi", *sorted(DEFAULT_INDEXES))  # the names [indexes] may set: the default and the routed ones
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FrameworkReq:
+class FrameworkReq(msgspec.Struct, frozen=True, kw_only=True):
     """One entry of ``[frameworks]``."""
 
     name: str
@@ -62,8 +62,7 @@ class FrameworkReq:
     asked_by: str = ""  # the [packages] pip releases whose Requires-Dist narrowed the range (see steer.py)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GpuReq:
+class GpuReq(msgspec.Struct, frozen=True, kw_only=True):
     """A GPU the target must serve: a model (``H100``) or a bare architecture (``sm_90``)."""
 
     label: str  # as the user wrote it
@@ -99,8 +98,7 @@ class Target:
         return self._hash
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ProjectSpec:
+class ProjectSpec(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     name: str
     python: SpecifierSet

@@ -54,10 +54,10 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -81,8 +81,7 @@ _MARKER_FORMAT = 1
 
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Request:
+class Request(msgspec.Struct, frozen=True, kw_only=True):
     """What `envsolve sync` was asked."""
 
     lock_path: Path
@@ -98,8 +97,7 @@ class Request:
         return self.venv or self.lock_path.parent / ".venv"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Synced:
+class Synced(msgspec.Struct, frozen=True, kw_only=True):
     """What a sync did."""
 
     environment: str
@@ -318,8 +316,7 @@ def _same_version(have: str, want: str) -> bool:
         return have == want
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Plan:
+class _Plan(msgspec.Struct, frozen=True, kw_only=True):
     remove: tuple[str, ...]  # installed names the lock does not hold
     install: tuple[str, ...]  # locked names to install: missing, another version, or not synced as locked
     reinstall: tuple[str, ...]  # of those, the names at the locked version whose files no sync of this record checked

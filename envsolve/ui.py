@@ -17,15 +17,16 @@ hands them the console's methods.
 Colour follows click's rule (only on a terminal) and is off with ``NO_COLOR`` (any non-empty
 value, see https://no-color.org) or ``--no-color``. click is imported only when it decides (a
 console whose colour is not yet known, as under the click command line): a plain lock, which
-runs without click (:mod:`envsolve.entry`), knows its colour from the start.
+runs without click (:mod:`envsolve.command`), knows its colour from the start.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 __all__ = ["EXIT_CODES", "Console", "Level", "console", "reset"]
 
@@ -46,8 +47,7 @@ def style(text: str, *, fg: str = "", bold: bool = False, dim: bool = False) -> 
     return "".join(f"\x1b[{_SGR[c]}m" for c in codes) + text + "\x1b[0m"
 
 
-@dataclass(slots=True)
-class Console:
+class Console(msgspec.Struct):
     level: Level = "normal"
     color: bool | None = None  # None: click decides (a terminal gets colour); False: never
     _live: bool = False  # a progress line is on the terminal now

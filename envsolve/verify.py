@@ -16,9 +16,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
+import msgspec
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -39,8 +39,7 @@ Page = dict[Version, tuple[ix.DistFile, ...]]
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Mismatch:
+class Mismatch(msgspec.Struct, frozen=True, kw_only=True):
     """One fact on which the data and the index disagree."""
 
     row: str  # "torch.toml torch 2.9.0 cu128"
@@ -49,23 +48,21 @@ class Mismatch:
     index: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Report:
+class Report(msgspec.Struct, frozen=True, kw_only=True):
     index_url: str
     checked: int  # facts compared
     mismatches: tuple[Mismatch, ...]
     warnings: tuple[str, ...]  # facts that could not be read, so were not compared
 
 
-@dataclass(slots=True)
-class _Ctx:
+class _Ctx(msgspec.Struct):
     reader: Reader
     m: Matrices
     known_pythons: tuple[str, ...] = ()
-    pages: dict[str, Page | None] = field(default_factory=dict)
+    pages: dict[str, Page | None] = msgspec.field(default_factory=dict)
     checked: int = 0
-    mismatches: list[Mismatch] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    mismatches: list[Mismatch] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     def page(self, name: str) -> Page | None:
         """Releases of ``name`` (yanked files dropped); None, with a warning, when the index lacks it."""

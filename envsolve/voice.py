@@ -8,7 +8,8 @@ that the command fills from its console (``ui.Console``); the default says nothi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 __all__ = ["SILENT", "Line", "Voice", "silent"]
 
@@ -19,8 +20,7 @@ def silent(_: str) -> None:
     """Say nothing (the default of every line)."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Voice:
+class Voice(msgspec.Struct, frozen=True, kw_only=True):
     say: Line = silent
     warn: Line = silent
     progress: Line = silent

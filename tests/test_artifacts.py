@@ -173,10 +173,10 @@ def test_a_hand_made_lock_with_a_line_break_is_refused_by_render(tmp_path: Path)
     assert r.exit_code == 0, r.output
     data = lockfile.read(tmp_path / "envsolve.lock")
     env = data.environments[0]
-    import dataclasses
+    import msgspec.structs
 
-    bad = dataclasses.replace(env, apt=("libgl1\nRUN evil",))
-    data = dataclasses.replace(data, environments=(bad,))
+    bad = msgspec.structs.replace(env, apt=("libgl1\nRUN evil",))
+    data = msgspec.structs.replace(data, environments=(bad,))
     with pytest.raises(Exception) as e:
         render_environment(data, bad)
     assert e.value.exit_code == 2  # type: ignore[attr-defined]

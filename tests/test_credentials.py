@@ -10,11 +10,11 @@ import base64
 import os
 import stat
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from msgspec.structs import replace
 from pytest_httpserver import HTTPServer
 from werkzeug.wrappers import Request, Response
 

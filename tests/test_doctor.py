@@ -1,9 +1,9 @@
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from msgspec.structs import replace
 
 from envsolve.cli import main
 from envsolve.host import detect as det

@@ -408,3 +408,41 @@ def test_streamed_formats_are_the_texts_of_the_whole_outputs(real_graph: Provide
     assert formats.printed("github", ms, nothing, "d", max_jobs=5) == '{"shards":[{"include":[]}]}\n'
     with pytest.raises(SpecError, match="there are 4 shards"):
         formats.printed("github", ms, rs, "d", max_jobs=5, shard=5)
+
+
+# ---------------------------------------------------------------------------- the fast way is the slow way
+
+_SAME_WAY = """[matrix]
+python = ["3.10", "3.12", "3.13"]
+torch = ["2.9.1", "2.7.1", "2.5.1", "2.3.1"]
+keras = ["3.15.1", "3.6.0"]
+accelerator = ["cpu", "cu118", "cu126", "cu128", "rocm6.2"]
+os = ["ubuntu22.04", "ubuntu24.04"]
+flavor = ["base", "runtime"]
+gpus = ["A100", "MI300X"]
+driver = "535.104.05"
+"""
+
+
+def _outcome(r: CellResult) -> tuple[object, ...]:
+    res = r.resolution
+    if res is None:
+        return (r.cell.id, False, r.reason)
+    return (r.cell.id, True, res.python, res.cuda, res.rocm, res.cudnn, res.driver_min, res.compat, res.base_image,
+            res.python_from, res.packages, res.warnings, res.models, res.tools)
+
+
+def test_a_matrix_solved_together_answers_as_each_cell_solved_alone(real_graph: Provider) -> None:
+    """`envsolve matrix` shares work between cells (one search per group of cells that differ only
+    in the image's OS or flavour, a refused group's answer reused, the parts of a resolution no
+    image changes made once); each cell solved on its own, with nothing shared, must agree."""
+    from envsolve.matrix.cells import iter_cells
+
+    ms = parse_matrix(_SAME_WAY, "m.toml", real_graph)
+    cells = ms.cells()
+    together = [_outcome(r) for r in iter_cells(real_graph, ms, cells)]
+    alone = [_outcome(next(iter_cells(real_graph, ms, [cell]))) for cell in cells]
+    assert len(together) == 480
+    assert together == alone
+    valid = sum(1 for o in together if o[1])
+    assert 0 < valid < len(together)  # both kinds of answer are compared

@@ -3,12 +3,12 @@ envsolve) says what envsolve.domain.kernels says, over every arch x GPU pair the
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import msgspec.structs
 import pytest
 
 from envsolve.data import Build
@@ -42,7 +42,7 @@ def _gpus(provider: Provider) -> list[Arch]:
 
 def _as_build(template: Build, entries: list[str]) -> Build:
     """A build whose arch list is ``entries`` (torch's form: ``sm_`` is SASS, ``compute_`` PTX)."""
-    return dataclasses.replace(template, archs=tuple(e for e in entries if e.startswith("sm_")),
+    return msgspec.structs.replace(template, archs=tuple(e for e in entries if e.startswith("sm_")),
                                ptx=tuple(e for e in entries if e.startswith("compute_")), gfx=())
 
 

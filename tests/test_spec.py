@@ -144,7 +144,7 @@ def test_the_platform_follows_the_gpus(real_graph: Provider) -> None:
 
 
 def test_gpus_of_two_platforms_in_one_target_are_named(real_graph: Provider) -> None:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     # no NVIDIA model in the data is x86-only; make the H100 one to see the message
     m = real_graph.m

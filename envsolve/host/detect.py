@@ -14,10 +14,12 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 from xml.etree import ElementTree
+
+import msgspec
+from msgspec.structs import replace
 
 from ..domain import Vendor
 from ..versions import parse_arch
@@ -51,15 +53,14 @@ _VISIBLE = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
 _T = TypeVar("_T")
 
 
-@dataclass(slots=True)
-class _Probe:
+class _Probe(msgspec.Struct):
     """The search path, roots and timeout of one detection, and the warnings it collects."""
 
     path: list[str]
     root: Path
     timeout: float
     nvml: bool = True  # whether NVML is tried (the tests serve recorded tool outputs instead)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     def which(self, name: str, *extra: Path) -> str | None:
         folders: tuple[str | Path, ...] = (*self.path, *extra)
@@ -554,8 +555,7 @@ def _vendor_of(g: GpuInfo) -> Vendor:
     return "amd" if g.gfx or re.match(r"(?i)^(amd|mi\d|radeon|rx )", g.name) else "nvidia"
 
 
-@dataclass(frozen=True, slots=True)
-class _Machine:
+class _Machine(msgspec.Struct, frozen=True):
     """What the host is, apart from its accelerators."""
 
     platform: HostOs

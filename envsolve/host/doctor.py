@@ -10,9 +10,9 @@ of the locked builds). It reads nothing itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
+import msgspec
 from packaging.version import InvalidVersion, Version
 
 from ..data import Build
@@ -34,8 +34,7 @@ Level = Literal["ok", "warn", "fail"]
 Subject = Literal["host", "driver", "gpu", "package", "container"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True, kw_only=True):
     """One result of the doctor: what it found about one subject, and the fix when it is not ok."""
 
     level: Level
@@ -86,8 +85,7 @@ def _report(f: Finding) -> list[str]:
     return [f"{f.level.upper():4}  {f.check}: {f.message}", *fix]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Checkup:
+class Checkup(msgspec.Struct, frozen=True, kw_only=True):
     """What `envsolve doctor` says: which environment of which lock it checked, on what, what it
     found installed, and each finding; its text and its JSON are made from these."""
 
@@ -194,8 +192,7 @@ def _jetpack(env: Environment, facts: HostFacts, provider: Provider) -> list[Fin
                         f"flash JetPack {env.jetpack}")]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Floors:
+class _Floors(msgspec.Struct, frozen=True, kw_only=True):
     """The drivers that run an environment's CUDA: natively and by minor-version compatibility,
     each raised to the lock's ``driver_min`` where a locked build or GPU asked for more."""
 

@@ -4,8 +4,10 @@ found them, completed from the data where the tools were silent. Nothing here re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+import msgspec.structs
 
 from ..domain import DEFAULT_PLATFORM, DOCKER_PLATFORM, Vendor
 from ..versions import parse_driver
@@ -25,8 +27,7 @@ def _or_none(value: str) -> str | None:
     return value or None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MigDevice:
+class MigDevice(msgspec.Struct, frozen=True, kw_only=True):
     """A MIG instance of a GPU: its profile (``1g.20gb``) and UUID, as nvidia-smi lists them."""
 
     profile: str
@@ -36,8 +37,7 @@ class MigDevice:
         return {"profile": self.profile, "uuid": _or_none(self.uuid)}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GpuInfo:
+class GpuInfo(msgspec.Struct, frozen=True, kw_only=True):
     """One GPU as the host reports it; the name is kept exactly as the tool printed it."""
 
     index: int
@@ -62,8 +62,7 @@ class GpuInfo:
                 "uuid": _or_none(self.uuid), **mig}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HostFacts:
+class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What :func:`detect` found: the facts, where they came from, and what went wrong."""
 
     vendor: Vendor
@@ -103,7 +102,7 @@ def complete(facts: HostFacts, provider: Provider) -> HostFacts:
     modules, unknown = _modules(facts, provider)
     cuda, cuda_from, bad_driver = _cuda_driver_max(facts, provider)
     vendor = "nvidia" if any(g not in facts.gpus for g in modules) else facts.vendor  # a Jetson's module
-    return replace(facts, vendor=vendor, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from,
+    return msgspec.structs.replace(facts, vendor=vendor, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from,
                    gpus=tuple(_with_arch(g, provider) for g in modules),
                    warnings=(*facts.warnings, *unknown, *bad_driver))
 
@@ -123,7 +122,7 @@ def _as_module(g: GpuInfo, facts: HostFacts, provider: Provider) -> tuple[GpuInf
     module = jetson_module(g.name, provider)
     if module is None:
         return None, f"the board {g.name!r} names no Jetson module in envsolve's data"
-    return replace(g, name=module), ""
+    return msgspec.structs.replace(g, name=module), ""
 
 
 def _with_arch(g: GpuInfo, provider: Provider) -> GpuInfo:
@@ -132,9 +131,9 @@ def _with_arch(g: GpuInfo, provider: Provider) -> GpuInfo:
     if model is None:
         return g
     if model.vendor == "amd":
-        return replace(g, gfx=model.arch)
+        return msgspec.structs.replace(g, gfx=model.arch)
     info = provider.arch_info(model.arch)
-    return replace(g, compute_capability=info.compute_capability) if info is not None else g
+    return msgspec.structs.replace(g, compute_capability=info.compute_capability) if info is not None else g
 
 
 def _cuda_driver_max(facts: HostFacts, provider: Provider) -> tuple[str, str, tuple[str, ...]]:

@@ -3,7 +3,8 @@ vendor, platform and, on a Jetson, its JetPack), keeping the ``[hardware]`` pins
 
 from __future__ import annotations
 
-from dataclasses import replace
+import msgspec
+import msgspec.structs
 
 from ..domain import DOCKER_PLATFORM, JETSON_PLATFORM, Platform, Vendor
 from ..errors import SpecError
@@ -33,7 +34,7 @@ def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[P
     cuda, rocm, rocm_driver = _kept_pins(base, vendor, jetson)
     host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=_host_driver(facts, vendor, jetson),
                   cuda=cuda, rocm=rocm, rocm_driver=rocm_driver, platform=platform, jetpack=jetpack, platform_why=why)
-    return replace(spec, targets=(host, *spec.targets[1:])), warnings + ([warning] if warning else [])
+    return msgspec.structs.replace(spec, targets=(host, *spec.targets[1:])), warnings + ([warning] if warning else [])
 
 
 def _host_gpus(facts: HostFacts, provider: Provider) -> tuple[list[GpuReq], list[str]]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from email.message import Message
 from email.parser import HeaderParser
 
+import msgspec
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -33,8 +33,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Metadata:
+class Metadata(msgspec.Struct, frozen=True, kw_only=True):
     """The parts of a core metadata file envsolve reads."""
 
     name: str
@@ -116,8 +115,7 @@ def gpu_extras(md: Metadata, python: str, platform: Platform = DEFAULT_PLATFORM)
     return tuple(sorted(e for e in md.provides_extra if adds_gpu(e)))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BundledFacts:
+class BundledFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What a set of requirements says about the CUDA stack it brings."""
 
     cuda: str = ""  # CUDA major.minor of an exact runtime pin ("12.8"), else ""

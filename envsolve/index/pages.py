@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
+import msgspec
 from packaging.tags import Tag
 from packaging.utils import (
     InvalidSdistFilename,
@@ -55,8 +55,7 @@ class IndexFormatError(ValueError):
     """An index answer that is neither a PEP 691 JSON page nor a PEP 503 HTML page."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DistFile:
+class DistFile(msgspec.Struct, frozen=True, kw_only=True):
     """One file of a project page."""
 
     filename: str

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from dataclasses import dataclass
+
+import msgspec
 
 __all__ = ["METADATA", "TAIL", "Member", "WheelFormatError", "central_directory", "find_member", "member_bytes",
            "member_text", "metadata_member", "metadata_text"]
@@ -29,8 +30,7 @@ class WheelFormatError(ValueError):
     """Bytes that are not the zip structure a wheel has."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Member:
+class Member(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     method: int  # 0 stored, 8 deflated
     crc32: int

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+import msgspec.structs
 
 from ..domain import driver_text
 from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError, SpecError
@@ -52,8 +54,7 @@ Render = Callable[[lockfile.Lock, Path], Mapping[Path, str]]  # (the lock, its p
 
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Options:
+class Options(msgspec.Struct, frozen=True, kw_only=True):
     """The lock command's choices."""
 
     frameworks_only: bool = False
@@ -69,17 +70,15 @@ class Options:
         return self.upgrade or bool(self.upgrade_packages)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Previous:
+class Previous(msgspec.Struct, frozen=True, kw_only=True):
     """The versions of the lock on disk, to keep on a re-lock: environment -> name -> version."""
 
-    frameworks: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    packages: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    frameworks: Mapping[str, Mapping[str, str]] = msgspec.field(default_factory=dict)
+    packages: Mapping[str, tuple[tuple[str, str], ...]] = msgspec.field(default_factory=dict)
     warning: str = ""  # why a lock on disk was not reused
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     lock: lockfile.Lock
     resolutions: list[Resolution]
     steers: tuple[Steer, ...]
@@ -326,9 +325,9 @@ def _excluding(spec: ProjectSpec, framework: str, version: str) -> ProjectSpec:
 
     req = spec.framework(framework) or FrameworkReq(name=framework, specifier=SpecifierSet(), raw="*")
     raw = f"!={version}" if admits_any(req.raw) else f"{req.raw},!={version}"
-    narrowed = replace(req, specifier=SpecifierSet(raw), raw=raw)
+    narrowed = msgspec.structs.replace(req, specifier=SpecifierSet(raw), raw=raw)
     others = tuple(f for f in spec.frameworks if f.name != framework)
-    return replace(spec, frameworks=(*others, narrowed))
+    return msgspec.structs.replace(spec, frameworks=(*others, narrowed))
 
 
 def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str], opts: Options,
@@ -370,8 +369,7 @@ def _pins(env: lockfile.Environment) -> list[Pin]:
 # ---------------------------------------------------------------------------- the command
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Request:
+class Request(msgspec.Struct, frozen=True, kw_only=True):
     """What `envsolve lock` was asked: the spec and the options of
     :data:`~envsolve.lock.options.LOCK_OPTIONS`."""
 
@@ -381,7 +379,7 @@ class Request:
     check: bool = False
     render: bool = False
     host: bool = False
-    options: Options = field(default_factory=Options)
+    options: Options = msgspec.field(default_factory=Options)
     replay_key: ReplayKey = ()  # the request as the replay reads it from argv (see :func:`.replay.request_of`)
     # the replay can answer this request next time: no option it does not read was given
     replayable: bool = False
@@ -390,7 +388,7 @@ class Request:
     def of(cls, spec_path: Path, chosen: Mapping[str, Any], *, typed: Collection[str] = ()) -> Request:
         """The request of the command line's values (by the options' ``dest``); ``typed`` names the
         options given on the command line itself (not by an environment variable or a default)."""
-        opts = Options(**{f.name: chosen[f.name] for f in fields(Options)})
+        opts = Options(**{f.name: chosen[f.name] for f in msgspec.structs.fields(Options)})
         return cls(spec_path=spec_path, output=chosen["output"], fmt=chosen["fmt"], check=chosen["check"],
                    render=chosen["then_render"], host=chosen["host"], options=opts,
                    replay_key=request_of(str(spec_path), {dest: chosen[dest] for dest in typed}),
@@ -406,14 +404,13 @@ class Request:
         return f"run `envsolve lock {self.spec_path}` and commit the result"
 
 
-@dataclass(slots=True)
-class _Output:
+class _Output(msgspec.Struct):
     """The command's lines, as they are said; with ``--format json`` the summary goes to stderr
     (stdout stays pure JSON)."""
 
     say: Say
     json: bool
-    said: list[tuple[bool, str]] = field(default_factory=list)
+    said: list[tuple[bool, str]] = msgspec.field(default_factory=list)
 
     def _line(self, text: str, kind: Said, err: bool) -> None:
         self.said.append((err, text))
@@ -608,7 +605,7 @@ def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Re
     urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(request.spec_path))
     if request.check and _up_to_date_by_digests(request, blob, provider, output):
         return
-    opts = replace(request.options, frameworks_only=True) if request.check else request.options
+    opts = msgspec.structs.replace(request.options, frameworks_only=True) if request.check else request.options
     if not opts.frameworks_only:
         _say_indexes(urls, voice.detail)
     done = make(provider, spec, spec_name=request.spec_path.name, blob=blob, urls=urls, out=request.out, opts=opts,

@@ -16,10 +16,11 @@ import json
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
+import msgspec
+import msgspec.structs
 import tomli_w
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -293,8 +294,7 @@ def _index_path(url: str, root: str) -> str:
 _GPU_CHECKS: dict[str, Check] = {"name": _label, "arch": _arch, "aliases": _listed(_label), "peak_tflops": _num_map}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GpuModel:
+class GpuModel(msgspec.Struct, frozen=True, kw_only=True):
     """A GPU the environment was solved for, with what the smoke test needs of it."""
 
     name: str
@@ -345,8 +345,7 @@ _PACKAGE_CHECKS: dict[str, Check] = {"name": _package_name, "version": _version,
                                      "hashes": _listed(_hash), "direct": _flag}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Package:
+class Package(msgspec.Struct, frozen=True, kw_only=True):
     """One package of the full resolve: exact version, its index, the sha256 of every file the
     environment may install, and whether it was asked for (``direct``) or is a dependency."""
 
@@ -380,8 +379,7 @@ _ENV_CHECKS: dict[str, Check] = {
     "accelerator": _closed(ACCELERATORS), "platform": _closed(PLATFORMS), "tools": _mapping(_name, _version)}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Environment:
+class Environment(msgspec.Struct, frozen=True, kw_only=True):
     """What one target resolved to: the stack, the base image and the packages."""
 
     name: str
@@ -427,7 +425,7 @@ class Environment:
 
     def to_dict(self) -> dict[str, Any]:
         """The table the lock writes, keys in the fields' order."""
-        return {f.name: _plain(f.name, getattr(self, f.name)) for f in fields(self)}
+        return {f.name: _plain(f.name, getattr(self, f.name)) for f in msgspec.structs.fields(self)}
 
 
 def _plain(key: str, value: Any) -> Any:
@@ -448,8 +446,7 @@ _LOCK_CHECKS: dict[str, Check] = {
     "indexes": _mapping(_name, _url), "scope": _closed(SCOPES)}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Lock:
+class Lock(msgspec.Struct, frozen=True, kw_only=True):
     """The whole lock: what it was made from (digests) and one environment per target."""
 
     version: int
@@ -524,7 +521,7 @@ def _located(pin: PackagePin, urls: Mapping[str, str]) -> PackagePin:
     """``pin`` with the URL pip takes it from (its folder kept only under an index with a URL, as
     a lock read back has it)."""
     path = pin.index_path if urls.get(pin.index) else ""
-    return replace(pin, index_path=path, index_url=index_url(pin.index, path, urls))
+    return msgspec.structs.replace(pin, index_path=path, index_url=index_url(pin.index, path, urls))
 
 
 def _environment(r: Resolution, pip: tuple[str, ...], conda: tuple[str, ...], apt: tuple[str, ...],

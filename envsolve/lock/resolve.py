@@ -28,10 +28,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import tomli_w
 from packaging.utils import canonicalize_name
 
@@ -57,8 +57,7 @@ WAYS_OUT = ("lock the frameworks only with `envsolve lock --frameworks-only` (no
              "project.toml, or pip's PIP_INDEX_URL; see README 'Index URLs')")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Pin:
+class Pin(msgspec.Struct, frozen=True, kw_only=True):
     """A requirement the compatibility solve fixed: ``requirement`` goes to uv as is; a non-empty
     ``index_url`` routes ``name`` to that (explicit) index."""
 
@@ -141,8 +140,7 @@ def _unreachable(stderr: str, default_index: str, routed: Sequence[str]) -> str 
     return " / ".join(strip_credentials(u)[0] for u in urls if u)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class UvClash:
+class UvClash(msgspec.Struct, frozen=True, kw_only=True):
     """Two requirers of one package whose ranges of it uv found disjoint: ``a`` asks ``dep``
     ``a_spec``, ``b`` asks it ``b_spec``. A requirer is a canonical name ("" for the project's own
     requirements), with the version the environment pins it to when it is a pinned framework."""
@@ -250,8 +248,7 @@ def _uv_run(cmd: Sequence[str], root: Path, env: Mapping[str, str]) -> subproces
         raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Ask:
+class _Ask(msgspec.Struct, frozen=True, kw_only=True):
     """One full resolve's inputs, as :func:`resolve` takes them."""
 
     python: str
@@ -319,8 +316,7 @@ def _uv_compile(cmd: Sequence[str], root: Path, env: Mapping[str, str], cache_fi
     return _uv_run(cmd, root, env)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Told:
+class _Told(msgspec.Struct, frozen=True, kw_only=True):
     """What a resolve says while it works, and how often it asks again an index that did not
     answer (uv's own retries are off: envsolve's, said as warnings, take their place)."""
 

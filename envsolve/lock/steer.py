@@ -12,10 +12,10 @@ Pure: the index is read through an :class:`envsolve.index.reader.Reader` (``Inde
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+import msgspec
+import msgspec.structs
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -34,8 +34,7 @@ __all__ = ["Steer", "apply", "steer"]
 _TRIES = 12  # releases of one package looked at, newest first, before taking the newest as is
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Steer:
+class Steer(msgspec.Struct, frozen=True, kw_only=True):
     """What one ``[packages] pip`` line asks of the solve."""
 
     line: str  # as the user wrote it
@@ -105,8 +104,7 @@ def _platform(text: str) -> Platform:
     return next((p for p in PLATFORMS if p == text), DEFAULT_PLATFORM)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Context:
+class _Context(msgspec.Struct, frozen=True, kw_only=True):
     spec: ProjectSpec
     reader: Reader
     known: Sequence[str]  # every Python minor the data knows
@@ -243,7 +241,7 @@ def apply(spec: ProjectSpec, steers: Sequence[Steer]) -> ProjectSpec:
         python = python & SpecifierSet(bound)
         python_raw = bound if admits_any(python_raw) else f"{python_raw},{bound}"
     frameworks = tuple(_asked(f, steers) for f in spec.frameworks)
-    return dataclasses.replace(spec, frameworks=frameworks, python=python, python_raw=python_raw)
+    return msgspec.structs.replace(spec, frameworks=frameworks, python=python, python_raw=python_raw)
 
 
 def _next_minor(minor: str) -> str:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, PLATFORMS, Platform, cuda_of_variant
 from ..errors import Unsatisfiable
@@ -22,9 +23,10 @@ from .parse import Cell, MatrixSpec
 
 __all__ = ["CellResult", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
 
+_IMAGE_AXES = ("os", "flavor")  # the axes that choose a cell's base image and nothing else
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CellResult:
+
+class CellResult(msgspec.Struct, frozen=True, kw_only=True):
     cell: Cell
     resolution: Resolution | None
     reason: str = ""  # why the cell was pruned
@@ -123,12 +125,20 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
     """:func:`solve_cells` one cell at a time, for output that streams."""
     cache = Cache()
     reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
+    refused: dict[tuple[tuple[str, str], ...], Unsatisfiable | None] = {}  # by the axes that choose builds
     # without a platform axis, an image of several [image] platforms is one tag for all of them:
     # its cell must solve for each, the same way
     others = () if any(a == "platform" for a, _ in ms.axes) else ms.platforms[1:]
     for cell in cells:
+        # the OS and the flavour choose the base image only: a cell whose builds cannot be found
+        # is refused as every cell of its group was, without making its spec
+        group = tuple(v for v in cell.values if v[0] not in _IMAGE_AXES)
+        if (known := refused.get(group)) is not None:
+            yield _result(cell, known, reasons)
+            continue
         spec = cell_spec(provider, ms, cell, cache)
         r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
+        refused[group] = r if isinstance(r, Unsatisfiable) else None
         if isinstance(r, Resolution) and (why := _unlike_elsewhere(provider, ms, cell, cache, r, others)):
             yield CellResult(cell=cell, resolution=None, reason=why)
         else:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 
 from ..data import Build, Release
@@ -27,8 +27,7 @@ __all__ = ["ImageVerdict", "check_images", "images_of", "verdicts_text"]
 _VENDOR_ORDER: tuple[Vendor, ...] = ("amd", "nvidia")  # an image with ROCm and CUDA builds is taken for AMD's
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ImageVerdict:
+class ImageVerdict(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     problems: tuple[str, ...]
 

@@ -7,11 +7,14 @@ one :class:`~envsolve.tables.TableReader`; every problem is collected and raised
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
 from typing import Any
+
+import msgspec
+import msgspec.structs
 
 from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, KERAS_BACKENDS, PLATFORMS, Platform
 from ..errors import Problem, SpecError
@@ -78,8 +81,7 @@ _OS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 Pattern = tuple[tuple[str, str], ...]  # (axis, value) pairs in axis order
 
 
-@dataclass(frozen=True, slots=True)
-class Cell:
+class Cell(msgspec.Struct, frozen=True):
     """One combination of axis values, in axis order."""
 
     values: tuple[tuple[str, str], ...]
@@ -91,15 +93,17 @@ class Cell:
     @property
     def id(self) -> str:
         """Stable and usable as a bake target name and a folder: ``py3_12-torch2_7_1-cu128``."""
-        return "-".join(re.sub(r"[^A-Za-z0-9_-]", "_", f"{_id_prefix(axis)}{value}") for axis, value in self.values)
+        return "-".join(_id_part(axis, value) for axis, value in self.values)
 
 
-def _id_prefix(axis: str) -> str:
-    return "py" if axis == "python" else axis if axis in FRAMEWORKS else ""
+@functools.cache
+def _id_part(axis: str, value: str) -> str:
+    """One axis value in a cell's id (a matrix has few values and many cells: each made once)."""
+    prefix = "py" if axis == "python" else axis if axis in FRAMEWORKS else ""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}{value}")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MatrixSpec:
+class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     axes: tuple[tuple[str, tuple[str, ...]], ...]
     includes: tuple[Pattern, ...] = ()
@@ -123,7 +127,7 @@ class MatrixSpec:
             return
         out: dict[tuple[tuple[str, str], ...], Cell] = {c.values: c for c in kept}
         for inc in self.includes:
-            out.update((c.values, replace(c, included=True)) for c in self._included(inc))
+            out.update((c.values, msgspec.structs.replace(c, included=True)) for c in self._included(inc))
         yield from out.values()
 
     def _product(self) -> Iterator[Cell]:

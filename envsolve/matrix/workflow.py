@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
+
+import msgspec
 
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, VENDORS, Vendor, gpu_run_flags, registry_of
 from ..errors import MatrixError, Problem, Problems
@@ -55,8 +56,7 @@ _SMOKE_RUNS: dict[str, tuple[tuple[str, str, bool], ...]] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Action:
+class Action(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     tag: str
     commit: str
@@ -136,8 +136,7 @@ class _Lines:
             self.block(indent + 4, *(f"{k}: {v}" for k, v in with_.items()))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Setup:
+class _Setup(msgspec.Struct, frozen=True, kw_only=True):
     """A workflow's inputs and what the matrix decides about its jobs."""
 
     ms: MatrixSpec

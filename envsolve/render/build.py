@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from ..config import Credential
 from ..domain import Accelerator, gpu_run_flags, image_problem
 from ..errors import EnvsolveError
@@ -47,8 +49,7 @@ class BuildError(EnvsolveError):
     exit_code = 1
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Engine:
+class Engine(msgspec.Struct, frozen=True, kw_only=True):
     name: str  # docker | podman | buildah
     path: str
 
@@ -66,8 +67,7 @@ class BuildOptions:
     credentials: tuple[Credential, ...] = field(default=(), repr=False)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BuildPlan:
+class BuildPlan(msgspec.Struct, frozen=True, kw_only=True):
     """The commands that build (and check) one environment's image."""
 
     environment: str
@@ -78,8 +78,7 @@ class BuildPlan:
     push: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Built:
+class Built(msgspec.Struct, frozen=True, kw_only=True):
     environment: str
     tag: str
     digest: str
@@ -243,8 +242,7 @@ def commands(engine: Engine, lock: Lock, envs: Sequence[Environment], options: B
     return [argv for p in plans(engine, lock, envs, options, {}) for argv in (p.build, p.smoke, p.push) if argv]
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
+class _Outcome(msgspec.Struct, frozen=True):
     status: int
     steps: tuple[str, ...]  # the step lines the engine printed
     tail: tuple[str, ...]  # its last lines

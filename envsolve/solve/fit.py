@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import msgspec
+import msgspec.structs
 
 from ..data import Build, JetPack, Release
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, kernels, serves
@@ -150,7 +151,7 @@ def _cudnn(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list
     row = provider.cudnn_row(b.cudnn, cuda.major) if b.cudnn else None
     if row is None:
         return None
-    library = replace(b, archs=row.archs, ptx=row.archs, gfx=())
+    library = msgspec.structs.replace(b, archs=row.archs, ptx=row.archs, gfx=())
     for gpu in t.gpus:
         if not serves(library, gpu.arch, native=gpu in ptx_only):
             return No("cudnn", f"its cuDNN {b.cudnn} does not support {gpu_text(gpu)} "
@@ -288,7 +289,7 @@ def _gfx(provider: Provider, b: Build, rocm: Dotted, t: Target) -> No | None:
     """Why a GPU of ``t`` gets no kernels from ``b``: its gfx targets, else its ROCm release's."""
     row = provider.rocm_row(rocm)
     targets = b.gfx or (row.gfx if row else ())
-    code = b if b.gfx else replace(b, gfx=targets)
+    code = b if b.gfx else msgspec.structs.replace(b, gfx=targets)
     for gpu in t.gpus:
         if not serves(code, gpu.arch, native=True):
             listed = ", ".join(targets) or "no listed gfx target"

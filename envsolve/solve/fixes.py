@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+import msgspec
+import msgspec.structs
 from packaging.specifiers import SpecifierSet
 
 from ..errors import Unsatisfiable
@@ -36,7 +38,7 @@ def _variant(r: Resolution, name: str) -> str:
 
 def _working_versions(provider: Provider, spec: ProjectSpec, t: Target, req: FrameworkReq) -> list[str]:
     """Releases of ``req`` (any version) with which the whole target resolves, oldest first."""
-    loose = replace(req, specifier=SpecifierSet(), raw="*")
+    loose = msgspec.structs.replace(req, specifier=SpecifierSet(), raw="*")
     fitting = sorted(candidates(provider, Cache(), spec, t, loose, Reporter()), key=lambda c: c.release.version)
     return [v for v in dict.fromkeys(c.release.raw for c in fitting)
             if _try(provider, _pinned_to(spec, req, v), t) is not None]
@@ -78,8 +80,8 @@ def nearest_fixes(provider: Provider, spec: ProjectSpec, t: Target, limit: int =
 
 
 def _pinned_to(spec: ProjectSpec, req: FrameworkReq, version: str) -> ProjectSpec:
-    pin = replace(req, specifier=SpecifierSet(f"=={version}"), raw=f"=={version}")
-    return replace(spec, frameworks=tuple(pin if f is req else f for f in spec.frameworks))
+    pin = msgspec.structs.replace(req, specifier=SpecifierSet(f"=={version}"), raw=f"=={version}")
+    return msgspec.structs.replace(spec, frameworks=tuple(pin if f is req else f for f in spec.frameworks))
 
 
 def _version_fix(provider: Provider, spec: ProjectSpec, t: Target, req: FrameworkReq) -> str:
@@ -103,7 +105,7 @@ def _driver_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
 
 
 def _python_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
-    r = _try(provider, replace(spec, python=SpecifierSet(), python_raw="*"), t) if spec.python else None
+    r = _try(provider, msgspec.structs.replace(spec, python=SpecifierSet(), python_raw="*"), t) if spec.python else None
     return f"Python {r.python} (with it: {_packages(r)})" if r is not None else ""
 
 

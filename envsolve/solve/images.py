@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import msgspec
+
 from ..data import Image, JetPack
 from ..domain import DEFAULT_PLATFORM, Accelerator
 from ..provider import Provider
@@ -49,8 +51,7 @@ class _Ask:
         object.__setattr__(self, "branch_limit", self.provider.newest_branch_for(gpu_families(t)))
 
 
-@dataclass(frozen=True, slots=True)
-class _Rows:
+class _Rows(msgspec.Struct, frozen=True):
     """Image rows that could serve, the flavour to take, and why they differ from the build's stack."""
 
     rows: list[Image]

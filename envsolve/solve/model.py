@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+import msgspec
+
 from ..data import Build, Gpu, Release
 from ..domain import DEFAULT_PLATFORM, Accelerator, Platform, requirement
 from ..spec import Target
@@ -26,8 +28,7 @@ class Reporter:
         """A candidate was ruled out."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Candidate:
+class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     """A release and build of one framework that fits the target on its own."""
 
     release: Release
@@ -53,8 +54,7 @@ class Candidate:
         return self.build.pins if self.build else ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PackagePin:
+class PackagePin(msgspec.Struct, frozen=True, kw_only=True):
     """One pinned framework (or companion) build: the solver's choice, and the lock's record of it
     (:mod:`envsolve.lock.model` writes it as ``[[environments.frameworks]]``)."""
 
@@ -107,8 +107,7 @@ class Resolution:
     choices: tuple[Candidate, ...] = field(default=(), compare=False)
 
 
-@dataclass(frozen=True, slots=True)
-class No:
+class No(msgspec.Struct, frozen=True):
     """Why a build does not fit: a code the explanations group by, and the text."""
 
     code: str  # accelerator | jetson | pin | arch | arch-cuda | cudnn | driver | python | companion | platform

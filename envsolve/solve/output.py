@@ -5,7 +5,8 @@ conda-forge builds of the same versions)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from ..data import Build, Gpu
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, Accelerator
@@ -20,8 +21,7 @@ from .model import Candidate, PackagePin, PythonWhy, Resolution
 __all__ = ["python_reason", "resolution"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Stack:
+class _Stack(msgspec.Struct, frozen=True):
     """What the chosen builds need of the machine: the accelerator, CUDA/ROCm, cuDNN and driver."""
 
     accel: Accelerator
@@ -36,18 +36,47 @@ class _Stack:
 def resolution(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate],
                backend: str) -> Resolution:
     """What the lock records of the chosen candidates: Python, CUDA/ROCm, driver, image, pins."""
+    fixed = _fixed_shared(provider, cache, spec, t, found)
+    image = _image(provider, cache, spec, t, fixed.stack, fixed.python)
+    return _resolution(provider, t, found, backend, fixed, image)
+
+
+class _Fixed(msgspec.Struct, frozen=True, kw_only=True):
+    """What the chosen candidates fix whatever the base image: Python, the stack, the pins, the notes."""
+
+    python: str
+    python_why: PythonWhy
+    stack: _Stack
+    packages: tuple[PackagePin, ...]
+    notes: tuple[str, ...]  # the choices resting on low-confidence rows, an uncertain driver floor
+    models: tuple[Gpu, ...]
+
+
+def _fixed_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate]) -> _Fixed:
+    """:func:`_fixed`, once per question: the cells of a matrix that differ only in the image's OS
+    or flavour share it (a CPU environment's Python looks at the OS's python images)."""
+    key = (tuple((c.package, c.release.raw, c.build.variant if c.build else "") for c in found), spec.python_raw,
+           tuple((f.name, f.raw) for f in spec.frameworks), t, spec.os if t.vendor == "cpu" else "")
+    table = cache.table("resolution parts")
+    if key not in table:
+        table[key] = _fixed(provider, cache, spec, t, found)
+    return table[key]  # type: ignore[no-any-return]
+
+
+def _fixed(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate]) -> _Fixed:
     python, why = _python(provider, cache, spec, t, found)
     stack = _stack(t, found)
-    image = _image(provider, cache, spec, t, stack, python)
     packages = [pin for c in found for pin in _pins(provider, spec, t, c, python, stack.accel)]
-    return _resolution(provider, t, found, backend, (python, why), stack, image, packages)
+    low = [f"{c.label} rests on data marked confidence = low" for c in found if _rests_on_low(c)]
+    return _Fixed(python=python, python_why=why, stack=stack, packages=tuple(sorted(packages, key=lambda p: p.name)),
+                  notes=tuple(filter(None, (*low, _floor_note(provider, stack)))), models=_models(provider, t))
 
 
-def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: str, chosen: tuple[str, PythonWhy],
-                stack: _Stack, image: BaseImage, packages: list[PackagePin]) -> Resolution:
+def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: str, fixed: _Fixed,
+                image: BaseImage) -> Resolution:
     """The one place a :class:`Resolution` is made."""
     ref, image_note, image_os, image_python = image
-    python, python_why = chosen
+    python, python_why, stack = fixed.python, fixed.python_why, fixed.stack
     return Resolution(
         target=t,
         accelerator=stack.accel,
@@ -65,10 +94,10 @@ def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: 
         base_image=ref,
         python_from=_python_from(provider, image, python),
         keras_backend=backend,
-        packages=tuple(sorted(packages, key=lambda p: p.name)),
-        models=_models(provider, t),
+        packages=fixed.packages,
+        models=fixed.models,
         tools=tuple((tool.name, tool.version) for tool in provider.m.tools),
-        warnings=_warnings(provider, found, stack, image_note),
+        warnings=(image_note, *fixed.notes) if image_note else fixed.notes,
         choices=tuple(found),
     )
 
@@ -176,12 +205,6 @@ def _python_from(provider: Provider, image: BaseImage, python: str) -> str:
     if image_python:
         return "image"
     return "os" if ref and provider.os_python(image_os) == python else "uv"
-
-
-def _warnings(provider: Provider, found: list[Candidate], stack: _Stack, image_note: str) -> tuple[str, ...]:
-    """The image's note, the choices resting on low-confidence rows, and an uncertain driver floor."""
-    low = [f"{c.label} rests on data marked confidence = low" for c in found if _rests_on_low(c)]
-    return tuple(filter(None, (image_note, *low, _floor_note(provider, stack))))
 
 
 def _floor_note(provider: Provider, stack: _Stack) -> str:

@@ -6,8 +6,10 @@ The explanations of an unsatisfiable spec live in :mod:`envsolve.solve.explain`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any
+
+import msgspec
+import msgspec.structs
 
 from ..errors import Unsatisfiable
 from ..provider import Provider
@@ -28,8 +30,7 @@ _LIMIT = 12  # rejections shown per target without --all
 _FLOOR_NOTE = "the native minimum driver"  # the warnings the text tells beside the driver floor
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True, kw_only=True):
     """A subject the search ruled out (``torch 2.7.1 (cu118)``), or a clash, and why."""
 
     subject: str
@@ -39,8 +40,7 @@ class Decision:
         return {"subject": self.subject, "reason": self.reason}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Chosen:
+class Chosen(msgspec.Struct, frozen=True, kw_only=True):
     """A build the search chose, and why."""
 
     subject: str  # ``torch 2.7.1 (cu126)``
@@ -65,8 +65,7 @@ class Chosen:
                 "rocm": self.rocm, "driver_min": self.driver_min, "compat": self.compat, "reason": self.reason}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TargetReport:
+class TargetReport(msgspec.Struct, frozen=True, kw_only=True):
     """Everything `envsolve explain` says of one target: its hardware, what was chosen (or, for
     an unsatisfiable target, the clashes and the nearest fixes) and what was rejected."""
 
@@ -126,8 +125,7 @@ class TargetReport:
         return {"clashes": [c.to_dict() for c in self.clashes], "fixes": list(self.fixes)}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Explanation:
+class Explanation(msgspec.Struct, frozen=True, kw_only=True):
     """`envsolve explain`'s records: what ``[packages] pip`` asked, and one :class:`TargetReport`
     per target, in the spec's order."""
 
@@ -196,7 +194,7 @@ def answers(provider: Provider, spec: ProjectSpec, reporter: Reporter) -> list[A
     out: list[Answer] = []
     for t in spec.targets:
         try:
-            out += [(t, r) for r in solve_explained(provider, replace(spec, targets=(t,)), reporter)]
+            out += [(t, r) for r in solve_explained(provider, msgspec.structs.replace(spec, targets=(t,)), reporter)]
         except Unsatisfiable as e:
             out.append((t, e))
     return out

@@ -7,8 +7,9 @@ The search sees the domain only through the :class:`~envsolve.provider.Provider`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import NoReturn
+
+import msgspec
 
 from ..domain import COMPANIONS, FRAMEWORKS, KERAS_BACKENDS
 from ..errors import Clash, Unsatisfiable
@@ -26,14 +27,13 @@ from .together import clash, clash_with_all
 __all__ = ["keras_backend", "needed", "solve", "solve_target", "try_solve_target"]
 
 
-@dataclass(slots=True)
-class _Search:
+class _Search(msgspec.Struct):
     lists: dict[str, list[Candidate]]
     backend: str
     cache: Cache
     reporter: Reporter
     target: str
-    clashes: dict[str, None] = field(default_factory=dict)
+    clashes: dict[str, None] = msgspec.field(default_factory=dict)
 
     def prune(self) -> None:
         """Arc consistency: drop candidates that clash with every candidate of another list."""

@@ -4,10 +4,11 @@ and the previous lock's versions kept when a re-lock allows it (``lock --upgrade
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import NoReturn
 
+import msgspec
+import msgspec.structs
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -33,7 +34,7 @@ def pinned(spec: ProjectSpec, pins: Mapping[str, str]) -> ProjectSpec:
             f = FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
                              asked_by=f.asked_by)
         out.append(f)
-    return dataclasses.replace(spec, frameworks=tuple(out))
+    return msgspec.structs.replace(spec, frameworks=tuple(out))
 
 
 def _all_solve(provider: Provider, spec: ProjectSpec, cache: Cache) -> list[Resolution] | None:
@@ -117,6 +118,6 @@ def solve_preferring(provider: Provider, spec: ProjectSpec, previous: Mapping[st
         return solve_uniform(provider, _kept(provider, spec, _common(spec, previous), cache), reporter)
     out = []
     for t in spec.targets:
-        one = _kept(provider, dataclasses.replace(spec, targets=(t,)), previous.get(t.name, {}), cache)
+        one = _kept(provider, msgspec.structs.replace(spec, targets=(t,)), previous.get(t.name, {}), cache)
         out += solve_explained(provider, one, reporter)
     return out

@@ -1,13 +1,13 @@
-"""Where the ``envsolve`` command starts, and the parts of `envsolve lock` its two ways in share.
+"""`envsolve lock` as its two ways in run it: the click command line (:mod:`envsolve.cli`) and the
+plain lock of ``envsolve.__main__``, without click.
 
-1. A lock whose inputs are unchanged is replayed (:mod:`envsolve.lock.replay`), before anything
-   else is imported.
-2. Any other plain lock (the spec and the options the replay reads, no option from the
-   environment) runs here without click: the command line's parser and its twenty commands cost
-   a changed spec more than its solve. The options are read by the same table click's are made
-   from (:data:`envsolve.lock.options.LOCK_OPTIONS`, through the replay's reader), and the lock is
-   made by the same :func:`lock` as the click command's, so the two answer alike, byte for byte.
-3. Everything else goes to :mod:`envsolve.cli`.
+The command starts in ``envsolve.__main__``: a lock whose inputs are unchanged is replayed
+(:mod:`envsolve.lock.replay`) before anything else is imported; any other plain lock (the spec
+and the options the replay reads, no option from the environment) runs here (:func:`plain_lock`)
+without click, whose parser and twenty commands cost a changed spec more than its solve;
+everything else goes to :mod:`envsolve.cli`. The plain lock reads its options by the same table
+click's are made from (:data:`envsolve.lock.options.LOCK_OPTIONS`, through the replay's reader)
+and both run :func:`lock`, so the two answer alike, byte for byte.
 """
 
 from __future__ import annotations
@@ -25,20 +25,7 @@ if TYPE_CHECKING:  # the replay runs before anything is imported: this module im
     from .spec import ProjectSpec
     from .voice import Voice
 
-__all__ = ["lock", "main", "plain_lock", "say_lock_line"]
-
-
-def main() -> None:
-    from .lock.replay import replay
-
-    argv = sys.argv[1:]
-    if replay(argv):
-        sys.exit(0)
-    if plain_lock(argv):
-        sys.exit(0)
-    from .cli import main as cli
-
-    cli()
+__all__ = ["lock", "plain_lock", "say_lock_line"]
 
 
 def say_lock_line(line: str, kind: Said, err: bool) -> None:

@@ -1,0 +1,69 @@
+"""The plain lock (`envsolve lock SPEC [-o] [--format] [--frameworks-only]`, run without click by
+``envsolve.__main__``) answers every held case exactly as the click command does."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envsolve.cli import main
+from envsolve.command import plain_lock
+
+CASES = Path(__file__).parent / "cases"
+NAMES = sorted(p.name for p in CASES.iterdir() if (p / "project.toml").is_file())
+
+
+def _plain(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = 0
+    try:
+        assert plain_lock(argv, environ={})
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_plain_lock_answers_as_the_click_command(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ENVSOLVE_NO_CACHE", "1")  # both solve
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")  # the plain lock takes no option from the environment
+    spec = tmp_path / "project.toml"
+    spec.write_bytes((CASES / name / "project.toml").read_bytes())
+    for fmt in ("toml", "json"):
+        clicked = CliRunner().invoke(main, ["lock", str(spec), "--frameworks-only", "--format", fmt, "-o",
+                                          str(tmp_path / "a.lock")])
+        code, out, err = _plain(["lock", str(spec), "--frameworks-only", "--format", fmt, "-o", str(tmp_path / "b.lock")],
+                                 capsys)
+        assert code == clicked.exit_code
+        assert sorted((out + err).replace("b.lock", "a.lock").splitlines()) == sorted(clicked.output.splitlines())
+        assert out == clicked.stdout.replace("a.lock", "b.lock")  # the product alone on stdout
+        if code == 0:
+            assert (tmp_path / "b.lock").read_bytes() == (tmp_path / "a.lock").read_bytes()
+
+
+@pytest.mark.parametrize("argv", [
+    ["lock", "p.toml", "--check"], ["lock", "p.toml", "-q"], ["lock", "p.toml", "--host"], ["lock", "a", "b"],
+    ["lock", "p.toml", "--format", "yaml"], ["lock", "p.toml", "-o"], ["render"], [],
+])
+def test_anything_but_a_plain_lock_is_left_to_the_click_command(argv: list[str]) -> None:
+    assert not plain_lock(argv, environ={})
+
+
+def test_an_option_from_the_environment_is_left_to_the_click_command() -> None:
+    assert not plain_lock(["lock", "p.toml"], environ={"ENVSOLVE_FRAMEWORKS_ONLY": "1"})
+    assert not plain_lock(["lock", "p.toml"], environ={"ENVSOLVE_MATRICES": "/elsewhere"})
+
+
+def test_a_plain_lock_of_a_changed_spec_never_imports_click(tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\n')
+    probe = ("import runpy, sys; sys.argv = ['envsolve', 'lock', '--frameworks-only', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('envsolve', run_name='__main__')\nexcept SystemExit as e:\n"
+             "    assert not e.code, e.code\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'click'))")
+    env = {"ENVSOLVE_NO_CACHE": "1", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-c", probe, str(spec)], capture_output=True, text=True, env=env, check=True)
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout + r.stderr
+    assert (tmp_path / "envsolve.lock").is_file()
