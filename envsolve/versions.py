@@ -8,6 +8,7 @@ build). :func:`python_admits_minor` is the one rule for a Python range admitting
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -164,11 +165,13 @@ def arch_from_compute_capability(major: int, minor: int, suffix: str = "") -> Ar
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_arch(text: str) -> Arch:
     """Parse ``sm_80``, ``compute_90``, ``8.0``, ``9.0a`` or ``gfx942`` into an :class:`Arch`.
 
     ``compute_XY`` names the same architecture as ``sm_XY`` (whether the code is PTX is the
-    caller's business).
+    caller's business). Remembered by its text: the data names a few dozen archs ten thousand
+    times, and an :class:`Arch` is frozen.
     """
     raw = text.strip().lower()
     m = _SM.match(raw)

@@ -446,3 +446,16 @@ def test_a_matrix_solved_together_answers_as_each_cell_solved_alone(real_graph: 
     assert together == alone
     valid = sum(1 for o in together if o[1])
     assert 0 < valid < len(together)  # both kinds of answer are compared
+
+
+def test_json_cells_are_the_json_of_their_entries(real_graph: Provider) -> None:
+    """--format json writes each cell from pieces it encodes once: the same bytes as encoding the
+    cell's entry whole."""
+    ms = parse_matrix(_SAME_WAY + '[[include]]\npython = "3.12"\ntorch = "2.7.1"\nkeras = "3.15.1"\n'
+                      'accelerator = "cu126"\nos = "ubuntu24.04"\nflavor = "devel"\n', "m.toml", real_graph)
+    results = solve_cells(real_graph, ms, ms.cells())
+    text = formats.printed("json", ms, results, 'out/"quoted"')
+    lines = [json.dumps(formats.cell_entry(ms, r, 'out/"quoted"'), separators=(",", ":")) for r in results]
+    assert text == '{"cells": [\n' + ",\n".join(lines) + f'\n], "valid": {sum(r.valid for r in results)}, ' \
+        f'"pruned": {sum(not r.valid for r in results)}}}\n'
+    assert json.loads(text)["cells"][-1]["include"] is True and '\\"quoted\\"' in text

@@ -5,8 +5,9 @@ solver as `envsolve lock`, all cells sharing one solver cache, so cells that sha
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -125,14 +126,15 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
     """:func:`solve_cells` one cell at a time, for output that streams."""
     cache = Cache()
     reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
-    refused: dict[tuple[tuple[str, str], ...], Unsatisfiable | None] = {}  # by the axes that choose builds
+    refused: dict[object, Unsatisfiable | None] = {}  # by the values of the axes that choose builds
+    by_group = _grouper(ms)
     # without a platform axis, an image of several [image] platforms is one tag for all of them:
     # its cell must solve for each, the same way
     others = () if any(a == "platform" for a, _ in ms.axes) else ms.platforms[1:]
     for cell in cells:
         # the OS and the flavour choose the base image only: a cell whose builds cannot be found
         # is refused as every cell of its group was, without making its spec
-        group = tuple(v for v in cell.values if v[0] not in _IMAGE_AXES)
+        group = by_group(cell.values)
         if (known := refused.get(group)) is not None:
             yield _result(cell, known, reasons)
             continue
@@ -143,6 +145,15 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
             yield CellResult(cell=cell, resolution=None, reason=why)
         else:
             yield _result(cell, r, reasons)
+
+
+def _grouper(ms: MatrixSpec) -> Callable[[tuple[tuple[str, str], ...]], object]:
+    """A cell's values (every cell has the matrix's axes, in order) but those of the axes that
+    choose only its base image."""
+    keep = [i for i, (axis, _) in enumerate(ms.axes) if axis not in _IMAGE_AXES]
+    if len(keep) == len(ms.axes):
+        return lambda values: values
+    return operator.itemgetter(*keep) if keep else lambda values: ()
 
 
 def _unlike_elsewhere(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, here: Resolution,

@@ -19,7 +19,7 @@ from typing import Any, TextIO, TypeVar
 
 from ..domain import ACCELERATOR, GITHUB_RUNNER, PLATFORMS, VENDORS, Vendor, driver_text
 from ..errors import Problem, SpecError
-from ..solve import Resolution
+from ..solve import PackagePin, Resolution
 from ..tables import word
 from .cells import CellResult
 from .parse import Cell, MatrixSpec
@@ -258,13 +258,71 @@ def everything(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -
     matrix of a million cells is never held whole, solved or as text."""
     yield '{"cells": ['
     valid = total = 0
-    compact = json.JSONEncoder(separators=(",", ":")).encode
+    texts = _CellTexts(ms, render_dir)
     for chunk in _chunks(results):  # a piece per chunk of cells, not per cell: fewer writes
-        lines = [compact(cell_entry(ms, r, render_dir)) for r in chunk]
-        yield ("\n" if total == 0 else ",\n") + ",\n".join(lines)
+        yield ("\n" if total == 0 else ",\n") + ",\n".join(map(texts.line, chunk))
         valid += sum(r.valid for r in chunk)
         total += len(chunk)
     yield f'\n], "valid": {valid}, "pruned": {total - valid}}}\n'
+
+
+class _CellTexts:
+    """:func:`cell_entry` as compact JSON, byte for byte ``json.dumps(cell_entry(...),
+    separators=(",", ":"))``, from pieces a matrix repeats (an axis value, a reason, a set of
+    packages), each encoded once. The memos are bounded, so memory stays flat in the cells."""
+
+    _LIMIT = 1024
+
+    def __init__(self, ms: MatrixSpec, render_dir: str) -> None:
+        self.ms = ms
+        self.render_dir = render_dir
+        self._pairs: dict[tuple[str, str], str] = {}
+        self._strings: dict[str, str] = {}
+        self._packages: dict[int, tuple[object, str]] = {}  # by id: the entry holds the tuple itself
+
+    def line(self, r: CellResult) -> str:
+        cell = r.cell
+        cid = cell.id  # letters, digits, "_" and "-" only (parse._id_part): JSON as it is
+        head = ",".join(map(self._pair, cell.values)) + f',"id":"{cid}","valid":{_TRUE[r.valid]},' \
+            f'"include":{_TRUE[cell.included]}'
+        res = r.resolution
+        if res is None:
+            return "{" + head + ',"reason":' + self._string(r.reason) + "}"
+        enc = self._string
+        return ("{" + head + ',"image":' + json.dumps(cell_image(self.ms, cell)) + ',"dockerfile":'
+                + json.dumps(f"{self.render_dir}/{cid}/Dockerfile") + ',"python_resolved":' + enc(res.python)
+                + ',"cuda":' + enc(res.cuda) + ',"rocm":' + enc(res.rocm) + ',"cudnn":' + enc(res.cudnn)
+                + ',"driver_min":' + enc(res.driver_min) + ',"compat":' + enc(res.compat) + ',"base_image":'
+                + enc(res.base_image) + ',"packages":' + self._packages_text(res.packages) + "}")
+
+    def _pair(self, pair: tuple[str, str]) -> str:
+        got = self._pairs.get(pair)
+        if got is None:
+            got = _bounded(self._pairs, self._LIMIT)[pair] = f"{json.dumps(pair[0])}:{json.dumps(pair[1])}"
+        return got
+
+    def _string(self, text: str) -> str:
+        got = self._strings.get(text)
+        if got is None:
+            got = _bounded(self._strings, self._LIMIT)[text] = json.dumps(text)
+        return got
+
+    def _packages_text(self, packages: tuple[PackagePin, ...]) -> str:
+        entry = self._packages.get(id(packages))
+        if entry is None or entry[0] is not packages:
+            text = json.dumps({p.name: f"{p.version} ({p.variant})" for p in packages}, separators=(",", ":"))
+            entry = _bounded(self._packages, self._LIMIT)[id(packages)] = (packages, text)
+        return entry[1]
+
+
+_TRUE = {True: "true", False: "false"}
+
+
+def _bounded(memo: dict[Any, Any], limit: int) -> dict[Any, Any]:
+    """``memo``, emptied first when it holds ``limit`` entries."""
+    if len(memo) >= limit:
+        memo.clear()
+    return memo
 
 
 def _resolved(r: CellResult) -> Resolution:

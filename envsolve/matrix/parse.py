@@ -7,7 +7,6 @@ one :class:`~envsolve.tables.TableReader`; every problem is collected and raised
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -93,14 +92,21 @@ class Cell(msgspec.Struct, frozen=True):
     @property
     def id(self) -> str:
         """Stable and usable as a bake target name and a folder: ``py3_12-torch2_7_1-cu128``."""
-        return "-".join(_id_part(axis, value) for axis, value in self.values)
+        return "-".join([_ID_PARTS.get(pair) or _id_part(pair) for pair in self.values])
 
 
-@functools.cache
-def _id_part(axis: str, value: str) -> str:
-    """One axis value in a cell's id (a matrix has few values and many cells: each made once)."""
+_ID_PARTS: dict[tuple[str, str], str] = {}  # (axis, value) -> its part of a cell id; bounded, see _id_part
+
+
+def _id_part(pair: tuple[str, str]) -> str:
+    """One axis value in a cell's id, made once (a matrix has few values and many cells; the table
+    is emptied past 256 entries, so memory stays flat whatever the cells)."""
+    axis, value = pair
     prefix = "py" if axis == "python" else axis if axis in FRAMEWORKS else ""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}{value}")
+    if len(_ID_PARTS) >= 256:
+        _ID_PARTS.clear()
+    part = _ID_PARTS[pair] = re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}{value}")
+    return part
 
 
 class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,7 +127,8 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
     def iter_cells(self) -> Iterator[Cell]:
         """:meth:`cells` one at a time, in the same order; without ``[[include]]`` rows nothing
         is held, so a matrix of a million cells streams."""
-        kept = (c for c in self._product() if not any(_matches(c, ex) for ex in self.excludes))
+        kept = (c for c in self._product() if not any(_matches(c, ex) for ex in self.excludes)) if self.excludes \
+            else self._product()
         if not self.includes:
             yield from kept
             return
@@ -131,9 +138,9 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
         yield from out.values()
 
     def _product(self) -> Iterator[Cell]:
-        names = [a for a, _ in self.axes]
-        combos = itertools.product(*(vs for _, vs in self.axes))
-        return (Cell(tuple(zip(names, combo, strict=True))) for combo in combos)
+        # each (axis, value) pair made once and shared by the cells: the product makes only the tuples
+        pairs = [[(axis, v) for v in values] for axis, values in self.axes]
+        return map(Cell, itertools.product(*pairs))
 
     def _included(self, inc: Pattern) -> list[Cell]:
         """The cells of the product an [[include]] names, or the one cell outside it that it names

@@ -50,17 +50,22 @@ class _Fixed(msgspec.Struct, frozen=True, kw_only=True):
     packages: tuple[PackagePin, ...]
     notes: tuple[str, ...]  # the choices resting on low-confidence rows, an uncertain driver floor
     models: tuple[Gpu, ...]
+    gpu_archs: tuple[str, ...]
+    tools: tuple[tuple[str, str], ...]
 
 
 def _fixed_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate]) -> _Fixed:
-    """:func:`_fixed`, once per question: the cells of a matrix that differ only in the image's OS
-    or flavour share it (a CPU environment's Python looks at the OS's python images)."""
-    key = (tuple((c.package, c.release.raw, c.build.variant if c.build else "") for c in found), spec.python_raw,
-           tuple((f.name, f.raw) for f in spec.frameworks), t, spec.os if t.vendor == "cpu" else "")
+    """:func:`_fixed`, once per search answer: the cells of a matrix that differ only in the
+    image's OS or flavour share their search's ``found`` list (the search's own cache keys it by
+    the Python range, the frameworks and the target), so they share this too (a CPU
+    environment's Python looks at the OS's python images). The entry holds ``found`` itself, so
+    its ``id`` names no other list while the entry lives."""
+    key = (id(found), spec.os if t.vendor == "cpu" else "")
     table = cache.table("resolution parts")
-    if key not in table:
-        table[key] = _fixed(provider, cache, spec, t, found)
-    return table[key]  # type: ignore[no-any-return]
+    entry = table.get(key)
+    if entry is None or entry[0] is not found:
+        entry = table[key] = (found, _fixed(provider, cache, spec, t, found))
+    return entry[1]
 
 
 def _fixed(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate]) -> _Fixed:
@@ -69,7 +74,9 @@ def _fixed(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found
     packages = [pin for c in found for pin in _pins(provider, spec, t, c, python, stack.accel)]
     low = [f"{c.label} rests on data marked confidence = low" for c in found if _rests_on_low(c)]
     return _Fixed(python=python, python_why=why, stack=stack, packages=tuple(sorted(packages, key=lambda p: p.name)),
-                  notes=tuple(filter(None, (*low, _floor_note(provider, stack)))), models=_models(provider, t))
+                  notes=tuple(filter(None, (*low, _floor_note(provider, stack)))), models=_models(provider, t),
+                  gpu_archs=tuple(sorted({x.arch.name for x in t.gpus})),
+                  tools=tuple((tool.name, tool.version) for tool in provider.m.tools))
 
 
 def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: str, fixed: _Fixed,
@@ -89,14 +96,14 @@ def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: 
         cudnn=stack.cudnn,
         driver_min=stack.driver_min,
         compat=stack.compat,
-        gpu_archs=tuple(sorted({x.arch.name for x in t.gpus})),
+        gpu_archs=fixed.gpu_archs,
         gpus=tuple(x.name for x in t.gpus),
         base_image=ref,
         python_from=_python_from(provider, image, python),
         keras_backend=backend,
         packages=fixed.packages,
         models=fixed.models,
-        tools=tuple((tool.name, tool.version) for tool in provider.m.tools),
+        tools=fixed.tools,
         warnings=(image_note, *fixed.notes) if image_note else fixed.notes,
         choices=tuple(found),
     )

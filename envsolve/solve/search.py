@@ -129,8 +129,9 @@ def try_solve_target(provider: Provider, spec: ProjectSpec, t: Target, reporter:
     if isinstance(got, Unsatisfiable):
         return got
     found, backend = got
-    for c in found:
-        rep.chosen(t.name, c.label, why_chosen(c) + _asked(spec, c))
+    if type(rep) is not Reporter:  # the plain reporter keeps nothing: say nothing to it
+        for c in found:
+            rep.chosen(t.name, c.label, why_chosen(c) + _asked(spec, c))
     return resolution(provider, cache, spec, t, found, backend)
 
 
