@@ -8,7 +8,6 @@ state; the solver's memo tables live in :class:`envsolve.solve.cache.Cache`.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import itertools
 from collections import defaultdict
@@ -116,6 +115,8 @@ class Provider:
 
     def gpu_suggestions(self, name: str) -> list[str]:
         """The GPU names closest to a misspelt ``name`` (near misses of the best match only)."""
+        import difflib  # only a misspelt name gets here
+
         names = sorted({gpu.name for gpu in self.m.gpus})
         by_fold = {fold(n): n for n in names}
         key = fold(name)

@@ -37,17 +37,11 @@ collected problems.
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
 from .errors import Problem, Problems, SpecError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = ["Check", "TableReader", "allowed_keys", "at", "closest", "load_toml", "strings", "unknown_key",
            "word"]
@@ -65,6 +59,8 @@ def at(where: str, key: str) -> str:
 
 def closest(name: str, names: Iterable[str]) -> str | None:
     """The one name of ``names`` that ``name`` is most likely a typo of, or None."""
+    import difflib  # only a file with a mistake gets here
+
     return next(iter(difflib.get_close_matches(name, list(names), 1)), None)
 
 
@@ -97,8 +93,8 @@ def load_toml(text: str, path: str, what: str = "a project file",
     """A person's TOML file as a table; bad syntax or absurd nesting is a :class:`SpecError` at once
     (nothing else in the file can be read)."""
     try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data: dict[str, Any] = _fast_toml(text)
+    except ValueError as e:  # tomllib's TOMLDecodeError (see _fast_toml)
         raise SpecError([Problem(path, "", f"is not valid TOML: {e}")],
                         tip="fix the TOML syntax at the line named above") from None
     except RecursionError:
@@ -116,7 +112,11 @@ def _fast_toml(text: str) -> dict[str, Any]:
     try:
         data: dict[str, Any] = rtoml.loads(text)
     except (rtoml.TomlParsingError, ValueError, RecursionError):
-        data = tomllib.loads(text)  # raises its own error, with the line; else it is the answer
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
+        data = tomllib.loads(text)  # raises its own error (a ValueError), with the line; else it is the answer
     return data
 
 
@@ -139,7 +139,7 @@ class TableReader:
         except UnicodeDecodeError as e:
             self.bad("", f"is not UTF-8 text (byte {e.start} is {blob[e.start:e.start + 1]!r}); save it as UTF-8")
             return None
-        except tomllib.TOMLDecodeError as e:
+        except ValueError as e:  # tomllib's TOMLDecodeError (see _fast_toml)
             self.bad("", f"is not valid TOML: {e}")
             return None
         except RecursionError:

@@ -154,3 +154,17 @@ def test_every_replayed_option_is_part_of_the_replay_request() -> None:
         assert replay.request_of("p.toml", {o.dest: value}) != replay.request_of("p.toml", {}), o
         assert replay.parse(["lock", "p.toml", o.names[-1], *([] if o.kind == "flag" else [value])]) == \
             replay.request_of("p.toml", {o.dest: value}), o
+
+
+def test_a_changed_code_file_falls_through_to_a_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """envsolve's code is an input by each file's size, modification time and inode."""
+    spec, _ = _lock(tmp_path, "h100-torch-newest")
+    assert replay.replay(["lock", str(spec)])
+    code = Path(replay.__file__)
+    st = code.stat()
+    try:
+        os.utime(code, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # touched: as an edit or a reinstall
+        assert not replay.replay(["lock", str(spec)])
+    finally:
+        os.utime(code, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert replay.replay(["lock", str(spec)])

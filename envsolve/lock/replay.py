@@ -3,7 +3,8 @@ byte-for-byte what it was for an earlier lock, that lock is written again withou
 
 The inputs are everything the lock command reads: its arguments and working folder, the spec's
 bytes, the matrices' bytes, envsolve's own code and that of the libraries that shape the lock's
-text, the Python version, the environment variables it consults (``ENVSOLVE_*``, ``PIP_*``,
+text (each code file by its size, modification time and inode, as Python's bytecode cache
+tells a changed source), the Python version, the environment variables it consults (``ENVSOLVE_*``, ``PIP_*``,
 ``HOME``, ``XDG_CONFIG_HOME``) and pip's configuration files. Their digest names a cache entry
 holding the lock text and what the command printed; an entry is written only by a full solve
 that succeeded. Anything this path does not handle (other options, ``--host``, an unreadable
@@ -118,6 +119,16 @@ def _files(label: str, paths: Iterable[Path], root: Path | None = None) -> Itera
         yield f"{label} {path.relative_to(root) if root else path.name}", read_bytes(path, MATRIX_CAP)
 
 
+def _code(label: str, paths: Iterable[Path], root: Path | None = None) -> Iterator[tuple[str, bytes]]:
+    """(label, signature) of each code file: its size, modification time (nanoseconds) and inode,
+    as Python's own bytecode cache tells a changed source (reading and hashing a megabyte of
+    code took the replay as long as the rest of it)."""
+    for path in paths:
+        st = os.stat(path)
+        yield (f"{label} {path.relative_to(root) if root else path.name}",
+               f"{st.st_size} {st.st_mtime_ns} {st.st_ino}".encode())
+
+
 def _library_files(name: str) -> list[Path]:
     spec = importlib.util.find_spec(name)
     where = Path(spec.origin).parent if spec is not None and spec.origin else None
@@ -133,35 +144,25 @@ def _pip_files(environ: Mapping[str, str]) -> Iterator[tuple[str, bytes]]:
 
 
 def _settled(request: Request, environ: Mapping[str, str]) -> Iterator[tuple[str, bytes]]:
-    """Every input but the spec and the lock on disk, labelled, in a fixed order: what cannot
-    change between the replay's look-up and a full lock's :func:`store` in the same run."""
+    """Every input but the spec and the lock on disk, labelled, in a fixed order."""
     yield "python", sys.version.encode()
     yield "cwd", os.getcwd().encode()
     yield "request", "\0".join(request).encode()
     yield from ((f"env {name}", environ[name].encode()) for name in sorted(environ)
                 if name.startswith(_ENV) or name in _ENV_NAMES)
     yield from _files("data", sorted(Path(environ.get("ENVSOLVE_MATRICES") or data_dir()).glob("*.toml")))
-    yield from _files("code", sorted(_CODE.rglob("*.py")), _CODE)
+    yield from _code("code", sorted(_CODE.rglob("*.py")), _CODE)
     for name in _LIBRARIES:
-        yield from _files(f"library {name}", _library_files(name))
+        yield from _code(f"library {name}", _library_files(name))
     yield from _pip_files(environ)
-
-
-# the digest of :func:`_settled`'s inputs, by request and environment: a lock that solves after
-# the replay's look-up stores its entry without reading envsolve's code and data a second time
-_SETTLED: dict[tuple[Request, tuple[tuple[str, str], ...]], hashlib._Hash] = {}
 
 
 def _digest(request: Request, environ: Mapping[str, str], lock: bytes | None) -> str:
     """The digest of everything the lock command reads: :func:`_settled`'s inputs, the spec's bytes
     and the lock on disk (a re-lock keeps its versions)."""
-    key = (request, tuple(sorted(environ.items())))
-    if key not in _SETTLED:
-        h = hashlib.sha256(_FORMAT)
-        for label, data in _settled(request, environ):
-            _add(h, label, data)
-        _SETTLED[key] = h
-    h = _SETTLED[key].copy()
+    h = hashlib.sha256(_FORMAT)
+    for label, data in _settled(request, environ):
+        _add(h, label, data)
     _add(h, "spec", read_bytes(Path(request[0]), SPEC_CAP))
     _add(h, "lock on disk", b"\0absent" if lock is None else lock)
     return h.hexdigest()

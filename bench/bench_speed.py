@@ -1,0 +1,129 @@
+"""The speed table of issue 26: every measure beside its yardstick, in the same run, with the ratio.
+
+    python bench/bench_speed.py [--runs 7] [--big] [--full-lock]
+
+Rows (each a new interpreter per run, start-up included; medians):
+1. `python -c pass`, the yardstick of the lock rows.
+2. `envsolve lock --frameworks-only` of examples/project.toml and of a three-target spec:
+   replayed (inputs unchanged), the spec changed (the compiled data cache warm), first run (no
+   caches at all); goals <= 3x, <= 5x and <= 150 ms.
+3. The import time of the lock path: the self times `python -X importtime` reports for a lock of
+   a changed spec, less those of `python -c pass`; goal <= 30 ms.
+4. `envsolve matrix --format json` of 100,800 cells (goal <= 1 s) and, with --big, of 1,008,000
+   cells (goals <= 10 s and 150 MiB), with `python -c pass` as the start-up they include.
+5. With --full-lock (needs the package index): the full lock cold beside `uv pip compile` of the
+   same requirements cold (goal <= 1.1x), and cached beside `uv pip compile --offline` (<= 2x).
+Prints a Markdown table (README "Speed") and the machine it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_lock import THREE, time_cli, time_pass  # noqa: E402
+from bench_matrix import matrix_text  # noqa: E402
+from bench_matrix import run as run_matrix  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+Row = tuple[str, str, str, str]  # what, measured, yardstick and ratio, goal
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def lock_rows(runs: int, base: float) -> list[Row]:
+    rows: list[Row] = []
+    goals = {"warm": ("replayed (inputs unchanged)", 3.0, "<= 3x"),
+             "data-cache": ("spec changed, data cache warm", 5.0, "<= 5x (about 50 ms)"),
+             "cold": ("first run, no caches", None, "<= 150 ms")}
+    with tempfile.TemporaryDirectory() as d:
+        three = Path(d) / "three.toml"
+        three.write_text(THREE)
+        for name, spec in (("examples/project.toml", ROOT / "examples" / "project.toml"), ("three targets", three)):
+            for mode, (what, _, goal) in goals.items():
+                med = statistics.median(time_cli(spec, runs, mode))
+                rows.append((f"`lock --frameworks-only` {name}: {what}", _ms(med), f"{med / base:.1f}x pass", goal))
+    return rows
+
+
+def _import_self_ms(argv: list[str], env: dict[str, str]) -> float:
+    """The sum of the self times `-X importtime` reports for ``argv`` (milliseconds)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], env=env, capture_output=True, text=True)
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:") and "self [us]" not in line]
+    return sum(int(line.split(":", 1)[1].split("|")[0]) for line in lines) / 1000
+
+
+def import_row(runs: int) -> Row:
+    with tempfile.TemporaryDirectory() as d:
+        env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{d}/cache"}
+        spec = Path(d) / "project.toml"
+        spec.write_bytes((ROOT / "examples" / "project.toml").read_bytes())
+        lock = ["-m", "envsolve", "lock", "--frameworks-only", str(spec), "-o", f"{d}/x.lock"]
+        subprocess.run([sys.executable, *lock], env=env, capture_output=True, check=True)  # the data cache
+        ours, bare = [], []
+        for i in range(runs):
+            spec.write_bytes(spec.read_bytes() + f"# {i}\n".encode())  # changed: no replay
+            ours.append(_import_self_ms(lock, env))
+            bare.append(_import_self_ms(["-c", "pass"], env))
+    got, yard = statistics.median(ours), statistics.median(bare)
+    return ("import time of the lock path (`-X importtime`, self times, less `python -c pass`'s)",
+            f"{got - yard:.0f} ms", f"{got:.0f} ms in all, pass {yard:.0f} ms", "<= 30 ms")
+
+
+def matrix_rows(runs: int, sizes: list[str], base: float) -> list[Row]:
+    rows: list[Row] = []
+    goals = {"100k": "<= 1 s", "1m": "<= 10 s, <= 150 MiB"}
+    with tempfile.TemporaryDirectory() as d:
+        for size in sizes:
+            text, n = matrix_text(size)
+            spec = Path(d) / f"{size}.toml"
+            spec.write_text(text)
+            results = [run_matrix(spec, "json") for _ in range(runs if size != "1m" else 1)]
+            secs = statistics.median(s for s, _ in results)
+            rss = max(r for _, r in results) / 1024
+            rows.append((f"`matrix --format json`, {n:,} cells", f"{secs:.2f} s, {rss:.0f} MiB",
+                         f"{n / secs:,.0f} cells/s; pass {_ms(base)}", goals[size]))
+    return rows
+
+
+def full_lock_rows(runs: int) -> list[Row]:
+    from bench_full_lock import measure
+
+    med = measure(runs)
+    return [("full lock, cold (vllm on an H100)", f"{med['envsolve cold']:.2f} s",
+             f"uv cold {med['uv cold']:.2f} s: {med['envsolve cold'] / med['uv cold']:.2f}x", "<= 1.1x"),
+            ("full lock, cached (the same lock again)", f"{med['envsolve cached']:.2f} s",
+             f"uv offline {med['uv offline']:.2f} s: {med['envsolve cached'] / med['uv offline']:.2f}x", "<= 2x")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--big", action="store_true", help="also the matrix of 1,008,000 cells (about a minute)")
+    ap.add_argument("--full-lock", action="store_true", help="also the full lock beside uv (needs the index)")
+    args = ap.parse_args()
+    base = statistics.median(time_pass(args.runs))
+    rows: list[Row] = [("`python -c pass`, the yardstick", _ms(base), "", "")]
+    rows += lock_rows(args.runs, base)
+    rows.append(import_row(args.runs))
+    rows += matrix_rows(3, ["100k", "1m"] if args.big else ["100k"], base)
+    if args.full_lock:
+        rows += full_lock_rows(3)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
+    print("| work | measured | beside its yardstick | goal |\n|---|---|---|---|")
+    print("\n".join(f"| {' | '.join(r)} |" for r in rows))
+
+
+if __name__ == "__main__":
+    main()
