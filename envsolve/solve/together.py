@@ -80,29 +80,48 @@ def _admits(spec: str, other: str) -> bool:
         return True
 
 
-def _requires_clash(a: Candidate, b: Candidate, backend: str) -> str:
+def _requires_clash(a: Candidate, b: Candidate, backend: str, cache: Cache) -> str:
     """Why one of the two does not accept the other's version (its requirement, Keras' backend floor)."""
-    return next(filter(None, (_requires(x, y, backend) for x, y in ((a, b), (b, a)))), "")
+    return next(filter(None, (_requires(x, y, backend, cache) for x, y in ((a, b), (b, a)))), "")
 
 
-def _requires(x: Candidate, y: Candidate, backend: str) -> str:
+def _requires(x: Candidate, y: Candidate, backend: str, cache: Cache) -> str:
     want = dict(x.release.requires).get(y.package)
-    if want and not SpecifierSet(want).contains(y.release.version, prereleases=True):
+    if want and not _in_range(cache, want, y.release.version):
         return f"{x.label} requires {y.package}{want}, not {y.release.raw}"
     floor = dict(x.release.backends).get(backend) if x.package == "keras" and y.package == backend else None
-    if floor and not SpecifierSet(floor).contains(y.release.version, prereleases=True):
+    if floor and not _in_range(cache, floor, y.release.version):
         return f"{x.label} needs {backend}{floor} as its backend, not {y.release.raw}"
     return ""
 
 
+def _in_range(cache: Cache, raw: str, version: Version) -> bool:
+    """Whether the range ``raw`` of the data admits ``version`` (pre-releases too), remembered."""
+    table = cache.table("admits")
+    key = (raw, version)
+    if key not in table:
+        table[key] = SpecifierSet(raw).contains(version, prereleases=True)
+    return table[key]  # type: ignore[no-any-return]
+
+
 def clash(a: Candidate, b: Candidate, backend: str, cache: Cache | None = None) -> str:
     """Why two candidates cannot share an environment ("" when they can); ``cache`` keeps the
-    answers of :func:`meet` between calls (the search asks the same ranges many times)."""
+    answers between calls (the search asks the same pairs and ranges many times). A pair's
+    answer is kept with the pair itself, so its ``id`` names no other candidates meanwhile."""
+    cache = cache if cache is not None else Cache()
+    table = cache.table("clash")
+    key = (id(a), id(b), backend)
+    entry = table.get(key)
+    if entry is None or entry[0] is not a or entry[1] is not b:
+        entry = table[key] = (a, b, _clash(a, b, backend, cache))
+    return entry[2]
+
+
+def _clash(a: Candidate, b: Candidate, backend: str, cache: Cache) -> str:
     if not a.pythons & b.pythons:
         return (f"{a.label} has Python {', '.join(sorted(a.pythons, key=parse_python_minor))} and "
                 f"{b.label} has {', '.join(sorted(b.pythons, key=parse_python_minor))}: no common Python")
-    return (_cuda_clash(a, b) or _pin_clash(a, b) or _shared_clash(a, b, cache or Cache())
-            or _requires_clash(a, b, backend))
+    return _cuda_clash(a, b) or _pin_clash(a, b) or _shared_clash(a, b, cache) or _requires_clash(a, b, backend, cache)
 
 
 def clash_with_all(c: Candidate, others: list[Candidate], backend: str, cache: Cache | None = None) -> str:
