@@ -126,7 +126,7 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
     """:func:`solve_cells` one cell at a time, for output that streams."""
     cache = Cache()
     reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
-    refused: dict[object, Unsatisfiable | None] = {}  # by the values of the axes that choose builds
+    refused: dict[object, str | None] = {}  # why, by the values of the axes that choose builds
     by_group = _grouper(ms)
     # without a platform axis, an image of several [image] platforms is one tag for all of them:
     # its cell must solve for each, the same way
@@ -135,12 +135,12 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
         # the OS and the flavour choose the base image only: a cell whose builds cannot be found
         # is refused as every cell of its group was, without making its spec
         group = by_group(cell.values)
-        if (known := refused.get(group)) is not None:
-            yield _result(cell, known, reasons)
+        if (why := refused.get(group)) is not None:
+            yield CellResult(cell=cell, resolution=None, reason=why)
             continue
         spec = cell_spec(provider, ms, cell, cache)
         r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
-        refused[group] = r if isinstance(r, Unsatisfiable) else None
+        refused[group] = _reason(r, reasons) if isinstance(r, Unsatisfiable) else None
         if isinstance(r, Resolution) and (why := _unlike_elsewhere(provider, ms, cell, cache, r, others)):
             yield CellResult(cell=cell, resolution=None, reason=why)
         else:
@@ -175,14 +175,19 @@ def _result(cell: Cell, r: Resolution | Unsatisfiable, reasons: dict[int, str]) 
     """A solved cell: valid, or pruned because it is unsatisfiable, got a neighbour of the torch
     variant it names, or has no base image."""
     if isinstance(r, Unsatisfiable):
-        if id(r) not in reasons:
-            reasons[id(r)] = "; ".join(c.reason for c in r.clashes)
-        return CellResult(cell=cell, resolution=None, reason=reasons[id(r)])
+        return CellResult(cell=cell, resolution=None, reason=_reason(r, reasons))
     if variant := _variant_problem(cell, r):
         return CellResult(cell=cell, resolution=None, reason=variant)
     if not r.base_image:
         return CellResult(cell=cell, resolution=None, reason=r.warnings[0] if r.warnings else "no base image")
     return CellResult(cell=cell, resolution=r)
+
+
+def _reason(r: Unsatisfiable, reasons: dict[int, str]) -> str:
+    """Why a cell of answer ``r`` is pruned, one text per answer."""
+    if id(r) not in reasons:
+        reasons[id(r)] = "; ".join(c.reason for c in r.clashes)
+    return reasons[id(r)]
 
 
 def _variant_problem(cell: Cell, r: Resolution) -> str:

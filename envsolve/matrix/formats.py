@@ -283,8 +283,9 @@ class _CellTexts:
     def line(self, r: CellResult) -> str:
         cell = r.cell
         cid = cell.id  # letters, digits, "_" and "-" only (parse._id_part): JSON as it is
-        head = ",".join(map(self._pair, cell.values)) + f',"id":"{cid}","valid":{_TRUE[r.valid]},' \
-            f'"include":{_TRUE[cell.included]}'
+        pairs = self._pairs
+        head = ",".join([pairs.get(pair) or self._pair(pair) for pair in cell.values]) + \
+            f',"id":"{cid}","valid":{_TRUE[r.valid]},"include":{_TRUE[cell.included]}'
         res = r.resolution
         if res is None:
             return "{" + head + ',"reason":' + self._string(r.reason) + "}"
