@@ -28,7 +28,8 @@ from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from ..versions import Arch, parse_arch
 from .model import Candidate, ExtensionPin, Reporter
 
-__all__ = ["Asked", "asked", "devel_flavor", "narrow", "pins", "refusal", "with_torch"]
+__all__ = ["Asked", "asked", "build_archs", "degraded", "devel_flavor", "narrow", "pins", "refusal", "resolvable_lines",
+           "with_torch"]
 
 _TORCH = "torch"
 
@@ -281,11 +282,13 @@ def _arch_value(a: Arch, fmt: str) -> str:
 
 
 def build_archs(row: Extension, t: Target) -> tuple[str, ...]:
-    """The arch list of a source build for the target's GPUs only: for each GPU the arch of
-    ``row`` whose SASS runs on it (``80`` for an sm_86 with flash-attn), else its own."""
+    """The arch list of a source build for the target's GPUs only: each GPU's own arch for
+    TORCH_CUDA_ARCH_LIST (``8.6``); for a package that takes only the values of its own list
+    (flash-attn: ``80;90;100;120``), the one whose SASS runs on the GPU (``80`` for an sm_86)."""
     out: list[str] = []
     for gpu in t.gpus:
-        own = next((a for a in map(parse_arch, row.archs) if a.sass_runs_on(gpu.arch)), gpu.arch)
+        own = gpu.arch if row.build_format == "dotted" else next(
+            (a for a in map(parse_arch, row.archs) if a.sass_runs_on(gpu.arch)), gpu.arch)
         value = _arch_value(own, row.build_format)
         if value not in out:
             out.append(value)
@@ -367,3 +370,19 @@ def devel_flavor(spec: ProjectSpec, extensions: Sequence[ExtensionPin], found: S
     if not compiles or "devel" in spec.flavor:
         return ""
     return "cudnn-devel" if spec.flavor.startswith("cudnn") else "devel"
+
+
+def resolvable_lines(pip: Sequence[str], extensions: Sequence[ExtensionPin]) -> tuple[str, ...]:
+    """``[packages] pip`` as the full resolve takes it: a GitHub release wheel's line as its direct
+    URL (the lock then holds its hash), a package built in the image or taken from PyG's pages left
+    to the Dockerfile's own step."""
+    how = {x.name: x for x in extensions}
+    out = []
+    for line in pip:
+        req = _requirement(line)
+        x = how.get(str(canonicalize_name(req.name))) if req is not None else None
+        if x is None or x.install == "index":
+            out.append(line)
+        elif x.install == "github":
+            out.append(x.requirement)
+    return tuple(out)
