@@ -134,6 +134,8 @@ def _expected(lock: Lock, env: Environment) -> dict[str, Any]:
                       "pins": {k: v for k, v in p.pins if v[:1].isdigit()}}
                      for p in env.frameworks],
         "run_flags": " ".join(env.run_flags),
+        **({"extensions": [{"name": x.name, "version": x.version, "install": x.install} for x in env.extensions]}
+           if env.extensions else {}),
     }
 
 
@@ -349,9 +351,16 @@ def _jinja() -> Any:
     return jenv
 
 
+_MAIN = 'if __name__ == "__main__":'
+
+
 def _smoke_test(lock: Lock, env: Environment) -> str:
-    """The smoke test, with the lock's facts for this environment in it."""
+    """The smoke test, with the lock's facts for this environment in it, and the checks of its CUDA
+    extension packages (``templates/smoke_extensions.py``) when it has some."""
     script = (templates_dir() / "smoke_test.py").read_text(encoding="utf-8")
+    if env.extensions:
+        extensions = (templates_dir() / "smoke_extensions.py").read_text(encoding="utf-8")
+        script = script.replace(_MAIN, extensions + _MAIN, 1)
     return script.replace(_MARKER, repr(json.dumps(_expected(lock, env), sort_keys=True)), 1)
 
 
