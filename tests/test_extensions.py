@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from packaging.version import Version
+from pytest_httpserver import HTTPServer
 
 from envsolve.cli import main
 from envsolve.errors import LockError
@@ -342,3 +343,34 @@ def test_a_smoke_test_without_extensions_is_the_template_unchanged(tmp_path: Pat
     smoke = (tmp_path / "envsolve-out" / "default" / "smoke_test.py").read_text()
     assert "check_extensions" not in smoke
     assert smoke.split("EXPECTED: dict")[0] == (templates_dir() / "smoke_test.py").read_text().split("EXPECTED: dict")[0]
+
+
+# ----------------------------------------------------------------------------- the full lock (a local fake index)
+
+
+def test_the_full_lock_takes_the_release_wheel_by_its_url_and_records_its_hash(
+        httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from envsolve.data import data_dir
+    from tests.fakeindex import Wheel, serve
+
+    release = Wheel("flash-attn", "2.8.3.post1+cu12torch2.8cxx11abiTRUE", requires=["torch", "einops"],
+                    tag="cp313-cp313-linux_x86_64")
+    index = serve(httpserver, [Wheel("torch", "2.8.0"), Wheel("einops", "0.8.1"),
+                               Wheel("flash-attn", "2.8.3.post1", requires=["torch", "einops"])])
+    httpserver.expect_request(f"/gh/{release.filename}").respond_with_data(release.build())
+    shutil.copytree(data_dir(), tmp_path / "m")  # the release's URL pointed at the local server
+    rows = tmp_path / "m" / "extensions.toml"
+    rows.write_text(rows.read_text().replace("https://github.com/Dao-AILab/flash-attention/releases/download/v{version}",
+                                             httpserver.url_for("/gh")))
+    monkeypatch.setenv("ENVSOLVE_MATRICES", str(tmp_path / "m"))
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", index)
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    env = _env(_lock(tmp_path, _spec('"H100"', '"flash-attn"', torch="==2.8.0")))
+    [x] = env["extensions"]
+    assert (x["install"], x["url"]) == ("github", httpserver.url_for(f"/gh/{release.filename}"))
+    assert x["hash"] == release.sha256  # the file's own digest, read by the full resolve
+    packages = {p["name"]: p for p in env["packages"]}
+    assert packages["flash-attn"]["hashes"] == [release.sha256] and "einops" in packages
+    text = (tmp_path / "envsolve.lock").read_text()
+    assert lockfile.loads(text, "envsolve.lock").environments[0].extensions[0].hash == release.sha256
