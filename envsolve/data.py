@@ -1127,20 +1127,23 @@ class _BuildChecks:
 def _check_extensions(m: Matrices, arch_names: set[str], out: Problems) -> None:
     """Each extension row's archs are known and its newest release is in its range; each wheel row
     names an extension package and a release of one of its rows."""
+    for i, x in enumerate(m.extensions):
+        _check_extension(x, f"extension[{i}] ({x.package} {x.versions})", arch_names, out)
+    packages = {x.package for x in m.extensions}
+    for i, w in enumerate(m.extension_wheels):
+        if w.package not in packages:
+            out.add("extensions.toml", f"wheel[{i}].package", f"{w.package!r} has no [[extension]] row")
+
+
+def _check_extension(x: Extension, where: str, arch_names: set[str], out: Problems) -> None:
     from packaging.specifiers import SpecifierSet
 
-    for i, x in enumerate(m.extensions):
-        where = f"extension[{i}] ({x.package} {x.versions})"
-        for name in _unknown_archs((*x.archs, *x.ptx, *filter(None, [x.degraded_below])), arch_names):
-            out.add("extensions.toml", where, f"arch {name!r} has no [[arch]] row")
-        if not SpecifierSet(x.versions).contains(x.newest, prereleases=True):
-            out.add("extensions.toml", f"{where}.newest", f"{x.newest!r} is outside versions {x.versions!r}")
-        if not (x.archs or x.ptx or x.cpu):
-            out.add("extensions.toml", where, "names no archs, no ptx and no cpu: no target could take it")
-    for i, w in enumerate(m.extension_wheels):
-        rows = [x for x in m.extensions if x.package == w.package]
-        if not rows:
-            out.add("extensions.toml", f"wheel[{i}].package", f"{w.package!r} has no [[extension]] row")
+    for name in _unknown_archs((*x.archs, *x.ptx, *filter(None, [x.degraded_below])), arch_names):
+        out.add("extensions.toml", where, f"arch {name!r} has no [[arch]] row")
+    if not SpecifierSet(x.versions).contains(x.newest, prereleases=True):
+        out.add("extensions.toml", f"{where}.newest", f"{x.newest!r} is outside versions {x.versions!r}")
+    if not (x.archs or x.ptx or x.cpu):
+        out.add("extensions.toml", where, "names no archs, no ptx and no cpu: no target could take it")
 
 
 def _is_dotted(text: str) -> bool:

@@ -212,14 +212,13 @@ def _full_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any
     exactly its lines (--no-deps)."""
     routed = {g["url"] for g in groups}
     on_conda = {p.name for p in env.frameworks if p.conda}
-    direct = {**_direct_urls(env), **{x.name: x.url for x in env.extensions if x.install == "github"}}
-    own = {x.name for x in env.extensions if x.install in ("pyg", "source")}  # installed by their own step
+    direct = {**_direct_urls(env), **_release_wheels(env)}
+    own = _own_step_names(env) - set(_release_wheels(env))  # a full lock hashes a release wheel: not its own step
 
     def lines(url: str | None, skip: set[str]) -> list[str]:
         """The hashed lines of the group at ``url`` (None: the default index), less ``skip``."""
         return [_hashed(p, direct) for p in env.packages
-                if (p.index_url == url if url is not None else p.index_url not in routed)
-                and p.name not in skip and p.name not in own]
+                if (p.index_url == url if url is not None else p.index_url not in routed) and p.name not in skip | own]
 
     return {"groups": [{**g, "requirements": lines(g["url"], set())} for g in groups],
             "default_requirements": lines(None, set()), "held": [], "extra_pip": [],
@@ -246,6 +245,11 @@ def _line_name(line: str) -> str:
         return str(canonicalize_name(Requirement(line).name))
     except InvalidRequirement:
         return ""
+
+
+def _release_wheels(env: Environment) -> dict[str, str]:
+    """Name -> URL of each extension package installed from its GitHub release's wheel."""
+    return {x.name: x.url for x in env.extensions if x.install == "github"}
 
 
 def _own_step_names(env: Environment) -> set[str]:

@@ -352,15 +352,19 @@ def degraded(provider: Provider, found: Sequence[Asked], t: Target, extensions: 
              ) -> tuple[str, ...]:
     """A warning per GPU that runs a locked package without one of its features (vLLM's
     FlashAttention backend below sm_80, bitsandbytes' LLM.int8() below sm_75)."""
-    out = []
-    for x in extensions:
-        row = next((r for a in found for r, v in a.rows if r.package == x.name and v == x.version), None)
-        if row is None or not row.degraded_below:
-            continue
-        floor = parse_arch(row.degraded_below)
-        out += [f"{x.name} {x.version} on {g.name} ({g.arch.name}): {row.degraded}" for g in t.gpus
-                if g.vendor == "nvidia" and (g.arch.major, g.arch.minor) < (floor.major, floor.minor)]
-    return tuple(out)
+    rows = {(x.name, x.version): _row_of(found, x) for x in extensions}
+    return tuple(f"{x.name} {x.version} on {g.name} ({g.arch.name}): {row.degraded}" for x in extensions
+                 if (row := rows[x.name, x.version]) is not None and row.degraded_below
+                 for g in t.gpus if _older_than(g, parse_arch(row.degraded_below)))
+
+
+def _row_of(found: Sequence[Asked], x: ExtensionPin) -> Extension | None:
+    """The row ``x`` was locked from."""
+    return next((r for a in found for r, v in a.rows if r.package == x.name and v == x.version), None)
+
+
+def _older_than(gpu: GpuReq, floor: Arch) -> bool:
+    return gpu.vendor == "nvidia" and (gpu.arch.major, gpu.arch.minor) < (floor.major, floor.minor)
 
 
 def devel_flavor(spec: ProjectSpec, extensions: Sequence[ExtensionPin], found: Sequence[Asked]) -> str:
