@@ -199,6 +199,8 @@ def test_flash_attn_moves_torch_to_the_newest_release_with_a_prebuilt_wheel_and_
     [x] = env["extensions"]
     assert x["url"] == FA_WHEEL.format(torch="2.8", abi="TRUE", py="313")  # torch 2.8's wheels use the C++11 ABI
     why = CliRunner().invoke(main, ["explain", str(tmp_path / "project.toml")])
+    assert "chose torch 2.8.0 (cu128): newest release that fits, the default build; driver >= 570.26 (native); " \
+           "first among those with a prebuilt flash-attn wheel" in why.output
     assert ("extension flash-attn 2.8.3.post1 (GitHub release wheel): needs sm_80 or newer, torch >=2.2 (chose 2.8.0), "
             "CUDA >=12.0; a prebuilt wheel from its GitHub release for torch 2.8, CUDA 12, Python 3.13") in why.output
     data = json.loads(CliRunner().invoke(main, ["explain", str(tmp_path / "project.toml"), "--format", "json"]).stdout)

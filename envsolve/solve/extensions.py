@@ -29,7 +29,7 @@ from ..versions import Arch, parse_arch
 from .model import Candidate, ExtensionPin, Reporter
 
 __all__ = ["Asked", "asked", "build_archs", "degraded", "devel_flavor", "narrow", "pins", "refusal", "resolvable_lines",
-           "with_torch"]
+           "wheel_note", "with_torch"]
 
 _TORCH = "torch"
 
@@ -223,6 +223,15 @@ def _has_wheel(provider: Provider, found: Sequence[Asked], t: Target, c: Candida
     """Whether every asked package has a prebuilt wheel for torch candidate ``c``."""
     return all(any(row.install == "index" or _wheel(provider, row, v, c, c.pythons) is not None
                    for row, v in _rows_for(a, t, c)) for a in found)
+
+
+def wheel_note(provider: Provider, found: Sequence[Asked], t: Target, c: Candidate) -> str:
+    """``; first among those with a prebuilt flash-attn wheel`` for a torch candidate that the
+    preference for prebuilt wheels put first ("" otherwise)."""
+    built = [a.package for a in found if any(row.install == "source" for row, _ in a.rows)]
+    if c.package != _TORCH or not built or not _has_wheel(provider, found, t, c):
+        return ""
+    return f"; first among those with a prebuilt {' and '.join(built)} wheel"
 
 
 def narrow(provider: Provider, found: Sequence[Asked], t: Target, lists: dict[str, list[Candidate]],

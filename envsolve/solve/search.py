@@ -136,7 +136,7 @@ def try_solve_target(provider: Provider, spec: ProjectSpec, t: Target, reporter:
         return got
     found, backend = got
     for c in found:
-        rep.chosen(t.name, c.label, why_chosen(c) + _asked(spec, c))
+        rep.chosen(t.name, c.label, why_chosen(c) + extensions.wheel_note(provider, exts, t, c) + _asked(spec, c))
     return _with_extensions(provider, cache, spec, t, found, backend, exts)
 
 
