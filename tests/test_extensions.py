@@ -376,3 +376,17 @@ def test_the_full_lock_takes_the_release_wheel_by_its_url_and_records_its_hash(
     assert packages["flash-attn"]["hashes"] == [release.sha256] and "einops" in packages
     text = (tmp_path / "envsolve.lock").read_text()
     assert lockfile.loads(text, "envsolve.lock").environments[0].extensions[0].hash == release.sha256
+
+
+def test_the_full_lock_checks_the_release_the_index_gives_not_the_newest_the_data_knows(
+        httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests.fakeindex import Wheel, serve
+
+    # the index's newest vllm is 0.11.0 (Requires-Dist torch==2.8.0); the data knows releases up to 0.33
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", serve(httpserver, [Wheel("torch", "2.8.0"),
+                                                                 Wheel("vllm", "0.11.0", requires=["torch==2.8.0"])]))
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    env = _env(_lock(tmp_path, _spec('"A100"', '"vllm"')))
+    assert _torch(env) == "2.8.0"
+    assert [(x["name"], x["version"], x["install"]) for x in env["extensions"]] == [("vllm", "0.11.0", "index")]

@@ -61,16 +61,32 @@ def _version_in(row: Extension, req: Requirement) -> str:
                  if in_row.contains(v, prereleases=True) and req.specifier.contains(v, prereleases=True)), "")
 
 
+def _steered(spec: ProjectSpec) -> dict[str, str]:
+    """Package -> the release the full lock read on the index for its pip line, where that release's
+    Requires-Dist narrowed a framework (``asked_by = "vllm==0.11.0"``, see lock/steer.py)."""
+    named = (p.partition("==") for f in spec.frameworks for p in f.asked_by.split(", ") if "==" in p)
+    return {str(canonicalize_name(name)): version for name, _, version in named}
+
+
+def _admitted(rows: Sequence[Extension], req: Requirement, steered: str) -> tuple[tuple[Extension, str], ...]:
+    """The rows the line admits, each with the release it locks: the release the index gave when
+    the full lock read one, else the newest the line admits."""
+    if steered:
+        return tuple((row, steered) for row in rows if SpecifierSet(row.versions).contains(steered, prereleases=True))
+    return tuple((row, v) for row in rows if (v := _version_in(row, req)))
+
+
 def asked(provider: Provider, spec: ProjectSpec) -> tuple[Asked, ...]:
-    """The extension packages the spec's pip lines name, in the spec's order (none the data knows: ())."""
+    """The extension packages the spec's pip lines name, in the spec's order; a line that admits
+    no release the data knows asks nothing (the index's own Requires-Dist still steers it)."""
     out = []
+    steered = _steered(spec)
     for line in spec.pip:
         req = _requirement(line)
-        rows = provider.extensions(str(canonicalize_name(req.name))) if req is not None else []
-        if req is None or not rows:
-            continue
-        admitted = tuple((row, v) for row in rows if (v := _version_in(row, req)))
-        out.append(Asked(package=rows[0].package, line=line, rows=admitted or ((rows[0], rows[0].newest),)))
+        name = str(canonicalize_name(req.name)) if req is not None else ""
+        rows = _admitted(provider.extensions(name), req, steered.get(name, "")) if req is not None else ()
+        if rows:
+            out.append(Asked(package=name, line=line, rows=rows))
     return tuple(out)
 
 
