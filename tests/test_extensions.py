@@ -382,11 +382,11 @@ def test_the_full_lock_checks_the_release_the_index_gives_not_the_newest_the_dat
         httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from tests.fakeindex import Wheel, serve
 
-    # the index's newest vllm is 0.11.0 (Requires-Dist torch==2.8.0); the data knows releases up to 0.33
+    # the index's newest vllm is 0.10.2 (Requires-Dist torch==2.8.0); the data knows releases up to 0.33
     monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", serve(httpserver, [Wheel("torch", "2.8.0"),
-                                                                 Wheel("vllm", "0.11.0", requires=["torch==2.8.0"])]))
+                                                                 Wheel("vllm", "0.10.2", requires=["torch==2.8.0"])]))
     monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
     env = _env(_lock(tmp_path, _spec('"A100"', '"vllm"')))
     assert _torch(env) == "2.8.0"
-    assert [(x["name"], x["version"], x["install"]) for x in env["extensions"]] == [("vllm", "0.11.0", "index")]
+    assert [(x["name"], x["version"], x["install"]) for x in env["extensions"]] == [("vllm", "0.10.2", "index")]
