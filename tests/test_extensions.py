@@ -390,3 +390,11 @@ def test_the_full_lock_checks_the_release_the_index_gives_not_the_newest_the_dat
     env = _env(_lock(tmp_path, _spec('"A100"', '"vllm"')))
     assert _torch(env) == "2.8.0"
     assert [(x["name"], x["version"], x["install"]) for x in env["extensions"]] == [("vllm", "0.10.2", "index")]
+
+
+def test_an_arm_target_builds_flash_attn_the_release_wheels_are_x86_64_only(tmp_path: Path) -> None:
+    env = _env(_lock(tmp_path, _spec('"GH200"', '"flash-attn"')))
+    assert env["platform"] == "linux/arm64"
+    [x] = env["extensions"]
+    assert (x["install"], x["url"], x["build_archs"]) == ("source", "", "90")
+    assert "-devel-" in env["base_image"]

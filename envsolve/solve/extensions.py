@@ -21,7 +21,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from ..data import Extension, ExtensionWheel
-from ..domain import kernels
+from ..domain import DEFAULT_PLATFORM, kernels
 from ..errors import Clash, Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
@@ -237,7 +237,7 @@ def _torch_misfit(a: Asked, t: Target) -> str:
 
 def _has_wheel(provider: Provider, found: Sequence[Asked], t: Target, c: Candidate) -> bool:
     """Whether every asked package has a prebuilt wheel for torch candidate ``c``."""
-    return all(any(row.install == "index" or _wheel(provider, row, v, c, c.pythons) is not None
+    return all(any(row.install == "index" or _wheel(provider, row, v, c, c.pythons, t) is not None
                    for row, v in _rows_for(a, t, c)) for a in found)
 
 
@@ -283,10 +283,11 @@ def _minor(c: Candidate) -> str:
 
 
 def _wheel(provider: Provider, row: Extension, version: str, c: Candidate | None,
-           pythons: Iterable[str]) -> tuple[ExtensionWheel, str, str] | None:
+           pythons: Iterable[str], t: Target) -> tuple[ExtensionWheel, str, str] | None:
     """The prebuilt wheel row of ``row``'s release ``version`` for torch ``c`` and one of ``pythons``,
-    with its CUDA as the file names write it and that Python (None when none)."""
-    if c is None:
+    with its CUDA as the file names write it and that Python (None when none). The [[wheel]] rows
+    are Linux x86_64 wheels: another platform builds the package."""
+    if c is None or t.platform != DEFAULT_PLATFORM:
         return None
     names = _cuda_names(_cuda_text(c))
     for w in provider.extension_wheels(row.package, version):
@@ -336,7 +337,7 @@ def _pin(provider: Provider, a: Asked, t: Target, torch: Candidate | None, pytho
     rows = _rows_for(a, t, torch) if torch is not None else [(r, v) for r, v in a.rows if _serves_all(r, t)]
     row, version = (rows or list(a.rows))[0]
     why = _constraint(row, t, torch)
-    hit = _wheel(provider, row, version, torch, [python])
+    hit = _wheel(provider, row, version, torch, [python], t)
     if hit is not None and torch is not None:
         w, cuda, py = hit
         where = "PyG's wheel page" if w.page else "its GitHub release"
