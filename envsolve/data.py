@@ -47,6 +47,8 @@ __all__ = [
     "ArchInfo",
     "Build",
     "Cudnn",
+    "Extension",
+    "ExtensionWheel",
     "CondaBuild",
     "CudaMajor",
     "DriverBranch",
@@ -282,6 +284,46 @@ class Kmd(_Row, frozen=True, kw_only=True):
     user: tuple[str, ...]
 
 
+class Extension(_Row, frozen=True, kw_only=True):
+    """What a range of releases of a CUDA extension package (flash-attn, xformers, vllm) asks of
+    the GPUs, torch and CUDA, and how it installs when no prebuilt wheel fits (``kind = "extensions"``)."""
+
+    package: str  # the distribution name a [packages] pip line names
+    versions: str  # PEP 440 specifier of the releases the row covers
+    newest: str  # the newest release in that range: what an open pip line locks
+    install: str  # index: the default index has its wheels | source: compiled in the image
+    archs: tuple[str, ...] = ()  # SASS its kernels carry
+    ptx: tuple[str, ...] = ()  # code that compiles for any newer arch (embedded PTX, a JIT such as Triton's)
+    gfx: tuple[str, ...] = ()  # AMD targets (none curated yet)
+    torch: str = ""  # PEP 440 specifier of the torch it works with ("" for any)
+    cuda: str = ""  # PEP 440 specifier of the CUDA of the torch build it needs ("" for any)
+    python: str = ""  # PEP 440 specifier of the Pythons it installs on ("" for any)
+    cpu: bool = False  # installs and imports on a target without a GPU
+    nvcc: bool = False  # compiles kernels at run time: the image needs the devel flavour
+    build_env: str = ""  # the variable that sets a source build's arch list
+    build_format: str = "dotted"  # how that list is written: dotted ("8.0;9.0") | nodot ("80;90")
+    build_requires: tuple[str, ...] = ()  # what a source build needs installed first
+    build_from: str = ""  # the pip requirement a source build installs ("": package==version)
+    build_vars: tuple[str, ...] = ()  # other NAME=VALUE settings of a source build
+    degraded_below: str = ""  # GPUs older than this arch run it with a feature missing
+    degraded: str = ""  # what is missing there
+    instead: str = ""  # what to use on a GPU it cannot serve
+
+
+class ExtensionWheel(_Row, frozen=True, kw_only=True):
+    """Prebuilt wheels of one extension release outside the default index (a GitHub release's
+    assets, PyG's wheel pages): the torch minors, CUDA and Pythons they exist for."""
+
+    package: str
+    versions: str  # PEP 440 specifier of the releases
+    url: str  # a wheel's URL ({version} {cuda} {torch} {abi} {py}), or a find-links page with ``page``
+    torch: tuple[str, ...]  # torch major.minor
+    cuda: tuple[str, ...]  # CUDA as the file names write it: "12" (a major), "128" (12.8)
+    python: tuple[str, ...]
+    abi_true: str = ""  # the torch releases whose wheels use the C++11 ABI ({abi} = TRUE)
+    page: bool = False  # ``url`` is a find-links page that lists the wheels
+
+
 class Matrices(msgspec.Struct, frozen=True, kw_only=True):
     """Every record of the shipped data, plus its data version and digest."""
 
@@ -304,6 +346,8 @@ class Matrices(msgspec.Struct, frozen=True, kw_only=True):
     platform_images: tuple[PlatformImage, ...] = ()
     jetpacks: tuple[JetPack, ...] = ()
     kmds: tuple[Kmd, ...] = ()
+    extensions: tuple[Extension, ...] = ()
+    extension_wheels: tuple[ExtensionWheel, ...] = ()
 
 
 def _fast_pickling(*classes: type) -> None:
@@ -418,6 +462,12 @@ def _specifier(v: Any) -> str:
         SpecifierSet(_str(v))
     except InvalidSpecifier as e:
         raise ValueError(f"{v!r} is not a version specifier such as '>=2.7'") from e
+    return str(v)
+
+
+def _version_text(v: Any) -> str:
+    """A PEP 440 version, kept as written."""
+    _version(v)
     return str(v)
 
 
@@ -582,6 +632,22 @@ _KINDS: dict[str, dict[str, _Rows]] = {
     },
     "tools": {
         "tool": _Rows(Tool, {"name": _str, "version": _str}, {"purpose": _str}),
+    },
+    "extensions": {
+        "extension": _Rows(
+            Extension,
+            {"package": _str, "versions": _specifier, "newest": _version_text, "install": _one_of("index", "source")},
+            {"archs": _archs, "ptx": _archs, "torch": _specifier, "cuda": _specifier, "python": _specifier,
+             "cpu": _bool, "nvcc": _bool, "build_env": _str, "build_format": _one_of("dotted", "nodot"),
+             "build_requires": _strs, "build_from": _str, "build_vars": _strs, "degraded_below": _arch_name,
+             "degraded": _str, "instead": _str},
+        ),
+        "wheel": _Rows(
+            ExtensionWheel,
+            {"package": _str, "versions": _specifier, "url": _str, "torch": _strs, "cuda": _strs,
+             "python": _pythons},
+            {"abi_true": _specifier, "page": _bool},
+        ),
     },
     "images": {
         "image": _Rows(
@@ -758,6 +824,8 @@ def _matrices(rows: dict[str, list[Any]], data_version: str, digest: str) -> Mat
         platform_images=tuple(rows.get("platforms.image", [])),
         jetpacks=tuple(sorted(rows.get("platforms.jetpack", []), key=lambda j: j.version)),
         kmds=tuple(sorted(rows.get("platforms.kmd", []), key=lambda k: k.version)),
+        extensions=tuple(rows.get("extensions.extension", [])),
+        extension_wheels=tuple(rows.get("extensions.wheel", [])),
     )
 
 
@@ -797,6 +865,7 @@ def _cross_check(m: Matrices, out: Problems) -> None:
     builds = _BuildChecks(m, arch_names, out)
     for bd in m.builds:
         builds.check(bd)
+    _check_extensions(m, arch_names, out)
 
 
 _Required = tuple[str, Callable[[Matrices], tuple[Any, ...]], str]  # row table, its rows, what they hold
@@ -1032,6 +1101,28 @@ class _BuildChecks:
         for key, names in (("archs", bd.archs), ("ptx", bd.ptx), ("gfx", bd.gfx)):
             for name in _unknown_archs(names, self.arch_names):
                 self.out.add(file, f"{where}.{key}", f"arch {name!r} has no [[arch]] row in gpus.toml")
+
+
+def _check_extensions(m: Matrices, arch_names: set[str], out: Problems) -> None:
+    """Each extension row's archs are known and its newest release is in its range; each wheel row
+    names an extension package and a release of one of its rows."""
+    for i, x in enumerate(m.extensions):
+        _check_extension(x, f"extension[{i}] ({x.package} {x.versions})", arch_names, out)
+    packages = {x.package for x in m.extensions}
+    for i, w in enumerate(m.extension_wheels):
+        if w.package not in packages:
+            out.add("extensions.toml", f"wheel[{i}].package", f"{w.package!r} has no [[extension]] row")
+
+
+def _check_extension(x: Extension, where: str, arch_names: set[str], out: Problems) -> None:
+    from packaging.specifiers import SpecifierSet
+
+    for name in _unknown_archs((*x.archs, *x.ptx, *filter(None, [x.degraded_below])), arch_names):
+        out.add("extensions.toml", where, f"arch {name!r} has no [[arch]] row")
+    if not SpecifierSet(x.versions).contains(x.newest, prereleases=True):
+        out.add("extensions.toml", f"{where}.newest", f"{x.newest!r} is outside versions {x.versions!r}")
+    if not (x.archs or x.ptx or x.cpu):
+        out.add("extensions.toml", where, "names no archs, no ptx and no cpu: no target could take it")
 
 
 def _is_dotted(text: str) -> bool:

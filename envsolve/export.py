@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-    from .data import Build, Cudnn, DriverBranch, Matrices, Release
+    from .data import Build, Cudnn, DriverBranch, Extension, Matrices, Release
     from .provider import Provider
 
 __all__ = ["edges", "neighbourhood", "node_id", "nodes", "to_dot", "to_json", "to_nx"]
@@ -35,6 +35,9 @@ def nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
         yield _build_id(b), {"kind": "build", "variant": b.variant, "default": b.default,
                              "accelerator": b.accelerator, "source": b.source,
                              "confidence": b.confidence}
+    for x in provider.m.extensions:
+        yield _extension_id(x), {"kind": "extension", "newest": x.newest, "install": x.install, "torch": x.torch,
+                                 "cuda": x.cuda, "source": x.source, "confidence": x.confidence}
 
 
 def _hardware_nodes(provider: Provider) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -70,6 +73,25 @@ def edges(provider: Provider) -> Iterator[Edge]:
     for rel in _releases(provider):
         for name, version in rel.companions:
             yield _release_id(rel), node_id("package", f"{name}=={version}"), "pairs-with"
+    for x in provider.m.extensions:
+        yield from _extension_edges(provider, x)
+
+
+def _extension_edges(provider: Provider, x: Extension) -> Iterator[Edge]:
+    """An extension package's rows to the archs it has code for and the torch releases it works with."""
+    xid = _extension_id(x)
+    yield from ((xid, node_id("arch", a), "compiled-for") for a in x.archs)
+    yield from ((xid, node_id("arch", a), "ptx-for") for a in x.ptx)
+    if x.torch:
+        from packaging.specifiers import SpecifierSet
+
+        torch = SpecifierSet(x.torch)
+        yield from ((xid, _release_id(r), "works-with") for r in provider.releases("torch")
+                    if torch.contains(r.version, prereleases=True))
+
+
+def _extension_id(x: Extension) -> str:
+    return node_id("extension", f"{x.package}{x.versions}")
 
 
 def _hardware_edges(provider: Provider) -> Iterator[Edge]:

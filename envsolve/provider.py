@@ -17,6 +17,7 @@ from typing import TypeVar
 import msgspec
 import msgspec.structs
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from .data import (
     ArchInfo,
@@ -24,6 +25,8 @@ from .data import (
     CondaBuild,
     CudaMajor,
     Cudnn,
+    Extension,
+    ExtensionWheel,
     Gpu,
     Image,
     JetPack,
@@ -95,6 +98,8 @@ class Provider:
         self._builds = _grouped(sorted(m.builds, key=lambda b: b.variant), lambda b: (b.package, b.version))
         self._images = _grouped(m.images, lambda i: i.accelerator)
         self._conda = _grouped(m.conda, lambda c: c.framework)
+        self._extensions = _grouped(m.extensions, lambda x: x.package)
+        self._extension_wheels = _grouped(m.extension_wheels, lambda w: w.package)
         self._toolkits = _grouped(m.toolkits, lambda t: t.version.prefix(2))
         self._native: dict[tuple[int, ...], Dotted | None] = {}  # native_driver_min by CUDA major.minor
         release_of = {(r.package, r.version): r for r in m.releases}
@@ -356,3 +361,14 @@ class Provider:
         seen = {p for r in self.m.releases for p in r.python}
         seen |= {i.python for i in self.m.images if i.python}
         return sorted(seen, key=_parts)
+
+    # -- extension packages ----------------------------------------------------------
+
+    def extensions(self, package: str) -> list[Extension]:
+        """The rows of CUDA extension package ``package`` (canonical name), newest release first."""
+        return sorted(self._extensions.get(package, ()), key=lambda x: Version(x.newest), reverse=True)
+
+    def extension_wheels(self, package: str, version: str) -> list[ExtensionWheel]:
+        """The prebuilt wheel rows of ``package`` at ``version`` outside the default index."""
+        return [w for w in self._extension_wheels.get(package, ())
+                if SpecifierSet(w.versions).contains(version, prereleases=True)]

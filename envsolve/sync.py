@@ -187,6 +187,10 @@ def _not_installed(env: Environment, talk: Voice) -> None:
     if env.conda:
         talk.warn(f"environment '{env.name}' lists conda packages a venv cannot hold ({', '.join(env.conda)}): "
                   "install them with conda (`envsolve render` writes environment.yml)")
+    apart = [f"{x.name} {x.version}" for x in env.extensions if x.install in ("source", "pyg")]
+    if apart:
+        talk.warn(f"environment '{env.name}' builds or finds {', '.join(apart)} in its image's own step (a source "
+                  "build for its GPUs, or PyG's wheel page), which sync does not run: `envsolve render` writes it")
 
 
 # ---------------------------------------------------------------------------- uv

@@ -82,8 +82,8 @@ def test_a_kind_that_is_no_word_is_named_not_a_traceback(tmp_path: Path) -> None
     (_fixture_copy(tmp_path) / "x.toml").write_text('schema = 1\ndata_version = "2026-01-01"\nkind = ["gpus"]\n')
     with pytest.raises(MatrixError) as e:
         load_dir(tmp_path)
-    assert e.value.message == ("x.toml: kind: ['gpus'] is not one of conda, cuda, cudnn, drivers, framework, gpus, "
-                               "images, platforms, rocm, tools")
+    assert e.value.message == ("x.toml: kind: ['gpus'] is not one of conda, cuda, cudnn, drivers, extensions, "
+                               "framework, gpus, images, platforms, rocm, tools")
 
 
 def test_an_arch_row_whose_name_is_no_architecture_is_named_not_a_traceback(tmp_path: Path) -> None:

@@ -337,6 +337,7 @@ def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str],
     keeps each environment's answer by its inputs; the logins taken out of the spec's URLs reach uv
     as a netrc (see envsolve.config)."""
     from ..config import index_credentials, pip_index_url
+    from ..solve.extensions import resolvable_lines
     from .resolve import resolve
 
     pip, credentials = spec.pip, (*spec.credentials, *index_credentials(dict(spec.indexes), spec_path=spec.path))
@@ -345,10 +346,11 @@ def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str],
     envs = frameworks.environments
     full = {}
     for i, env in enumerate(envs, 1):
-        key = (env.name, env.python, env.platform, tuple(_pins(env)))
+        env_pip = resolvable_lines(pip, env.extensions)
+        key = (env.name, env.python, env.platform, tuple(_pins(env)), env_pip)
         if key not in resolved:
             voice.progress(f"resolving environment {env.name} with uv ({i} of {len(envs)})")
-            resolved[key] = resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=pip,
+            resolved[key] = resolve(python=env.python, platform=env.platform, pins=_pins(env), pip=env_pip,
                                     default_index=default_index, record_default=named_default,
                                     offline=opts.offline, exclude_newer=opts.exclude_newer,
                                     prefer=keep.get(env.name, ()), upgrade=upgrade, cache_first=not opts.refresh,

@@ -38,7 +38,8 @@ from ..domain import (
     image_problem,
 )
 from ..errors import LockError
-from ..solve import PackagePin, Resolution
+from ..solve import ExtensionPin, PackagePin, Resolution
+from ..solve.model import INSTALLS
 from ..spec import is_name, package_problem
 from ..tables import Check, TableReader, at, strings, word
 from ..versions import parse_arch, parse_dotted, parse_driver
@@ -249,12 +250,15 @@ class _LockReader(TableReader):
         item = _ITEM.match(message)
         super().bad(where + item.group(1) if item else where, message[item.end():] if item else message)
 
-    def row(self, raw: Any, where: str, checks: Mapping[str, Check]) -> dict[str, Any] | None:
-        """The checked fields of the table ``raw`` at ``where``, or None (its problems added)."""
+    def row(self, raw: Any, where: str, checks: Mapping[str, Check], optional: Collection[str] = ()
+            ) -> dict[str, Any] | None:
+        """The checked fields of the table ``raw`` at ``where`` (every key but ``optional`` required),
+        or None (its problems added)."""
         if not isinstance(raw, dict):
             self.bad(where, f"must be a table, not {raw!r}")
             return None
-        return self.record(raw, where, checks, checks, unknown=_not_a_key, missing="is missing")
+        required = [k for k in checks if k not in optional]
+        return self.record(raw, where, checks, required, unknown=_not_a_key, missing="is missing")
 
     def each(self, where: str, read: Callable[[Any, str, _LockReader], T | None]) -> Callable[[Any], tuple[T, ...]]:
         """The check of the array of tables at ``where``, ``read`` reading each (at ``where[i]``)."""
@@ -341,6 +345,40 @@ def _pin_reader(roots: Mapping[str, str]) -> Callable[[Any, str, _LockReader], P
     return read_pin
 
 
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+_ARCH_LIST = re.compile(r"[0-9]{2,3}[a-z]?(;[0-9]{2,3}[a-z]?)*|[0-9]+\.[0-9]+[a-z]?(;[0-9]+\.[0-9]+[a-z]?)*")
+_SETTING = re.compile(r"[A-Z_][A-Z0-9_]{0,63}=[A-Za-z0-9._;+-]{0,200}")
+
+
+def _is_requirement(v: str) -> bool:
+    return package_problem("pip", v) is None
+
+
+# a CUDA extension package's record (a source build's arch list, variable and settings reach the
+# Dockerfile: each is checked by its own narrow rule)
+_EXTENSION_CHECKS: dict[str, Check] = {
+    "name": _package_name, "version": _version, "install": _closed(INSTALLS), "url": _url,
+    "hash": _text(lambda v: bool(_HASH.fullmatch(v)), "a sha256 digest such as 'sha256:<64 hex digits>'", empty=True),
+    "build_env": _text(lambda v: bool(_ENV_NAME.fullmatch(v)), "a variable name such as 'TORCH_CUDA_ARCH_LIST'",
+                       empty=True),
+    "build_archs": _text(lambda v: bool(_ARCH_LIST.fullmatch(v)), "an arch list such as '8.0;9.0' or '80;90'",
+                         empty=True),
+    "build_from": _text(_is_requirement, "a pip requirement", empty=True),
+    "build_requires": _packages("pip"),
+    "build_vars": _listed(_text(lambda v: bool(_SETTING.fullmatch(v)), "a setting such as 'APEX_CUDA_EXT=1'"))}
+
+
+def _extension_to_dict(x: ExtensionPin) -> dict[str, Any]:
+    return {"name": x.name, "version": x.version, "install": x.install, "url": x.url, "hash": x.hash,
+            "build_env": x.build_env, "build_archs": x.build_archs, "build_from": x.build_from,
+            "build_requires": list(x.build_requires), "build_vars": list(x.build_vars)}
+
+
+def _read_extension(v: Any, where: str, reader: _LockReader) -> ExtensionPin | None:
+    checked = reader.row(v, where, _EXTENSION_CHECKS)
+    return None if checked is None else ExtensionPin(**checked)
+
+
 _PACKAGE_CHECKS: dict[str, Check] = {"name": _package_name, "version": _version, "index_url": _url,
                                      "hashes": _listed(_hash), "direct": _flag}
 
@@ -404,6 +442,8 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     apt: tuple[str, ...]
     frameworks: tuple[PackagePin, ...]  # the compatibility solve's pins (variant, conda, bundled pins)
     packages: tuple[Package, ...]  # every package with hashes; () in a --frameworks-only lock
+    # the CUDA extension packages of pip and how each installs (not written when there is none)
+    extensions: tuple[ExtensionPin, ...] = ()
 
     def tool(self, name: str) -> str:
         """The pinned version of a tool the images install ("" when none)."""
@@ -419,13 +459,15 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
         """One ``[[environments]]`` table of a lock whose index roots are ``roots``, or None."""
         checks = {**_ENV_CHECKS, "gpu_models": reader.each(at(where, "gpu_models"), GpuModel.from_dict),
                   "frameworks": reader.each(at(where, "frameworks"), _pin_reader(roots)),
-                  "packages": reader.each(at(where, "packages"), Package.from_dict)}
-        checked = reader.row(v, where, checks)
+                  "packages": reader.each(at(where, "packages"), Package.from_dict),
+                  "extensions": reader.each(at(where, "extensions"), _read_extension)}
+        checked = reader.row(v, where, checks, optional=("extensions",))
         return None if checked is None else cls(**checked)
 
     def to_dict(self) -> dict[str, Any]:
-        """The table the lock writes, keys in the fields' order."""
-        return {f.name: _plain(f.name, getattr(self, f.name)) for f in msgspec.structs.fields(self)}
+        """The table the lock writes, keys in the fields' order (``extensions`` only when there are some)."""
+        return {f.name: _plain(f.name, getattr(self, f.name)) for f in msgspec.structs.fields(self)
+                if f.name != "extensions" or self.extensions}
 
 
 def _plain(key: str, value: Any) -> Any:
@@ -434,6 +476,8 @@ def _plain(key: str, value: Any) -> Any:
         return [x.to_dict() for x in value]
     if key == "frameworks":
         return [_pin_to_dict(p) for p in value]
+    if key == "extensions":
+        return [_extension_to_dict(x) for x in value]
     if key == "tools":
         return dict(value)
     return list(value) if isinstance(value, tuple) else value
@@ -533,7 +577,15 @@ def _environment(r: Resolution, pip: tuple[str, ...], conda: tuple[str, ...], ap
         driver_min=r.driver_min, compat=r.compat, gpus=r.gpus, gpu_archs=r.gpu_archs,
         gpu_models=tuple(GpuModel.of(m) for m in r.models),
         base_image=r.base_image, python_from=r.python_from, keras_backend=r.keras_backend, tools=r.tools, pip=pip,
-        conda=conda, apt=apt, frameworks=tuple(_located(p, urls) for p in r.packages), packages=packages)
+        conda=conda, apt=apt, frameworks=tuple(_located(p, urls) for p in r.packages), packages=packages,
+        extensions=_hashed_extensions(r.extensions, packages))
+
+
+def _hashed_extensions(extensions: tuple[ExtensionPin, ...], packages: tuple[Package, ...]) -> tuple[ExtensionPin, ...]:
+    """The extension records, a GitHub release wheel's with the sha256 the full resolve read of it."""
+    hashes = {p.name: p.hashes for p in packages}
+    return tuple(msgspec.structs.replace(x, hash=hashes[x.name][0])
+                 if x.install == "github" and hashes.get(x.name) else x for x in extensions)
 
 
 def build(*, project: str, spec_name: str, spec_bytes: bytes, data_version: str, data_digest: str,

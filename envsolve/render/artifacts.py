@@ -134,6 +134,8 @@ def _expected(lock: Lock, env: Environment) -> dict[str, Any]:
                       "pins": {k: v for k, v in p.pins if v[:1].isdigit()}}
                      for p in env.frameworks],
         "run_flags": " ".join(env.run_flags),
+        **({"extensions": [{"name": x.name, "version": x.version, "install": x.install} for x in env.extensions]}
+           if env.extensions else {}),
     }
 
 
@@ -210,12 +212,13 @@ def _full_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any
     exactly its lines (--no-deps)."""
     routed = {g["url"] for g in groups}
     on_conda = {p.name for p in env.frameworks if p.conda}
-    direct = _direct_urls(env)
+    direct = {**_direct_urls(env), **_release_wheels(env)}
+    own = _own_step_names(env) - set(_release_wheels(env))  # a full lock hashes a release wheel: not its own step
 
     def lines(url: str | None, skip: set[str]) -> list[str]:
         """The hashed lines of the group at ``url`` (None: the default index), less ``skip``."""
         return [_hashed(p, direct) for p in env.packages
-                if (p.index_url == url if url is not None else p.index_url not in routed) and p.name not in skip]
+                if (p.index_url == url if url is not None else p.index_url not in routed) and p.name not in skip | own]
 
     return {"groups": [{**g, "requirements": lines(g["url"], set())} for g in groups],
             "default_requirements": lines(None, set()), "held": [], "extra_pip": [],
@@ -225,10 +228,48 @@ def _full_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any
 
 def _framework_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]:
     """What each file installs from a frameworks-only lock: the pins, and [packages] pip, which
-    pip resolves when the image is built (the pins installed first and pinned again after)."""
+    pip resolves when the image is built (the pins installed first and pinned again after); an
+    extension package that installs in a step of its own is left to that step."""
+    own = _own_step_names(env)
     return {"groups": groups, "default_requirements": [p.requirement for p in env.frameworks if p.index == "pypi"],
-            "held": [r for g in groups for r in g["requirements"]], "extra_pip": list(env.pip),
-            **_conda_pip(env, groups)}
+            "held": [r for g in groups for r in g["requirements"]],
+            "extra_pip": [line for line in env.pip if _line_name(line) not in own], **_conda_pip(env, groups)}
+
+
+def _line_name(line: str) -> str:
+    """The canonical name a [packages] pip line installs ("" when it is no requirement)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        return str(canonicalize_name(Requirement(line).name))
+    except InvalidRequirement:
+        return ""
+
+
+def _release_wheels(env: Environment) -> dict[str, str]:
+    """Name -> URL of each extension package installed from its GitHub release's wheel."""
+    return {x.name: x.url for x in env.extensions if x.install == "github"}
+
+
+def _own_step_names(env: Environment) -> set[str]:
+    """The extension packages the Dockerfile installs in a step of their own (all but index wheels)."""
+    return {x.name for x in env.extensions if x.install != "index"}
+
+
+def _extension_steps(env: Environment, full: bool) -> list[dict[str, Any]]:
+    """The Dockerfile's steps for extension packages that do not come from the default index: a
+    GitHub release wheel (in a full lock, the hashed requirements carry it), a PyG page, a source
+    build for the environment's GPUs only."""
+    steps = []
+    for x in env.extensions:
+        if x.install == "index" or (full and x.install == "github"):
+            continue
+        settings = [*(s.split("=", 1) for s in x.build_vars)]
+        steps.append({"name": x.name, "version": x.version, "install": x.install, "url": x.url,
+                      "requirement": x.requirement, "build_env": x.build_env, "build_archs": x.build_archs,
+                      "build_requires": list(x.build_requires), "settings": [tuple(kv) for kv in settings]})
+    return steps
 
 
 def _conda_pip(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]:
@@ -314,9 +355,16 @@ def _jinja() -> Any:
     return jenv
 
 
+_MAIN = 'if __name__ == "__main__":'
+
+
 def _smoke_test(lock: Lock, env: Environment) -> str:
-    """The smoke test, with the lock's facts for this environment in it."""
+    """The smoke test, with the lock's facts for this environment in it, and the checks of its CUDA
+    extension packages (``templates/smoke_extensions.py``) when it has some."""
     script = (templates_dir() / "smoke_test.py").read_text(encoding="utf-8")
+    if env.extensions:
+        extensions = (templates_dir() / "smoke_extensions.py").read_text(encoding="utf-8")
+        script = script.replace(_MAIN, extensions + _MAIN, 1)
     return script.replace(_MARKER, repr(json.dumps(_expected(lock, env), sort_keys=True)), 1)
 
 
@@ -331,6 +379,7 @@ def render_environment(lock: Lock, env: Environment, lock_name: str = "envsolve.
     full = lock.scope == "full"
     ctx = {"lock_name": lock_name, "lock_digest": lock.lock_digest, "env": env, "conda_specs": _conda_specs(env),
            "pip_flags": " --require-hashes --no-deps" if full else "", **_image(lock, env),
+           "extension_steps": _extension_steps(env, full),
            **_indexes(lock, groups), **(_full_lines if full else _framework_lines)(env, groups)}
     jenv = _jinja()
     names = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]

@@ -12,7 +12,7 @@ from ..domain import DEFAULT_PLATFORM, Accelerator, Platform, requirement
 from ..spec import Target
 from ..versions import Dotted
 
-__all__ = ["Candidate", "No", "PackagePin", "PythonWhy", "Reporter", "Resolution"]
+__all__ = ["Candidate", "ExtensionPin", "No", "PackagePin", "PythonWhy", "Reporter", "Resolution"]
 
 # Why the solver took a resolution's Python (see :attr:`Resolution.python_why`).
 PythonWhy = Literal["frameworks", "frameworks-image", "data", "data-image"]
@@ -76,6 +76,38 @@ class PackagePin(msgspec.Struct, frozen=True, kw_only=True):
         return requirement(self.name, self.version, variant=self.variant, index=self.index, extra=self.extra)
 
 
+# how a CUDA extension package installs: the default index's wheels | a GitHub release's wheel
+# (a direct URL) | PyG's wheel page (find-links) | compiled in the image
+INSTALLS = ("index", "github", "pyg", "source")
+
+
+class ExtensionPin(msgspec.Struct, frozen=True, kw_only=True):
+    """A CUDA extension package of ``[packages] pip`` (flash-attn, xformers, vllm) as the solve
+    locked it (:mod:`envsolve.solve.extensions`): its release and how it installs; the lock
+    writes it as ``[[environments.extensions]]``."""
+
+    name: str
+    version: str
+    install: str  # one of INSTALLS
+    url: str = ""  # github: the wheel; pyg: the find-links page
+    hash: str = ""  # github: the wheel's sha256, once the full lock read it
+    build_env: str = ""  # source: the variable that sets the arch list (FLASH_ATTN_CUDA_ARCHS)
+    build_archs: str = ""  # source: its value, the target's GPUs only ("90", "8.0;8.6")
+    build_from: str = ""  # source: the pip requirement built ("": name==version)
+    build_requires: tuple[str, ...] = ()  # source: installed before the build
+    build_vars: tuple[str, ...] = ()  # source: other NAME=VALUE settings of the build
+    reason: str = field(default="", compare=False)  # what it asked of the choice (envsolve explain)
+
+    @property
+    def requirement(self) -> str:
+        """What pip installs: the wheel's URL, the built requirement, or name==version."""
+        if self.install == "github":
+            return f"{self.name} @ {self.url}"
+        if self.install == "source" and self.build_from:
+            return self.build_from
+        return f"{self.name}=={self.version}"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Resolution:
     """What one target resolved to; the lock's :class:`~envsolve.lock.model.Environment` is made
@@ -104,6 +136,7 @@ class Resolution:
     models: tuple[Gpu, ...] = ()  # the GPU models' records (aliases, peak TFLOP/s)
     tools: tuple[tuple[str, str], ...] = ()  # tools the images install, name -> version
     warnings: tuple[str, ...] = ()
+    extensions: tuple[ExtensionPin, ...] = ()  # the CUDA extension packages of [packages] pip
     choices: tuple[Candidate, ...] = field(default=(), compare=False)
 
 

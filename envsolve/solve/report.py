@@ -17,7 +17,7 @@ from ..spec import GpuReq, ProjectSpec, Target
 from ..versions import Dotted
 from .fit import gpu_text
 from .fixes import solve_explained
-from .model import Candidate, PackagePin, Reporter, Resolution
+from .model import Candidate, ExtensionPin, PackagePin, Reporter, Resolution
 from .output import python_reason
 
 # A target and what its solve gave: its resolution, or why it has none.
@@ -84,6 +84,7 @@ class TargetReport(msgspec.Struct, frozen=True, kw_only=True):
         if r is None:
             return [f"target {self.target.name}: no resolution", *self._rejections(limit)]
         out = [*_hardware_lines(self.target), *(f"  chose {c.subject}: {c.reason}" for c in self.chosen)]
+        out += [f"  extension {x.name} {x.version} ({_INSTALLED[x.install]}): {x.reason}" for x in r.extensions]
         out.append(f"  python {r.python}: {self.python_why}")
         out += _driver_lines(r)
         out += [f"  note: {w}" for w in r.warnings if w.startswith(_FLOOR_NOTE)]
@@ -119,7 +120,8 @@ class TargetReport(msgspec.Struct, frozen=True, kw_only=True):
         return {"chosen": [c.to_dict() for c in self.chosen],
                 "python": {"version": r.python, "reason": self.python_why},
                 "cuda": r.cuda, "rocm": r.rocm, "jetpack": r.jetpack, "driver_min": r.driver_min, "compat": r.compat,
-                "base_image": r.base_image, "packages": [_pin(p) for p in r.packages], "warnings": list(r.warnings)}
+                "base_image": r.base_image, "packages": [_pin(p) for p in r.packages],
+                "extensions": [_extension(x) for x in r.extensions], "warnings": list(r.warnings)}
 
     def _unsatisfied(self) -> dict[str, Any]:
         return {"clashes": [c.to_dict() for c in self.clashes], "fixes": list(self.fixes)}
@@ -203,6 +205,17 @@ def answers(provider: Provider, spec: ProjectSpec, reporter: Reporter) -> list[A
 def _raw(version: Dotted | None) -> str:
     """A version as written ("" for none)."""
     return version.raw if version is not None else ""
+
+
+# how an extension package installs, in words
+_INSTALLED = {"index": "wheel from the index", "github": "GitHub release wheel", "pyg": "PyG wheel page",
+              "source": "source build"}
+
+
+def _extension(x: ExtensionPin) -> dict[str, str]:
+    """An extension package as `envsolve explain --format json` gives it."""
+    return {"name": x.name, "version": x.version, "install": x.install, "url": x.url, "build_env": x.build_env,
+            "build_archs": x.build_archs, "reason": x.reason}
 
 
 def _gpu(x: GpuReq) -> dict[str, str]:

@@ -7,6 +7,7 @@ The search sees the domain only through the :class:`~envsolve.provider.Provider`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NoReturn
 
 import msgspec
@@ -16,6 +17,7 @@ from ..errors import Clash, Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from ..versions import Dotted
+from . import extensions
 from .cache import Cache
 from .candidates import candidates_shared
 from .explain import why_chosen, why_none_shared
@@ -125,14 +127,33 @@ def try_solve_target(provider: Provider, spec: ProjectSpec, t: Target, reporter:
     prunes most of its cells, and each answer of a shared sub-problem is kept once)."""
     rep = reporter or Reporter()
     cache = cache if cache is not None else Cache()
+    exts = extensions.asked(provider, spec)
+    refused = extensions.refusal(provider, t, exts)
+    if refused is not None:
+        return refused
+    spec = extensions.with_torch(spec, exts)
     got = _frameworks_shared(provider, cache, spec, t, rep)
     if isinstance(got, Unsatisfiable):
         return got
     found, backend = got
     if type(rep) is not Reporter:  # the plain reporter keeps nothing: say nothing to it
         for c in found:
-            rep.chosen(t.name, c.label, why_chosen(c) + _asked(spec, c))
-    return resolution(provider, cache, spec, t, found, backend)
+            rep.chosen(t.name, c.label, why_chosen(c) + extensions.wheel_note(provider, exts, t, c) + _asked(spec, c))
+    return _with_extensions(provider, cache, spec, t, found, backend, exts)
+
+
+def _with_extensions(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate],
+                     backend: str, exts: tuple[extensions.Asked, ...]) -> Resolution:
+    """The resolution of ``found`` with how each extension package installs (on the devel image of
+    its CUDA when one compiles)."""
+    r = resolution(provider, cache, spec, t, found, backend)
+    if not exts:
+        return r
+    pins = extensions.pins(provider, exts, t, r.choices, r.python)
+    flavor = extensions.devel_flavor(spec, pins, exts)
+    if flavor and t.vendor == "nvidia":
+        r = resolution(provider, cache, msgspec.structs.replace(spec, flavor=flavor), t, found, backend)
+    return replace(r, extensions=pins, warnings=(*r.warnings, *extensions.degraded(provider, exts, t, pins)))
 
 
 def _asked(spec: ProjectSpec, c: Candidate) -> str:
@@ -147,7 +168,7 @@ def _frameworks_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: T
     search: cells of a matrix that differ only in OS or image flavour share it."""
     if type(rep) is not Reporter:
         return _frameworks_or_why(provider, cache, spec, t, rep)
-    key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t)
+    key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t, spec.pip)
     table = cache.table("frameworks")
     if key not in table:
         table[key] = _frameworks_or_why(provider, cache, spec, t, rep)
@@ -172,10 +193,20 @@ def _frameworks(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
     backend = keras_backend(spec)
     search = _Search(lists={r.name: candidates_shared(provider, cache, spec, t, r, rep) for r in reqs},
                      backend=backend, cache=cache, reporter=rep, target=t.name)
-    empty = [r for r in reqs if not search.lists[r.name]]
+    _check_none_empty(provider, cache, spec, t, reqs, search.lists)
+    misfits = extensions.narrow(provider, extensions.asked(provider, spec), t, search.lists, rep)
+    if not all(search.lists.values()):
+        raise Unsatisfiable(t.name, [Clash(subject=f"{r.name} {r.raw}", reason="; ".join(misfits[:3]))
+                                     for r in reqs if not search.lists[r.name]])
+    return _together(t, search, [r.name for r in reqs]), backend
+
+
+def _check_none_empty(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, reqs: list[FrameworkReq],
+                      lists: dict[str, list[Candidate]]) -> None:
+    """Raise :class:`Unsatisfiable` naming why, when a framework has no candidate that fits alone."""
+    empty = [r for r in reqs if not lists[r.name]]
     if empty:
         raise Unsatisfiable(t.name, [why_none_shared(provider, cache, spec, t, r) for r in empty])
-    return _together(t, search, [r.name for r in reqs]), backend
 
 
 def _together(t: Target, search: _Search, order: list[str]) -> list[Candidate]:
