@@ -35,7 +35,7 @@ from ..solve.fit import fit_drivers, gpu_text, pythons
 from ..solve.fixes import driver_fix_text, driver_floors, packages_text, version_fix_text
 from ..solve.model import Candidate, No, Resolution
 from ..solve.output import base_image_of, resolution
-from ..solve.search import try_solve_target
+from ..solve.search import driver_refusal
 from ..solve.together import clash
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target, parse_spec
 from ..versions import Dotted
@@ -171,9 +171,10 @@ class _Builder:
     answers: _Answers = field(default_factory=_Answers)
     cache: Cache = field(default_factory=Cache)
     specs: dict[str, ProjectSpec] = field(default_factory=dict)
-    resolved: dict[tuple[object, ...], Resolution] = field(default_factory=dict)
+    resolved: dict[tuple[int, ...], Resolution] = field(default_factory=dict)
     refusals: dict[tuple[object, ...], int] = field(default_factory=dict)
     answered: dict[tuple[int, str], int] = field(default_factory=dict)
+    fix_texts: dict[tuple[int, ...], int] = field(default_factory=dict)
     blobs: list[list[Any]] = field(default_factory=list)
     blob_ids: dict[str, int] = field(default_factory=dict)
 
@@ -195,14 +196,14 @@ class _Builder:
     def resolve(self, spec: ProjectSpec, t: Target, found: list[Candidate], backend: str) -> Resolution:
         """:func:`resolution` of ``found``, once per table and choices (only the base image depends on
         the driver: :func:`base_image_of` tells it)."""
-        key = (t.platform, t.gpus, t.jetpack, *((c.label, c.compat, c.driver_min) for c in found))
+        key = tuple(map(id, found))  # candidates live as long as their table; the memo is emptied per table
         if key not in self.resolved:
             self.resolved[key] = resolution(self.provider, self.cache, spec, t, found, backend)
         return self.resolved[key]
 
     def answer(self, spec: ProjectSpec, t: Target, found: list[Candidate], backend: str) -> int:
         r = self.resolve(spec, t, found, backend)
-        key = (id(r), base_image_of(self.provider, self.cache, spec, t, r))
+        key = (id(r), base_image_of(self.provider, self.cache, spec, t, r))  # r lives as long as its table
         if key not in self.answered:
             self.answered[key] = self.answers.add(r, key[1])
         return self.answered[key]
@@ -232,9 +233,8 @@ def _targets(b: _Builder, cls: _Class, platform: str) -> list[Target] | None:
 
 def _target_outcome(b: _Builder, t: Target) -> tuple[int, int]:
     """(1+ the lines, 1+ the tip) when the target itself is refused (its driver); else (0, 0)."""
-    empty = replace(b.spec("torch", t), frameworks=())
-    got = try_solve_target(b.provider, empty, t)
-    if not isinstance(got, Unsatisfiable):
+    got = driver_refusal(b.provider, t)
+    if got is None:
         return 0, 0
     return 1 + b.texts.add(_lines(got), t), 1 + b.texts.add(got.tip or "", t)
 
@@ -265,6 +265,7 @@ class _Fw:
     name: str
     releases: list[_Release] = field(default_factory=list)
     candidates: list[list[Candidate]] = field(default_factory=list)  # per target, in the search's order
+    keep: list[Candidate] = field(default_factory=list)  # Keras' candidates, alive as long as the table
 
 
 def _framework(b: _Builder, tab: _Table, name: str) -> _Fw:
@@ -279,6 +280,8 @@ def _release(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, fw: _Fw)
     """A release's outcome alone for every target, and what the selector shows for each choice."""
     builds = b.provider.builds(rel)
     fits = [fit_drivers(b.provider, b.cache, spec, tab.targets, rel, x) for x in builds]
+    if all(isinstance(f[0], No) and f[0] is f[-1] for f in fits):  # refused alike whatever the driver
+        return _refused_alike(b, tab, spec, rel, builds, [n for f in fits if isinstance(n := f[0], No)])
     out = _Release(found=[], rank=[])
     ok: list[Candidate] = []
     before: list[Candidate] | None = None  # the fitting builds of the previous target
@@ -298,6 +301,17 @@ def _release(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, fw: _Fw)
         each = [(x, f[i]) for x, f in zip(builds, fits, strict=True)]
         out.outcome.append(_outcome(b, spec, t, rel, out.found[i], each, ids))
     return out
+
+
+def _refused_alike(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, builds: list[Build],
+                   nos: list[No]) -> _Release:
+    """A release whose every build is refused for a reason no driver changes: told once (without a
+    driver) for every choice."""
+    t = tab.targets[0]
+    ids = [_build_outcome(b, no, t, {}) for no in nos]
+    outcome = _outcome(b, spec, t, rel, None, list(zip(builds, nos, strict=True)), ids)
+    n, m = len(tab.targets), len(tab.positions)
+    return _Release(found=[None] * n, rank=[_NONE] * n, outcome=[outcome] * m, builds=[ids] * m)
 
 
 def _outcome(b: _Builder, spec: ProjectSpec, t: Target, rel: Release, found: list[Candidate] | None,
@@ -325,13 +339,19 @@ def _build_outcome(b: _Builder, got: Candidate | No, t: Target, said: dict[int, 
 
 def _keras(b: _Builder, tab: _Table, backend: _Fw) -> _Fw:
     """Keras' releases: each with the first backend candidate it shares an environment with."""
-    fw = _Fw(name=KERAS)
+    fw = _Fw(name=KERAS, keep=[])
     spec = b.spec(KERAS, tab.targets[0])
-    clashes: dict[tuple[str, str], str] = {}
+    clashes: dict[tuple[int, int], str] = {}
+    ks: list[Candidate] = []  # kept alive with the table: the memos key by identity
+    lists: dict[tuple[int, ...], int] = {}
+    same = [lists.setdefault(tuple(map(id, cs)), len(lists)) for cs in backend.candidates]  # equal lists, equal ids
     for rel in b.provider.releases(KERAS):
         k = Candidate(release=rel, build=None, pythons=pythons(b.cache, spec, rel, None),
                       shared=b.provider.shared(rel, None))
-        firsts = [_first_backend(b, k, backend.candidates[i], clashes) for i in range(len(tab.targets))]
+        ks.append(k)
+        seen: dict[int, int | None] = {}
+        firsts = [seen[x] if x in seen else seen.setdefault(x, _first_backend(b, k, backend.candidates[i], clashes))
+                  for i, x in enumerate(same)]
         if any(j is not None and j >= _RANKS for j in firsts):
             raise ValueError(f"more than {_RANKS} backend candidates: raise _RANKS")
         out = _Release(found=[None if j is None else [backend.candidates[i][j], k] for i, j in enumerate(firsts)],
@@ -339,19 +359,20 @@ def _keras(b: _Builder, tab: _Table, backend: _Fw) -> _Fw:
         for c, i in enumerate(tab.positions):
             out.outcome.append(_keras_outcome(b, spec, tab.targets[i], k, out.found[i], backend, (c, i), clashes))
         fw.releases.append(out)
+    fw.keep += ks
     return fw
 
 
-def _clash(b: _Builder, c: Candidate, k: Candidate, clashes: dict[tuple[str, str], str]) -> str:
+def _clash(b: _Builder, c: Candidate, k: Candidate, clashes: dict[tuple[int, int], str]) -> str:
     """:func:`together.clash` of a backend candidate and a Keras release (remembered for the table)."""
-    key = (c.label, k.label)
+    key = (id(c), id(k))  # both live as long as the table
     if key not in clashes:
         clashes[key] = clash(c, k, BACKEND, b.cache)
     return clashes[key]
 
 
 def _first_backend(b: _Builder, k: Candidate, backends: list[Candidate],
-                   clashes: dict[tuple[str, str], str]) -> int | None:
+                   clashes: dict[tuple[int, int], str]) -> int | None:
     """The first backend candidate, in the search's order, that Keras release ``k`` shares an
     environment with: the one the search takes for ``k`` alone."""
     if not k.pythons:
@@ -360,7 +381,7 @@ def _first_backend(b: _Builder, k: Candidate, backends: list[Candidate],
 
 
 def _keras_outcome(b: _Builder, spec: ProjectSpec, t: Target, k: Candidate, found: list[Candidate] | None,
-                   backend: _Fw, where: tuple[int, int], clashes: dict[tuple[str, str], str]) -> int:
+                   backend: _Fw, where: tuple[int, int], clashes: dict[tuple[int, int], str]) -> int:
     """The answer of Keras release ``k`` alone; else why not: its Pythons, the backend's refusal, or
     the clashes the search met (the first five)."""
     if found is not None:
@@ -414,10 +435,8 @@ def _driver_fixes(b: _Builder, tab: _Table, fw: _Fw, r: _Release) -> tuple[list[
             order.append(0)
             text.append(0)
             continue
-        t = tab.targets[k]
-        with_it = b.resolve(b.spec(fw.name, t), t, found, _backend(fw))
         order.append(k * _RANKS + r.rank[k])
-        text.append(1 + b.texts.add(driver_fix_text(b.floors[k - 1].raw, packages_text(with_it)), tab.targets[i]))
+        text.append(_fix_text(b, tab, fw, k, found))
     return order, text
 
 
@@ -428,6 +447,17 @@ def _next_working(tab: _Table, r: _Release) -> list[int | None]:
         k = i + 1
         out[i] = k if tab.ok[k] and r.found[k] is not None else out[k]
     return out
+
+
+def _fix_text(b: _Builder, tab: _Table, fw: _Fw, k: int, found: list[Candidate]) -> int:
+    """1+ the fix "a driver >= floor k" with the packages of ``found`` there (the text names no
+    driver choice: the floor is newer than the choice)."""
+    key = (k, *map(id, found))
+    if key not in b.fix_texts:
+        t = tab.targets[k]
+        with_it = b.resolve(b.spec(fw.name, t), t, found, _backend(fw))
+        b.fix_texts[key] = 1 + b.texts.add(driver_fix_text(b.floors[k - 1].raw, packages_text(with_it)))
+    return b.fix_texts[key]
 
 
 def _empty_range(b: _Builder, tab: _Table, fw: _Fw, backend: _Fw | None) -> list[int]:
@@ -462,6 +492,9 @@ def _fw_json(b: _Builder, tab: _Table, fw: _Fw, backend: _Fw | None) -> dict[str
 
 
 def _table(b: _Builder, targets: list[Target]) -> dict[str, Any]:
+    b.resolved.clear()  # keyed by the candidates of one table (by identity)
+    b.answered.clear()
+    b.fix_texts.clear()
     positions = [i for i in b.choices if i < len(targets)]
     target = [_target_outcome(b, t) for t in targets]
     tab = _Table(targets=targets, positions=positions, ok=[x == 0 for x, _ in target])
