@@ -329,8 +329,9 @@ class _MatrixCommand(EnvsolveCommand):
 
 @main.command(name="matrix", cls=_MatrixCommand)
 @click.argument("matrix_path", required=False, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "markdown", "json"]), default="table",
-              show_default=True, help="markdown: a summary for $GITHUB_STEP_SUMMARY.")
+@click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "markdown", "html", "json"]),
+              default="table", show_default=True,
+              help="markdown: a summary for $GITHUB_STEP_SUMMARY; html: one page, cells coloured by outcome.")
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Split --format github into shards of N jobs.")
 @click.option("--shard", type=click.IntRange(min=1), help="With --max-jobs: print only shard K (from 1).")
 @click.option("--render", "render_dir", type=click.Path(path_type=Path, file_okay=False),
