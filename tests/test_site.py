@@ -20,7 +20,7 @@ from envsolve.errors import SpecError, Unsatisfiable
 from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
 from envsolve.site.build import MARKER, site_files
-from envsolve.site.tables import CPU_ONLY, Choice, project_toml
+from envsolve.site.tables import CPU_ONLY, Choice, project_toml, selector_data
 from envsolve.solve.fixes import solve_explained
 from envsolve.spec import parse_spec
 
@@ -229,6 +229,13 @@ def test_small_and_every_page_there(files: dict[str, str]) -> None:
     for page in ("index.html", "site.css", "site.js", "gpus/index.html", "releases/index.html", "drivers/index.html",
                  "gpus/rtx-4090.html", "releases/torch-2.7.1.html", "drivers/535.html", MARKER):
         assert page in files
+
+
+def test_one_process_or_two_make_the_same_tables(provider: Provider, data: dict[str, Any]) -> None:
+    """The tables are computed by two processes and merged in one order: one process gives the same."""
+    alone = selector_data(provider, workers=1)
+    assert {k: alone[k] for k in ("tables", "blobs", "texts", "answers", "gpus", "classes")} == \
+        {k: data[k] for k in ("tables", "blobs", "texts", "answers", "gpus", "classes")}
 
 
 class _Links(HTMLParser):
