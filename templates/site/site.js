@@ -118,10 +118,10 @@
             tab: tab, s: s, j: j};
   }
 
-  function cell(tr, text, field) {
+  function cell(tr, text, className) {
     var td = document.createElement("td");
     td.textContent = text;
-    if (field) { td.setAttribute("data-field", field); }
+    if (className) { td.className = className; }
     tr.appendChild(td);
     return td;
   }
@@ -197,7 +197,7 @@
         cell(tr, rel);
         cell(tr, variant);
         cell(tr, why ? "refused" : chosen ? "chosen" : "fits");
-        cell(tr, why, "reason");
+        cell(tr, why, "why");
         body.appendChild(tr);
       });
     });
