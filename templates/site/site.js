@@ -1,6 +1,8 @@
 /* envsolve's compatibility explorer: the selector. It holds no compatibility rule: every answer
    is looked up in the tables `envsolve site` computed with envsolve's solver (site-data), and the
-   texts are the solver's own, with {gpu}, {driver} and {range} filled in. */
+   texts are the solver's own, with {gpu}, {driver} and {range} filled in. The answer's
+   [data-field=reason] elements are the lines `envsolve lock --frameworks-only` prints after
+   "cannot be satisfied:" (without "  - "), [data-field=tip] the text after "TIP: ". */
 (function () {
   "use strict";
   var node = document.getElementById("site-data");
