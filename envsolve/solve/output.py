@@ -18,7 +18,7 @@ from .fit import gpu_families
 from .images import BaseImage, base_image, offers_os
 from .model import Candidate, PackagePin, PythonWhy, Resolution
 
-__all__ = ["python_reason", "resolution"]
+__all__ = ["base_image_of", "python_reason", "resolution"]
 
 
 class _Stack(msgspec.Struct, frozen=True):
@@ -77,6 +77,13 @@ def _fixed(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found
                   notes=tuple(filter(None, (*low, _floor_note(provider, stack)))), models=_models(provider, t),
                   gpu_archs=tuple(sorted({x.arch.name for x in t.gpus})),
                   tools=tuple((tool.name, tool.version) for tool in provider.m.tools))
+
+
+def base_image_of(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, r: Resolution) -> str:
+    """The base image :func:`resolution` gives ``r``'s choices on target ``t`` (``t`` differing from
+    ``r``'s own target in its driver only: ``envsolve site`` resolves once for every driver)."""
+    found = list(r.choices)
+    return _image(provider, cache, spec, t, _stack(t, found), r.python)[0]
 
 
 def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: str, fixed: _Fixed,
