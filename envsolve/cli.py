@@ -259,6 +259,18 @@ def _image_tag(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
+@main.command(name="site")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("envsolve-site"), show_default=True,
+              help="Folder of the site (new, empty, or a site envsolve wrote before).")
+@_handles_errors
+def site_cmd(output: Path) -> None:
+    """Write the compatibility explorer: a static site (selector, GPU, release and driver pages)."""
+    from .site.build import build_site
+
+    written = build_site(_provider(), output)
+    ui.console().say(f"wrote {len(written)} files into {output}/; open {output / 'index.html'}")
+
+
 @main.command(name="build")
 @click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, file_okay=False),

@@ -13,7 +13,7 @@ from .cache import Cache
 from .fit import fit, pythons
 from .model import Candidate, No, Reporter
 
-__all__ = ["candidates", "candidates_shared", "companion_problem", "memo_key"]
+__all__ = ["candidates", "candidates_shared", "companion_problem", "memo_key", "preferred"]
 
 
 def memo_key(spec: ProjectSpec, t: Target, req: FrameworkReq) -> tuple[object, ...]:
@@ -75,6 +75,11 @@ def _builds(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel:
             reporter.rejected(t.name, f"{rel.package} {rel.raw} ({b.variant})", c.text)
         else:
             fitting.append(c)
+    return preferred(fitting)
+
+
+def preferred(fitting: list[Candidate]) -> list[Candidate]:
+    """A release's fitting builds in preference order (see :func:`_preference`)."""
     return sorted(fitting, key=_preference)
 
 

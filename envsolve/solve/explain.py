@@ -15,7 +15,7 @@ from .candidates import companion_problem, memo_key
 from .fit import fit, gpu_text
 from .model import Candidate, No
 
-__all__ = ["why_chosen", "why_none", "why_none_shared"]
+__all__ = ["why_chosen", "why_misfits", "why_none", "why_none_shared"]
 
 _Misfit = tuple[Build, No]  # a build and why it does not fit
 _STACK = {"nvidia": "CUDA", "amd": "ROCm"}  # the software stack a vendor's builds name
@@ -74,6 +74,12 @@ def _why_builds(provider: Provider, t: Target, name: str, nos: list[_Misfit]) ->
     if codes == {"arch-cuda"}:
         return _needs_newer_cuda(provider, t, name, unpinned)
     return f"no {name} build serves {_hardware(t)}: " + "; ".join(dict.fromkeys(_each(unpinned)))
+
+
+def why_misfits(provider: Provider, t: Target, rel: Release, nos: list[tuple[Build, No]]) -> str:
+    """Why no build of ``rel`` serves ``t``, its builds' misfits known (``envsolve site`` fits each
+    build once for every driver): the text :func:`why_none` tells of a release without companions."""
+    return _why_builds(provider, t, f"{rel.package} {rel.raw}", nos)
 
 
 def _except(misfits: list[_Misfit], code: str) -> list[_Misfit]:

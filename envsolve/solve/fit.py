@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ..data import Build, JetPack, Release
@@ -23,7 +24,7 @@ from ..versions import Dotted
 from .cache import Cache
 from .model import Candidate, No
 
-__all__ = ["families_text", "fit", "gpu_driver_floor", "gpu_families", "gpu_text", "pythons"]
+__all__ = ["families_text", "fit", "fit_drivers", "gpu_driver_floor", "gpu_families", "gpu_text", "pythons"]
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
@@ -344,3 +345,30 @@ def _fit_stack(provider: Provider, b: Build, t: Target) -> _Fit:
     if b.cuda is None:  # the loader refuses CUDA builds without a CUDA version
         return _refused(No("accelerator", f"{b.variant} names no CUDA version"))
     return _fit_jetson(provider, b, b.cuda, t, jp) if jp is not None else _fit_nvidia(provider, b, b.cuda, t)
+
+
+def fit_drivers(provider: Provider, cache: Cache, spec: ProjectSpec, targets: Sequence[Target], rel: Release,
+                b: Build) -> list[Candidate | No]:
+    """:func:`fit` of ``b`` for each of ``targets``, which differ only in their driver (None: the
+    newest branch that supports their GPUs): the checks that do not depend on the driver are made
+    once, the driver's by the same rules as :func:`fit` (``envsolve site`` tables every driver)."""
+    t = targets[0]
+    if t.vendor != "nvidia" or t.jetpack is not None:
+        return [fit(provider, cache, spec, x, rel, b) for x in targets]
+    first = fit(provider, cache, spec, replace(t, driver=_ANY_DRIVER), rel, b)
+    if isinstance(first, No) or first.build is None or first.build.cuda is None:
+        return [first] * len(targets)  # refused before the driver is asked, or no CUDA to run
+    built, cuda = first.build, first.build.cuda
+    floors, ptx_only = _driver_floors(provider, built, cuda, t), _kernels(provider, built, cuda, t)
+    assert not isinstance(floors, No) and not isinstance(ptx_only, No)  # the fit above passed them
+    out: list[Candidate | No] = []
+    made: dict[tuple[str, Dotted | None], Candidate] = {}  # one candidate for the drivers that agree
+    for x in targets:
+        compat, driver_min, no = _driver(provider, cuda, x, *floors, ptx_only)
+        if no is None and (compat, driver_min) not in made:
+            made[compat, driver_min] = replace(first, compat=compat, driver_min=driver_min)
+        out.append(no if no is not None else made[compat, driver_min])
+    return out
+
+
+_ANY_DRIVER = Dotted(key=(1_000_000,), raw="1000000")  # newer than any: every CUDA runs natively

@@ -19,7 +19,8 @@ from .candidates import candidates
 from .model import Reporter, Resolution
 from .search import solve_target
 
-__all__ = ["nearest_fixes", "solve_explained"]
+__all__ = ["driver_fix_text", "driver_floors", "nearest_fixes", "packages_text", "solve_explained",
+           "version_fix_text"]
 
 
 def _try(provider: Provider, spec: ProjectSpec, t: Target) -> Resolution | None:
@@ -53,12 +54,12 @@ def _span(name: str, versions: list[str], newest: str) -> str:
 
 def _lowest_driver(provider: Provider, spec: ProjectSpec, t: Target) -> tuple[str, Resolution] | None:
     """The oldest driver floor in the data, newer than the target's, with which it resolves."""
-    newer = [floor for floor in _driver_floors(provider) if t.driver is None or floor > t.driver]
+    newer = [floor for floor in driver_floors(provider) if t.driver is None or floor > t.driver]
     tried = ((floor.raw, _try(provider, spec, replace(t, driver=floor))) for floor in newer)
     return next(((floor, r) for floor, r in tried if r is not None), None)
 
 
-def _driver_floors(provider: Provider) -> list[Dotted]:
+def driver_floors(provider: Provider) -> list[Dotted]:
     """Every driver floor the data names (toolkits' native floors, majors' minor-version floors), oldest first."""
     floors = {tk.driver_min for tk in provider.m.toolkits}
     floors |= {m.minor_compat_driver_min for m in provider.m.cuda_majors if m.minor_compat_driver_min}
@@ -89,9 +90,14 @@ def _version_fix(provider: Provider, spec: ProjectSpec, t: Target, req: Framewor
     versions = _working_versions(provider, spec, t, req)
     if not versions:
         return ""
-    best = _try(provider, _pinned_to(spec, req, versions[-1]), t)
-    example = f" (for example {_variant(best, req.name)})" if best else ""
-    return f"{_span(req.name, versions, provider.releases(req.name)[0].raw)} works{example}"
+    return version_fix_text(provider, req.name, versions, _try(provider, _pinned_to(spec, req, versions[-1]), t))
+
+
+def version_fix_text(provider: Provider, name: str, versions: list[str], best: Resolution | None) -> str:
+    """``torch >= 2.7.0 works (for example torch 2.9.1 cu128)``: the releases of ``name`` with which
+    the target resolves (oldest first) and the resolution of the newest of them."""
+    example = f" (for example {_variant(best, name)})" if best else ""
+    return f"{_span(name, versions, provider.releases(name)[0].raw)} works{example}"
 
 
 def _driver_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
@@ -99,7 +105,18 @@ def _driver_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
     if low is None:
         return ""
     drv, with_driver = low
-    return f"a driver >= {drv} (R{drv.split('.')[0]} or newer; with it: {_packages(with_driver)})"
+    return driver_fix_text(drv, packages_text(with_driver))
+
+
+def driver_fix_text(drv: str, packages: str) -> str:
+    """``a driver >= 570.26 (R570 or newer; with it: torch 2.9.1 cu128)``: a driver and the
+    packages (:func:`packages_text`) the target resolves to with it."""
+    return f"a driver >= {drv} (R{drv.split('.')[0]} or newer; with it: {packages})"
+
+
+def packages_text(r: Resolution) -> str:
+    """``torch 2.9.1 cu128``: the packages of a resolution as the fixes tell them."""
+    return _packages(r)
 
 
 def _python_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:

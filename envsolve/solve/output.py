@@ -17,7 +17,7 @@ from .fit import gpu_families
 from .images import BaseImage, base_image, offers_os
 from .model import Candidate, PackagePin, PythonWhy, Resolution
 
-__all__ = ["python_reason", "resolution"]
+__all__ = ["base_image_of", "python_reason", "resolution"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,13 @@ def resolution(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, f
     image = _image(provider, cache, spec, t, stack, python)
     packages = [pin for c in found for pin in _pins(provider, spec, t, c, python, stack.accel)]
     return _resolution(provider, t, found, backend, (python, why), stack, image, packages)
+
+
+def base_image_of(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, r: Resolution) -> str:
+    """The base image :func:`resolution` gives ``r``'s choices on target ``t`` (``t`` differing from
+    ``r``'s own target in its driver only: ``envsolve site`` resolves once for every driver)."""
+    found = list(r.choices)
+    return _image(provider, cache, spec, t, _stack(t, found), r.python)[0]
 
 
 def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: str, chosen: tuple[str, PythonWhy],

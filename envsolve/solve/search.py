@@ -23,7 +23,7 @@ from .model import Candidate, Reporter, Resolution
 from .output import resolution
 from .together import clash, clash_with_all
 
-__all__ = ["keras_backend", "needed", "solve", "solve_target", "try_solve_target"]
+__all__ = ["driver_refusal", "keras_backend", "needed", "solve", "solve_target", "try_solve_target"]
 
 
 @dataclass(slots=True)
@@ -186,6 +186,16 @@ def _together(t: Target, search: _Search, order: list[str]) -> list[Candidate]:
         raise Unsatisfiable(t.name, [Clash(subject="frameworks together", reason=w)
                                      for w in list(search.clashes)[:5]])
     return found
+
+
+def driver_refusal(provider: Provider, t: Target) -> Unsatisfiable | None:
+    """Why the target's driver cannot drive its GPUs at all, whatever the frameworks (None: it can)."""
+    try:
+        if t.driver is not None:
+            _check_driver(provider, t, t.driver)
+    except Unsatisfiable as e:
+        return e.with_traceback(None)
+    return None
 
 
 def _check_driver(provider: Provider, t: Target, driver: Dotted) -> None:

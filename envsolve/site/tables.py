@@ -1,0 +1,596 @@
+"""The selector's tables: what the solver answers for every GPU class, driver choice, platform,
+framework and release, computed with the solver's own functions, so that the page only looks
+answers up (no compatibility rule lives in its script).
+
+Why one answer per release is enough (``tests/test_site.py`` checks it against real solves): a
+framework's candidates are its releases newest first, so the lock of a range is the lock of the
+newest release in range with a candidate; Keras comes with its backend (TensorFlow), whose
+candidates the search takes first, so Keras' range takes the release whose own solve took the
+earliest backend candidate (its ``rank``), the newest of those. A refused range is told by its
+newest release (``explain.why_none``); its nearest fixes are the versions that work (range free)
+and the oldest driver floor with which some release in range works (``fixes``).
+
+The GPU models of one class (same architecture, family, vendor, implied platform and JetPack)
+get the same answers but for their name, which texts hold as ``{gpu}``; a driver choice's texts
+hold the driver as ``{driver}``: that is what keeps the tables small.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+
+from ..data import Build, Release
+from ..domain import FRAMEWORKS, KERAS_BACKENDS, PLATFORMS
+from ..errors import SpecError, Unsatisfiable
+from ..provider import Provider
+from ..solve.cache import Cache
+from ..solve.candidates import preferred
+from ..solve.explain import why_misfits, why_none
+from ..solve.fit import fit_drivers, gpu_text, pythons
+from ..solve.fixes import driver_fix_text, driver_floors, packages_text, version_fix_text
+from ..solve.model import Candidate, No, Resolution
+from ..solve.output import base_image_of, resolution
+from ..solve.search import driver_refusal
+from ..solve.together import clash
+from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target, parse_spec
+from ..versions import Dotted
+
+__all__ = ["CPU_ONLY", "FORMAT", "Choice", "project_toml", "selector_data"]
+
+FORMAT = 1  # the version of the data's layout (site.js reads it)
+CPU_ONLY = "CPU only"  # the selector's entry for a machine without a GPU
+GPU, DRIVER, RANGE = "{gpu}", "{driver}", "{range}"  # the texts' placeholders
+KERAS = "keras"
+BACKEND = KERAS_BACKENDS[0]  # the backend the lock gives Keras when no other framework is asked
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Choice:
+    """One selector choice, as the page writes it into project.toml."""
+
+    gpu: str  # a GPU model's name, or CPU_ONLY
+    driver: str = ""  # "" for the newest
+    platform: str = PLATFORMS[0]
+    framework: str = "torch"
+    low: str = ""  # inclusive bounds ("" for any)
+    high: str = ""
+
+    @property
+    def raw(self) -> str:
+        """The framework's range as project.toml writes it."""
+        parts = [f">={self.low}"] * bool(self.low) + [f"<={self.high}"] * bool(self.high)
+        return ",".join(parts) or "*"
+
+
+def project_toml(c: Choice) -> str:
+    """The project.toml of a choice (the page writes the same text)."""
+    hardware = [f"gpus = [{_q(c.gpu)}]"] * (c.gpu != CPU_ONLY) + [f"driver = {_q(c.driver)}"] * bool(c.driver)
+    return ("[project]\nname = \"explorer\"\n\n[frameworks]\n"
+            f"{c.framework} = {_q(c.raw)}\n\n[hardware]\n" + "".join(f"{x}\n" for x in hardware)
+            + f"platform = {_q(c.platform)}\n")
+
+
+def _q(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _runs(values: Sequence[int]) -> list[int]:
+    """``[count, value, count, value, ...]``: equal neighbours once (the page walks them)."""
+    out: list[int] = []
+    for v in values:
+        if out and out[-1] == v:
+            out[-2] += 1
+        else:
+            out += [1, v]
+    return out
+
+
+@dataclass(slots=True)
+class _Texts:
+    """Every text once; a GPU's name and the driver replaced by their placeholders."""
+
+    items: list[str] = field(default_factory=list)
+    ids: dict[str, int] = field(default_factory=dict)
+
+    def add(self, text: str, t: Target | None = None) -> int:
+        """The id of a solver's text, said for target ``t`` (its GPU and driver made placeholders)."""
+        if "{" in text.replace(RANGE, ""):
+            raise ValueError(f"a solver text holds a brace, which the page reads as a placeholder: {text!r}")
+        return self.held(_placeheld(text, t) if t is not None else text)
+
+    def held(self, text: str) -> int:
+        """The id of a text whose placeholders are in place."""
+        got = self.ids.get(text)
+        if got is None:
+            got = self.ids[text] = len(self.items)
+            self.items.append(text)
+        return got
+
+
+def _placeheld(text: str, t: Target) -> str:
+    for gpu in t.gpus:
+        text = text.replace(gpu_text(gpu), GPU)
+    return text.replace(t.driver.raw, DRIVER) if t.driver is not None else text
+
+
+@dataclass(slots=True)
+class _Answers:
+    """Every answer once: the lock's values of an environment (the selector's fields)."""
+
+    items: list[list[str]] = field(default_factory=list)
+    ids: dict[tuple[str, ...], int] = field(default_factory=dict)
+
+    def add(self, r: Resolution, image: str) -> int:
+        """The id of ``r``'s answer, with the base image ``image`` (its driver's)."""
+        pin = r.packages[0]  # the lock's environments[0].frameworks[0]
+        row = (pin.version, pin.variant, r.cuda, r.rocm, r.python, r.driver_min, r.compat, image, packages_text(r))
+        got = self.ids.get(row)
+        if got is None:
+            got = self.ids[row] = len(self.items)
+            self.items.append(list(row))
+        return got
+
+
+ANSWER_FIELDS = ("release", "build", "cuda", "rocm", "python", "driver-min", "compat", "base-image", "packages")
+
+
+@dataclass(frozen=True, slots=True)
+class _Class:
+    """GPU models the solver cannot tell apart but by name: the first of them stands for all."""
+
+    key: tuple[str, ...]
+    gpu: GpuReq | None  # None: CPU only
+    vendor: str
+
+
+class _Memo(Provider):
+    """The provider, its pure look-ups that the tables ask thousands of times remembered."""
+
+    def __init__(self, provider: Provider) -> None:
+        super().__init__(provider.m)
+        self._native: dict[tuple[int, ...], Dotted | None] = {}
+
+    def native_driver_min(self, cuda: Dotted) -> Dotted | None:
+        key = cuda.prefix(2)
+        if key not in self._native:
+            self._native[key] = super().native_driver_min(cuda)
+        return self._native[key]
+
+
+@dataclass(slots=True)
+class _Builder:
+    provider: Provider
+    floors: list[Dotted]  # every driver floor of the data: the fixes try each
+    choices: list[int]  # the selector's driver choices: 0 the newest, i the floor floors[i - 1]
+    texts: _Texts = field(default_factory=_Texts)
+    answers: _Answers = field(default_factory=_Answers)
+    cache: Cache = field(default_factory=Cache)
+    specs: dict[str, ProjectSpec] = field(default_factory=dict)
+    resolved: dict[tuple[int, ...], Resolution] = field(default_factory=dict)
+    refusals: dict[tuple[object, ...], int] = field(default_factory=dict)
+    answered: dict[tuple[int, str], int] = field(default_factory=dict)
+    fix_texts: dict[tuple[int, ...], int] = field(default_factory=dict)
+    blobs: list[list[Any]] = field(default_factory=list)
+    blob_ids: dict[str, int] = field(default_factory=dict)
+
+    def blob(self, value: list[Any]) -> int:
+        """The id of a list of the tables (each list once)."""
+        key = json.dumps(value, separators=(",", ":"))
+        if key not in self.blob_ids:
+            self.blob_ids[key] = len(self.blobs)
+            self.blobs.append(value)
+        return self.blob_ids[key]
+
+    def spec(self, framework: str, t: Target) -> ProjectSpec:
+        """The spec of ``framework = "*"`` (as the parser reads it) for target ``t``."""
+        if framework not in self.specs:
+            text = project_toml(Choice(gpu=CPU_ONLY, framework=framework))
+            self.specs[framework] = parse_spec(text, "project.toml", self.provider)
+        return replace(self.specs[framework], targets=(t,))
+
+    def resolve(self, spec: ProjectSpec, t: Target, found: list[Candidate], backend: str) -> Resolution:
+        """:func:`resolution` of ``found``, once per table and choices (only the base image depends on
+        the driver: :func:`base_image_of` tells it)."""
+        key = tuple(map(id, found))  # candidates live as long as their table; the memo is emptied per table
+        if key not in self.resolved:
+            self.resolved[key] = resolution(self.provider, self.cache, spec, t, found, backend)
+        return self.resolved[key]
+
+    def answer(self, spec: ProjectSpec, t: Target, found: list[Candidate], backend: str) -> int:
+        r = self.resolve(spec, t, found, backend)
+        key = (id(r), base_image_of(self.provider, self.cache, spec, t, r))  # r lives as long as its table
+        if key not in self.answered:
+            self.answered[key] = self.answers.add(r, key[1])
+        return self.answered[key]
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """One GPU class on one platform: its target for the newest driver and for each driver floor."""
+
+    targets: list[Target]
+    positions: list[int]  # each selector choice's index in targets
+    ok: list[bool]  # per target: whether the target itself is accepted (its driver knows its GPUs)
+
+
+def _targets(b: _Builder, cls: _Class, platform: str) -> list[Target] | None:
+    """The target of ``cls`` on ``platform`` for the newest driver and each floor (None: refused)."""
+    gpu = cls.gpu.name if cls.gpu is not None else CPU_ONLY
+    try:
+        spec = parse_spec(project_toml(Choice(gpu=gpu, platform=platform)), "project.toml", b.provider)
+    except SpecError:
+        return None
+    t = spec.targets[0]
+    if cls.vendor != "nvidia" or t.jetpack is not None:
+        return [t]
+    return [t, *(replace(t, driver=d) for d in b.floors)]
+
+
+def _target_outcome(b: _Builder, t: Target) -> tuple[int, int]:
+    """(1+ the lines, 1+ the tip) when the target itself is refused (its driver); else (0, 0)."""
+    got = driver_refusal(b.provider, t)
+    if got is None:
+        return 0, 0
+    return 1 + b.texts.add(_lines(got), t), 1 + b.texts.add(got.tip or "", t)
+
+
+def _lines(e: Unsatisfiable) -> str:
+    return "\n".join(f"{c.subject}: {c.reason}" for c in e.clashes)
+
+
+@dataclass(slots=True)
+class _Release:
+    """One release's outcomes: per target whether it resolves alone (and its choice), per selector
+    choice its answer (or -1-text) and each build's (0 ok, 1+ text)."""
+
+    found: list[list[Candidate] | None]  # per target: the chosen candidates (None: refused)
+    rank: list[int]  # per target: Keras' backend candidate (0 for others; _NONE when refused)
+    outcome: list[int] = field(default_factory=list)
+    builds: list[list[int]] = field(default_factory=list)
+
+
+_NONE = 1 << 20  # the rank of a release that does not resolve
+_RANKS = 1000  # more than any rank of a release that resolves (a fix's order: its floor, then the rank)
+
+
+@dataclass(slots=True)
+class _Fw:
+    """One framework's tables for one GPU class and platform."""
+
+    name: str
+    releases: list[_Release] = field(default_factory=list)
+    candidates: list[list[Candidate]] = field(default_factory=list)  # per target, in the search's order
+    keep: list[Candidate] = field(default_factory=list)  # Keras' candidates, alive as long as the table
+
+
+def _framework(b: _Builder, tab: _Table, name: str) -> _Fw:
+    fw = _Fw(name=name, candidates=[[] for _ in tab.targets])
+    spec = b.spec(name, tab.targets[0])
+    for rel in b.provider.releases(name):
+        fw.releases.append(_release(b, tab, spec, rel, fw))
+    return fw
+
+
+def _release(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, fw: _Fw) -> _Release:
+    """A release's outcome alone for every target, and what the selector shows for each choice."""
+    builds = b.provider.builds(rel)
+    fits = [fit_drivers(b.provider, b.cache, spec, tab.targets, rel, x) for x in builds]
+    if all(isinstance(f[0], No) and f[0] is f[-1] for f in fits):  # refused alike whatever the driver
+        return _refused_alike(b, tab, spec, rel, builds, [n for f in fits if isinstance(n := f[0], No)])
+    out = _Release(found=[], rank=[])
+    ok: list[Candidate] = []
+    before: list[Candidate] | None = None  # the fitting builds of the previous target
+    for i in range(len(tab.targets)):
+        now = [c for f in fits if isinstance(c := f[i], Candidate)]
+        if before is None or len(now) != len(before) or any(x is not y for x, y in zip(now, before, strict=True)):
+            ok = preferred(now)  # the same candidates keep their order
+        before = now
+        fw.candidates[i] += ok
+        out.found.append(ok[:1] if ok else None)
+        out.rank.append(0 if ok else _NONE)
+    said: dict[int, int] = {}  # a build outcome's id, by the object (the same for the drivers that agree)
+    for i in tab.positions:
+        t = tab.targets[i]
+        ids = [_build_outcome(b, f[i], tab.targets[0] if f[0] is f[i] else t, said) for f in fits]
+        out.builds.append(ids)
+        each = [(x, f[i]) for x, f in zip(builds, fits, strict=True)]
+        out.outcome.append(_outcome(b, spec, t, rel, out.found[i], each, ids))
+    return out
+
+
+def _refused_alike(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, builds: list[Build],
+                   nos: list[No]) -> _Release:
+    """A release whose every build is refused for a reason no driver changes: told once (without a
+    driver) for every choice."""
+    t = tab.targets[0]
+    ids = [_build_outcome(b, no, t, {}) for no in nos]
+    outcome = _outcome(b, spec, t, rel, None, list(zip(builds, nos, strict=True)), ids)
+    n, m = len(tab.targets), len(tab.positions)
+    return _Release(found=[None] * n, rank=[_NONE] * n, outcome=[outcome] * m, builds=[ids] * m)
+
+
+def _outcome(b: _Builder, spec: ProjectSpec, t: Target, rel: Release, found: list[Candidate] | None,
+             fits: list[tuple[Build, Candidate | No]], ids: list[int]) -> int:
+    """The answer of ``rel`` alone on ``t``; else -1- why none of its builds serves it (once per
+    release and builds' outcomes: the text holds the driver as a placeholder)."""
+    if found is not None:
+        return b.answer(spec, t, found, "")
+    key = (rel.package, rel.raw, *ids)
+    if key not in b.refusals:
+        nos = [(x, n) for x, n in fits if isinstance(n, No)]
+        b.refusals[key] = -1 - b.texts.add(f"{RANGE}: {why_misfits(b.provider, t, rel, nos)}", t)
+    return b.refusals[key]
+
+
+def _build_outcome(b: _Builder, got: Candidate | No, t: Target, said: dict[int, int]) -> int:
+    """0 when the build fits, else 1+ why not, said for ``t`` (the target without a driver when no
+    driver changes the answer: the text then holds no driver to make a placeholder of)."""
+    if isinstance(got, Candidate):
+        return 0
+    if id(got) not in said or t.driver is not None:
+        said[id(got)] = 1 + b.texts.add(got.text, t)
+    return said[id(got)]
+
+
+def _keras(b: _Builder, tab: _Table, backend: _Fw) -> _Fw:
+    """Keras' releases: each with the first backend candidate it shares an environment with."""
+    fw = _Fw(name=KERAS, keep=[])
+    spec = b.spec(KERAS, tab.targets[0])
+    clashes: dict[tuple[int, int], str] = {}
+    ks: list[Candidate] = []  # kept alive with the table: the memos key by identity
+    lists: dict[tuple[int, ...], int] = {}
+    same = [lists.setdefault(tuple(map(id, cs)), len(lists)) for cs in backend.candidates]  # equal lists, equal ids
+    for rel in b.provider.releases(KERAS):
+        k = Candidate(release=rel, build=None, pythons=pythons(b.cache, spec, rel, None),
+                      shared=b.provider.shared(rel, None))
+        ks.append(k)
+        seen: dict[int, int | None] = {}
+        firsts = [seen[x] if x in seen else seen.setdefault(x, _first_backend(b, k, backend.candidates[i], clashes))
+                  for i, x in enumerate(same)]
+        if any(j is not None and j >= _RANKS for j in firsts):
+            raise ValueError(f"more than {_RANKS} backend candidates: raise _RANKS")
+        out = _Release(found=[None if j is None else [backend.candidates[i][j], k] for i, j in enumerate(firsts)],
+                       rank=[_NONE if j is None else j for j in firsts])
+        for c, i in enumerate(tab.positions):
+            out.outcome.append(_keras_outcome(b, spec, tab.targets[i], k, out.found[i], backend, (c, i), clashes))
+        fw.releases.append(out)
+    fw.keep += ks
+    return fw
+
+
+def _clash(b: _Builder, c: Candidate, k: Candidate, clashes: dict[tuple[int, int], str]) -> str:
+    """:func:`together.clash` of a backend candidate and a Keras release (remembered for the table)."""
+    key = (id(c), id(k))  # both live as long as the table
+    if key not in clashes:
+        clashes[key] = clash(c, k, BACKEND, b.cache)
+    return clashes[key]
+
+
+def _first_backend(b: _Builder, k: Candidate, backends: list[Candidate],
+                   clashes: dict[tuple[int, int], str]) -> int | None:
+    """The first backend candidate, in the search's order, that Keras release ``k`` shares an
+    environment with: the one the search takes for ``k`` alone."""
+    if not k.pythons:
+        return None
+    return next((i for i, c in enumerate(backends) if not _clash(b, c, k, clashes)), None)
+
+
+def _keras_outcome(b: _Builder, spec: ProjectSpec, t: Target, k: Candidate, found: list[Candidate] | None,
+                   backend: _Fw, where: tuple[int, int], clashes: dict[tuple[int, int], str]) -> int:
+    """The answer of Keras release ``k`` alone; else why not: its Pythons, the backend's refusal, or
+    the clashes the search met (the first five)."""
+    if found is not None:
+        return b.answer(spec, t, found, BACKEND)
+    if not k.pythons:
+        req = FrameworkReq(name=KERAS, specifier=SpecifierSet(f"=={k.release.raw}"), raw=f"=={k.release.raw}")
+        return -1 - b.texts.add(f"{RANGE}: {why_none(b.provider, b.cache, spec, t, req).reason}", t)
+    choice, i = where
+    backends = backend.candidates[i]
+    if not backends:
+        return -1 - _backend_refusal(b, backend, choice)
+    why = list(dict.fromkeys(w for c in backends if (w := _clash(b, c, k, clashes))))[:5]
+    return -1 - b.texts.add("\n".join(f"frameworks together: {w}" for w in why), t)
+
+
+def _backend_refusal(b: _Builder, backend: _Fw, choice: int) -> int:
+    """The backend's refusal for a selector choice, told for its newest release (``why_none``)."""
+    text = b.texts.items[-1 - backend.releases[0].outcome[choice]]
+    return b.texts.held(text.replace(RANGE, f"{BACKEND} *"))
+
+
+def _version_fixes(b: _Builder, tab: _Table, fw: _Fw) -> list[int]:
+    """Per choice: 1+ the releases that work (:func:`fixes.version_fix_text`); 0: none does."""
+    out = []
+    for i in tab.positions:
+        ok = [(rel, found) for rel, r in zip(b.provider.releases(fw.name), fw.releases, strict=True)
+              if (found := r.found[i]) is not None and tab.ok[i]]
+        if not ok:
+            out.append(0)
+            continue
+        t = tab.targets[i]
+        best = b.resolve(b.spec(fw.name, t), t, ok[0][1], _backend(fw))
+        versions = [rel.raw for rel, _ in reversed(ok)]
+        out.append(1 + b.texts.add(version_fix_text(b.provider, fw.name, versions, best), t))
+    return out
+
+
+def _backend(fw: _Fw) -> str:
+    return BACKEND if fw.name == KERAS else ""
+
+
+def _driver_fixes(b: _Builder, tab: _Table, fw: _Fw, r: _Release) -> tuple[list[int], list[int]]:
+    """Per choice: the order of the oldest newer driver floor with which the release resolves
+    (its floor, then Keras' rank there; 0: none) and 1+ the fix's text (:func:`fixes.driver_fix_text`)."""
+    order, text = [], []
+    after = _next_working(tab, r)
+    for i in tab.positions:
+        k = after[i] if i else None
+        found = r.found[k] if k is not None else None
+        if k is None or found is None:
+            order.append(0)
+            text.append(0)
+            continue
+        order.append(k * _RANKS + r.rank[k])
+        text.append(_fix_text(b, tab, fw, k, found))
+    return order, text
+
+
+def _next_working(tab: _Table, r: _Release) -> list[int | None]:
+    """Per target: the next one (a newer driver floor) on which the release resolves (None: none)."""
+    out: list[int | None] = [None] * len(tab.targets)
+    for i in range(len(tab.targets) - 2, -1, -1):
+        k = i + 1
+        out[i] = k if tab.ok[k] and r.found[k] is not None else out[k]
+    return out
+
+
+def _fix_text(b: _Builder, tab: _Table, fw: _Fw, k: int, found: list[Candidate]) -> int:
+    """1+ the fix "a driver >= floor k" with the packages of ``found`` there (the text names no
+    driver choice: the floor is newer than the choice)."""
+    key = (k, *map(id, found))
+    if key not in b.fix_texts:
+        t = tab.targets[k]
+        with_it = b.resolve(b.spec(fw.name, t), t, found, _backend(fw))
+        b.fix_texts[key] = 1 + b.texts.add(driver_fix_text(b.floors[k - 1].raw, packages_text(with_it)))
+    return b.fix_texts[key]
+
+
+def _empty_range(b: _Builder, tab: _Table, fw: _Fw, backend: _Fw | None) -> list[int]:
+    """Per choice: the lines of a range no release matches (Keras: the backend's refusal first)."""
+    t0 = tab.targets[0]
+    req = FrameworkReq(name=fw.name, specifier=SpecifierSet(_NO_RELEASE), raw=_NO_RELEASE)
+    line = f"{RANGE}: {why_none(b.provider, b.cache, b.spec(fw.name, t0), t0, req).reason}"
+    out = []
+    for c, i in enumerate(tab.positions):
+        if backend is not None and not backend.candidates[i]:
+            out.append(b.texts.held(b.texts.items[_backend_refusal(b, backend, c)] + "\n" + line))
+        else:
+            out.append(b.texts.add(line))
+    return out
+
+
+_NO_RELEASE = "==0.0.0.0.0.1"  # a range no release matches
+
+
+def _fw_json(b: _Builder, tab: _Table, fw: _Fw, backend: _Fw | None) -> dict[str, Any]:
+    """A framework's tables; each per-release list is a blob, shared by the tables that agree."""
+    fixes = [_driver_fixes(b, tab, fw, r) for r in fw.releases]
+    out: dict[str, Any] = {
+        "r": b.blob([_runs(r.outcome) for r in fw.releases]), "x": b.blob([_runs(x) for x, _ in fixes]),
+        "xt": b.blob([_runs(t) for _, t in fixes]), "v": _runs(_version_fixes(b, tab, fw)),
+        "e": _runs(_empty_range(b, tab, fw, backend))}
+    if fw.name == KERAS:
+        out["k"] = b.blob([_runs([r.rank[i] for i in tab.positions]) for r in fw.releases])
+    else:
+        out["b"] = b.blob([[_runs(col) for col in zip(*r.builds, strict=True)] for r in fw.releases])
+    return out
+
+
+def _table(b: _Builder, targets: list[Target]) -> dict[str, Any]:
+    b.resolved.clear()  # keyed by the candidates of one table (by identity)
+    b.answered.clear()
+    b.fix_texts.clear()
+    positions = [i for i in b.choices if i < len(targets)]
+    target = [_target_outcome(b, t) for t in targets]
+    tab = _Table(targets=targets, positions=positions, ok=[x == 0 for x, _ in target])
+    out: dict[str, Any] = {"t": _runs([target[i][0] for i in positions]),
+                           "tt": _runs([target[i][1] for i in positions]), "f": {}}
+    done: dict[str, _Fw] = {}
+    for name in _frameworks(b):
+        fw = _keras(b, tab, done[BACKEND]) if name == KERAS else _framework(b, tab, name)
+        done[name] = fw
+        out["f"][name] = _fw_json(b, tab, fw, done[BACKEND] if name == KERAS else None)
+    return out
+
+
+def _frameworks(b: _Builder) -> list[str]:
+    return [f for f in FRAMEWORKS if b.provider.releases(f)]
+
+
+def _classes(provider: Provider) -> tuple[list[_Class], dict[str, int]]:
+    """The GPU classes (CPU only first) and each GPU model's class."""
+    classes = [_Class(key=("cpu",), gpu=None, vendor="cpu")]
+    index: dict[tuple[str, ...], int] = {}
+    of: dict[str, int] = {}
+    for g in sorted(provider.m.gpus, key=lambda g: g.name):
+        gpu = _gpu_req(provider, g.name)
+        jp = provider.jetpacks_for([g.name])
+        key = (gpu.arch.name, gpu.family, gpu.vendor, gpu.platform,
+               jp[-1].version.raw if jp and provider.is_jetson(g.name) else "")
+        if key not in index:
+            index[key] = len(classes)
+            classes.append(_Class(key=key, gpu=gpu, vendor=gpu.vendor))
+        of[g.name] = index[key]
+    return classes, of
+
+
+def _gpu_req(provider: Provider, name: str) -> GpuReq:
+    spec = parse_spec(project_toml(Choice(gpu=name)).replace('platform = "linux/amd64"\n', ""), "p", provider)
+    return spec.targets[0].gpus[0]
+
+
+def selector_data(provider: Provider) -> dict[str, Any]:
+    """Everything the selector looks up, as plain JSON values (sorted; same data, same bytes)."""
+    floors = driver_floors(provider)
+    choices = _choices(floors)
+    b = _Builder(_Memo(provider), floors=floors, choices=choices)
+    drivers = [floors[i - 1].raw for i in choices[1:]]
+    classes, of = _classes(provider)
+    tables: list[dict[str, Any]] = []
+    by_class: list[dict[str, int]] = []
+    for cls in classes:
+        row: dict[str, int] = {}
+        for platform in PLATFORMS:
+            targets = _targets(b, cls, platform)
+            if targets is not None:
+                row[platform] = len(tables)
+                tables.append(_table(b, targets))
+        by_class.append(row)
+    return {"format": FORMAT, "drivers": drivers, "platforms": list(PLATFORMS),
+            "frameworks": _framework_lists(b), "gpus": _gpus(b, of, drivers), "classes": by_class,
+            "tables": tables, "blobs": b.blobs, "texts": b.texts.items, "answers": b.answers.items,
+            "fields": list(ANSWER_FIELDS)}
+
+
+def _choices(floors: list[Dotted]) -> list[int]:
+    """The selector's drivers: the newest (0), and the newest floor of each driver branch (the
+    oldest driver of the branch that every floor of the branch admits), as indexes 1+ of ``floors``."""
+    newest = {d.major: i for i, d in enumerate(floors, start=1)}
+    return [0, *sorted(newest.values())]
+
+
+def _framework_lists(b: _Builder) -> dict[str, Any]:
+    return {f: {"releases": [r.raw for r in b.provider.releases(f)],
+                "builds": [[x.variant for x in b.provider.builds(r)] for r in b.provider.releases(f)]}
+            for f in _frameworks(b)}
+
+
+def _gpus(b: _Builder, of: dict[str, int], drivers: list[str]) -> list[dict[str, Any]]:
+    """Each GPU model: its names (the model's, nvidia-smi's and rocm-smi's), its class, its text
+    in answers, and which choices the spec refuses (a driver for a GPU that takes none, a platform
+    it does not run on)."""
+    out = [{"name": CPU_ONLY, "names": [CPU_ONLY], "text": "", "cls": 0,
+            "invalid": _invalid(b, CPU_ONLY, drivers[-1])}]
+    for g in sorted(b.provider.m.gpus, key=lambda g: g.name):
+        gpu = _gpu_req(b.provider, g.name)
+        out.append({"name": g.name, "names": sorted({g.name, *g.aliases}), "text": gpu_text(gpu), "cls": of[g.name],
+                    "invalid": _invalid(b, g.name, drivers[-1])})
+    return out
+
+
+def _invalid(b: _Builder, gpu: str, driver: str) -> list[int]:
+    """For (no driver, a driver) x each platform: 0 when the spec is read, else 1+ its message."""
+    out = []
+    for d in ("", driver):
+        for platform in PLATFORMS:
+            try:
+                parse_spec(project_toml(Choice(gpu=gpu, driver=d, platform=platform)), "project.toml", b.provider)
+                out.append(0)
+            except SpecError as e:
+                out.append(1 + b.texts.add(e.message.replace(d, DRIVER) if d else e.message))
+    return out
