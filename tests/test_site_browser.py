@@ -11,6 +11,7 @@ in CI (CI=true), where a missing browser fails them.
 from __future__ import annotations
 
 import functools
+import random
 import struct
 import time
 from collections.abc import Iterator
@@ -250,6 +251,35 @@ def test_the_selector_answers_exactly_what_the_lock_answers(selector: Watched, c
         fits = selector.page.eval_on_selector_all(f'#builds tr[data-build="{build}"][data-status="ok"]',
                                                   "rows => rows.map(r => r.dataset.release)")
         assert any(_of_release(release, r) for r in fits), (release, build, fits)
+    assert selector.problems == []
+
+
+def _options(page: Page, sel: str) -> list[str]:
+    """A control's choices: the GPU names of the datalist, a select's option values."""
+    css = "#gpu-names option" if sel == "#gpu" else f"{sel} option"
+    values: list[str] = page.eval_on_selector_all(css, "options => options.map(o => o.value)")
+    return values
+
+
+def test_a_seeded_sample_of_the_pages_own_choices_answers_what_the_lock_answers(selector: Watched) -> None:
+    """30 choices drawn (seeded) from every option the page offers, beside the hand-picked ones."""
+    page, rng, differ = selector.page, random.Random(27), []
+    gpus, drivers, platforms = (_options(page, sel) for sel in ("#gpu", "#driver", "#platform"))
+    frameworks = _options(page, "#framework")
+    assert len(gpus) > 200 and len(drivers) > 10 and set(platforms) == {"linux/amd64", "linux/arm64"}
+    for _ in range(30):
+        framework = rng.choice(frameworks)
+        page.select_option("#framework", value=framework)
+        releases = _options(page, "#version-min")
+        low, high = (rng.choice(releases) if rng.random() < 0.4 else "" for _ in range(2))
+        combo = Combo(gpu=rng.choice(gpus), driver=rng.choice(drivers), platform=rng.choice(platforms),
+                      framework=framework, low=low, high=high)
+        expected = lock_answer(combo.spec())
+        choose(page, combo)
+        got = _answer_when_settled(page, expected)
+        if got != expected:
+            differ.append(f"{combo}:\n  page: {got}\n  lock: {expected}")
+    assert differ == []
     assert selector.problems == []
 
 
