@@ -329,8 +329,9 @@ class _MatrixCommand(EnvsolveCommand):
 
 @main.command(name="matrix", cls=_MatrixCommand)
 @click.argument("matrix_path", required=False, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "markdown", "json"]), default="table",
-              show_default=True, help="markdown: a summary for $GITHUB_STEP_SUMMARY.")
+@click.option("--format", "fmt", type=click.Choice(["table", "github", "bake", "markdown", "html", "json"]),
+              default="table", show_default=True,
+              help="markdown: a summary for $GITHUB_STEP_SUMMARY; html: one page, cells coloured by outcome.")
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Split --format github into shards of N jobs.")
 @click.option("--shard", type=click.IntRange(min=1), help="With --max-jobs: print only shard K (from 1).")
 @click.option("--render", "render_dir", type=click.Path(path_type=Path, file_okay=False),
@@ -340,9 +341,12 @@ class _MatrixCommand(EnvsolveCommand):
               help="Validate existing images described in a JSON file instead.")
 @click.option("--workflow", "workflow_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write a GitHub Actions workflow that checks, builds and smoke-tests the matrix.")
+@click.option("--pages", is_flag=True, help="With --workflow: the workflow also publishes the compatibility "
+              "explorer (`envsolve site`) and this matrix's HTML report to GitHub Pages (default branch).")
 @_handles_errors
 def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: int | None,
-               render_dir: Path | None, check: bool, check_images: Path | None, workflow_path: Path | None) -> None:
+               render_dir: Path | None, check: bool, check_images: Path | None, workflow_path: Path | None,
+               pages: bool) -> None:
     """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output.
 
     MATRIX_PATH is a TOML file (images.toml): a [matrix] table of axes, each a list of values, whose
@@ -354,6 +358,9 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     from .matrix.workflow import RENDER_DIR
 
     formats.check_shard(max_jobs, shard)
+    if pages and workflow_path is None:
+        raise SpecError([Problem("--pages", "", "publishes from the generated workflow: it needs --workflow PATH")],
+                        tip="add --workflow .github/workflows/images.yml, or leave --pages out")
     _check_matrix_outputs(workflow_path, render_dir)
     provider = _provider()
     if check_images is not None:
@@ -372,7 +379,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     if render_dir is not None:
         _render_cells(provider, ms, tally.kept, render_dir)
     if workflow_path is not None:
-        _write_workflow(ms, matrix_path, workflow_path)
+        _write_workflow(ms, matrix_path, workflow_path, pages)
     if check and (invalid := check_includes(tally.bad_includes)):
         raise CheckFailed(invalid, tip="change the include, or the data it needs")
 
@@ -385,7 +392,7 @@ def _check_matrix_outputs(workflow_path: Path | None, render_dir: Path | None) -
         check_output_dir(render_dir, "--render")
 
 
-def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path) -> None:
+def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path, pages: bool = False) -> None:
     """The CI workflow of a matrix, written atomically; the paths in it are relative to the
     current directory, which is taken for the repository root."""
     from . import __version__
@@ -403,8 +410,9 @@ def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path) -> None:
 
     root = _matrices()
     text = workflow(ms, matrix_file=relative(matrix_path, "the matrix file"), version=__version__,
-                    command=f"envsolve matrix {relative(matrix_path, 'the matrix file')} --workflow {out.as_posix()}",
-                    matrices_dir=relative(root, "the --matrices folder") if root else "")
+                    command=f"envsolve matrix {relative(matrix_path, 'the matrix file')} --workflow {out.as_posix()}"
+                            + " --pages" * pages,
+                    matrices_dir=relative(root, "the --matrices folder") if root else "", pages=pages)
     write_all({out: text}, tip="choose another path with --workflow")
     ui.console().say(f"wrote {out}", err=True)
 

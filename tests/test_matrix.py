@@ -376,7 +376,8 @@ def _many(results: list[CellResult], n: int) -> Iterator[CellResult]:
 
 @pytest.mark.parametrize(("fmt", "max_jobs", "shard"), [("table", None, None), ("github", None, None),
                                                         ("github", 7, None), ("github", 7, 2), ("bake", None, None),
-                                                        ("markdown", None, None), ("json", None, None)])
+                                                        ("markdown", None, None), ("json", None, None),
+                                                        ("html", None, None)])
 def test_every_format_streams_memory_flat_in_the_number_of_cells(real_graph: Provider, fmt: str,
                                                                   max_jobs: int | None, shard: int | None) -> None:
     ms = parse_matrix(ISSUE_EXAMPLE, "images.toml", real_graph)

@@ -89,6 +89,17 @@ gpus = ["Jetson AGX Orin"]
 repository = "ghcr.io/acme/jetson"
 platforms = ["linux/arm64"]
 ''',
+    # --pages: the compatibility explorer and the matrix report published to GitHub Pages
+    "pages": '''
+[matrix]
+python = ["3.12"]
+torch = ["2.7.1"]
+accelerator = ["cpu", "cu128"]
+gpus = ["H100"]
+
+[image]
+repository = "ghcr.io/acme/site"
+''',
     # Docker Hub (no host), a matrix whose every cell is pruned
     "hub-nothing-valid": '''
 [matrix]
@@ -122,7 +133,8 @@ def workflows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         (repo / "ci").mkdir()
         (repo / "ci" / "images.toml").write_text(text)
         r = subprocess.run([sys.executable, "-m", "envsolve", "matrix", "ci/images.toml",
-                            "--workflow", ".github/workflows/images.yml"], cwd=repo, capture_output=True, text=True)
+                            "--workflow", ".github/workflows/images.yml", *(["--pages"] if name == "pages" else [])],
+                           cwd=repo, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         assert "wrote .github/workflows/images.yml" in r.stderr
         out[name] = repo / ".github" / "workflows" / "images.yml"
@@ -187,12 +199,32 @@ def test_workflow_keeps_its_security_promises(workflows: dict[str, Path], name: 
             assert "${{" not in step["run"]
         if step.get("uses", "").startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
+    widened = {"build": {"contents": "read", "packages": "write"}, "pages": {"pages": "write", "id-token": "write"}}
     for job_name, job in doc["jobs"].items():
         if job.get("permissions"):
-            assert job_name == "build" and job["permissions"] == {"contents": "read", "packages": "write"}
+            assert job["permissions"] == widened.get(job_name)
     assert 'python -m pip install "envsolve==${ENVSOLVE_VERSION}"' in text
     assert doc["env"]["ENVSOLVE_VERSION"] == envsolve.__version__
     assert doc["env"]["MATRIX_FILE"] == "ci/images.toml"
+
+
+def test_pages_publishes_the_site_from_the_default_branch_only(workflows: dict[str, Path]) -> None:
+    jobs = _doc(workflows["pages"])["jobs"]
+    site, pages = jobs["site"], jobs["pages"]
+    assert site["if"] == "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
+    runs = "\n".join(s.get("run", "") for s in site["steps"])
+    assert 'envsolve site -o "envsolve-site"' in runs
+    assert 'envsolve matrix "$MATRIX_FILE" --format html > "envsolve-site/matrix.html"' in runs
+    assert site["steps"][-1]["with"] == {"path": "envsolve-site"}
+    assert pages["needs"] == "site" and pages["environment"]["name"] == "github-pages"
+    assert pages["steps"][0]["uses"].startswith("actions/deploy-pages@")
+    assert "site" not in _doc(workflows["ghcr-gpus"])["jobs"]  # only when asked
+
+
+def test_pages_needs_a_workflow(tmp_path: Path) -> None:
+    (tmp_path / "images.toml").write_text(MATRICES["plain-cpu"])
+    r = CliRunner().invoke(main, ["matrix", str(tmp_path / "images.toml"), "--pages"])
+    assert r.exit_code == 2 and "--pages" in r.output and "--workflow" in r.output
 
 
 def test_solve_job_checks_renders_summarises_and_uploads(workflows: dict[str, Path]) -> None:

@@ -20,7 +20,7 @@ from envsolve.errors import SpecError, Unsatisfiable
 from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
 from envsolve.site.build import MARKER, site_files
-from envsolve.site.tables import CPU_ONLY, Choice, project_toml
+from envsolve.site.tables import CPU_ONLY, Choice, project_toml, selector_data
 from envsolve.solve.fixes import solve_explained
 from envsolve.spec import parse_spec
 
@@ -231,6 +231,13 @@ def test_small_and_every_page_there(files: dict[str, str]) -> None:
         assert page in files
 
 
+def test_one_process_or_two_make_the_same_tables(provider: Provider, data: dict[str, Any]) -> None:
+    """The tables are computed by two processes and merged in one order: one process gives the same."""
+    alone = selector_data(provider, workers=1)
+    assert {k: alone[k] for k in ("tables", "blobs", "texts", "answers", "gpus", "classes")} == \
+        {k: data[k] for k in ("tables", "blobs", "texts", "answers", "gpus", "classes")}
+
+
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
@@ -343,3 +350,29 @@ def test_output_that_is_a_file_or_unwritable(tmp_path: Path) -> None:
     assert got.exit_code == 2 and "is not a folder" in got.output and file.read_text() == "x"
     got = CliRunner().invoke(main, ["site", "-o", str(file / "site")])  # a folder under a file
     assert got.exit_code == 2 and "cannot be written" in got.output and "Traceback" not in got.output
+
+
+# ---------------------------------------------------------------------------- matrix --format html
+
+def test_matrix_html_colours_each_cell_and_tells_why_pruned(tmp_path: Path) -> None:
+    matrix = tmp_path / "images.toml"
+    matrix.write_text('[matrix]\npython = ["3.12"]\ntorch = ["2.8.0"]\naccelerator = ["cu121", "cu126"]\n'
+                      'gpus = ["A100"]\n')
+    got = CliRunner().invoke(main, ["matrix", str(matrix), "--format", "html"])
+    assert got.exit_code == 0, got.output
+    page = got.output
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "<strong>1 valid</strong>, 1 pruned of 2 cells" in page
+    valid = re.search(r'<tr class="ok">.*?py3_12-torch2_8_0-cu126.*?</tr>', page)
+    pruned = re.search(r'<tr class="pruned">.*?py3_12-torch2_8_0-cu121.*?</tr>', page)
+    assert valid is not None and "torch 2.8.0" in valid.group(0) and "nvidia/cuda:" in valid.group(0)
+    assert pruned is not None and "torch 2.8.0 has no CUDA 12.1 build (it has cu126, cu128, cu129)" in pruned.group(0)
+    assert "<script" not in page and "http" not in page.split("<body>")[0]
+
+
+def test_matrix_html_escapes_what_it_shows(tmp_path: Path) -> None:
+    matrix = tmp_path / "a<b>.toml"
+    matrix.write_text('[matrix]\npython = ["3.12"]\ntorch = ["2.8.0"]\naccelerator = ["cu126"]\ngpus = ["A100"]\n')
+    got = CliRunner().invoke(main, ["matrix", str(matrix), "--format", "html"])
+    assert got.exit_code == 0, got.output
+    assert "a&lt;b&gt;.toml" in got.output and "a<b>" not in got.output

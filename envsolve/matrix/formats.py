@@ -1,6 +1,6 @@
 """What `envsolve matrix` prints of solved cells: a table, GitHub's ``strategy.matrix`` JSON (in
-shards when asked), a ``docker-bake.json``, a Markdown summary (``$GITHUB_STEP_SUMMARY``), or
-everything as JSON.
+shards when asked), a ``docker-bake.json``, a Markdown summary (``$GITHUB_STEP_SUMMARY``), one
+HTML page (cells coloured by outcome, for reviews and CI artifacts), or everything as JSON.
 
 Every format streams (:func:`streamed`): the cells are read once, as they are solved, and never
 held; what a format prints before something it learns only at the end (the table's and the
@@ -25,8 +25,8 @@ from .cells import CellResult
 from .parse import Cell, MatrixSpec
 
 __all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "Tally", "bake", "check_shard",
-           "everything", "github", "cell_image", "markdown", "md_escape", "printed", "row", "smoke_target", "streamed",
-           "table", "too_many_jobs", "vendor"]
+           "everything", "github", "cell_image", "html_page", "markdown", "md_escape", "printed", "row", "smoke_target",
+           "streamed", "table", "too_many_jobs", "vendor"]
 
 GITHUB_JOB_LIMIT = 256
 # The rendered Dockerfile's stages: the image is ``runtime``; ``smoke`` (FROM runtime, RUN
@@ -368,6 +368,53 @@ def _md_valid_row(r: CellResult) -> tuple[str, ...]:
     return r.cell.id + _mark(r, " (include)"), _packages(res, "{} {} ({})"), _stack(res), res.base_image
 
 
+_HTML_STYLE = (
+    "body{font:15px/1.45 system-ui,sans-serif;margin:1rem;color:#1d2330}"
+    "table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3rem .5rem;"
+    "border-bottom:1px solid #d5d9e0;vertical-align:top}thead th{background:#eef1f5}"
+    ".ok{background:#e4f5e8}.pruned{background:#f4f4f6;color:#5a6273}.bad{background:#fbe7e6}"
+    "td.outcome{font-weight:600}.ok td.outcome{color:#2d7a3e}.bad td.outcome{color:#b3261e}"
+    "code{overflow-wrap:anywhere}@media(max-width:40rem){td,th{padding:.2rem}}"
+)
+
+
+def html_page(ms: MatrixSpec, results: Iterable[CellResult]) -> Iterator[str]:
+    """One HTML page (no script, no fetch): the counts, then every cell in order, coloured by its
+    outcome (valid, pruned, an [[include]] cell that is invalid), a pruned cell with its reason. The
+    rows wait on disk while the counts are made, so memory stays flat."""
+    e = html.escape
+    with _Spool() as rows:
+        counts = {"ok": 0, "pruned": 0, "bad": 0}
+        for r in results:
+            kind = "ok" if r.valid else "bad" if r.cell.included else "pruned"
+            counts[kind] += 1
+            rows.add(_html_row(r, kind))
+        total = sum(counts.values())
+        yield (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+               f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+               f"<title>Image matrix {e(ms.path)}</title>\n<style>{_HTML_STYLE}</style>\n</head>\n<body>\n"
+               f"<h1>Image matrix <code>{e(ms.path)}</code></h1>\n"
+               f'<p><strong>{counts["ok"]} valid</strong>, {counts["pruned"] + counts["bad"]} pruned of {total} cells'
+               + (f'; <strong>{counts["bad"]} [[include]] cell(s) invalid</strong>' if counts["bad"] else "")
+               + ".</p>\n<table>\n<thead><tr><th scope=\"col\">Cell</th><th scope=\"col\">Outcome</th>"
+               "<th scope=\"col\">Packages</th><th scope=\"col\">CUDA / ROCm</th>"
+               "<th scope=\"col\">Base image, or why pruned</th></tr></thead>\n<tbody>\n")
+        for chunk in _chunks(rows):
+            yield "".join(chunk)
+        yield "</tbody>\n</table>\n</body>\n</html>\n"
+
+
+def _html_row(r: CellResult, kind: str) -> str:
+    """A cell's row: its id, outcome, and packages, stack and image (valid) or its reason (pruned)."""
+    e = html.escape
+    head = f'<tr class="{kind}"><th scope="row"><code>{e(r.cell.id)}</code>{_mark(r, " [include]")}</th>'
+    if r.valid:
+        res = _resolved(r)
+        return (f'{head}<td class="outcome">valid</td><td>{e(_packages(res, "{} {} ({})"))}</td>'
+                f"<td>{e(_stack(res))}</td><td><code>{e(res.base_image)}</code></td></tr>\n")
+    return f'{head}<td class="outcome">pruned</td><td></td><td></td><td title="{e(r.reason)}">{e(r.reason)}</td></tr>\n'
+
+
 def too_many_jobs(fmt: str, valid: int, max_jobs: int | None) -> str:
     """The warning for ``--format github`` of ``valid`` jobs past GitHub's limit of jobs per
     ``strategy.matrix`` ("" for other formats, and within the limit or sharded)."""
@@ -418,6 +465,8 @@ def streamed(fmt: str, ms: MatrixSpec, results: Iterable[CellResult], render_dir
         return iter([markdown(ms, results)])
     if fmt == "json":
         return everything(ms, results, render_dir)
+    if fmt == "html":
+        return html_page(ms, results)
     return _table(results)
 
 

@@ -11,6 +11,10 @@ label (:func:`runner_label`), one job per cell and GPU, with the run flags of
 :func:`envsolve.domain.gpu_run_flags` (a Jetson cell, one whose row names its ``jetpack``, with the
 ``nvidia`` runtime).
 
+With ``pages`` (``--pages``), ``site`` builds the compatibility explorer (``envsolve site``) with
+the matrix's HTML report as ``matrix.html`` beside it, and ``pages`` publishes them to GitHub
+Pages, from the default branch only (``pages: write`` and ``id-token: write`` in that job alone).
+
 Safety: actions pinned by commit (``actions.toml``), ``contents: read`` at the top and
 ``packages: write`` only where GHCR is pushed to, ``persist-credentials: false``, and nothing from
 the event or the matrix is put into a ``run:`` script: values reach scripts through ``env:``.
@@ -44,7 +48,8 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 _KEYS = ("name", "tag", "commit", "source")
 _NEEDED = ("actions/checkout", "actions/setup-python", "actions/upload-artifact", "actions/download-artifact",
            "docker/setup-qemu-action", "docker/setup-buildx-action", "docker/login-action",
-           "docker/build-push-action")
+           "docker/build-push-action", "actions/upload-pages-artifact", "actions/deploy-pages")
+SITE_DIR = "envsolve-site"  # the folder the site job builds and publishes
 _PUBLISH = "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
 # How a smoke job runs a cell's image, by vendor: (step name, its `if:`, on a Jetson?), the last
 # step unconditional for AMD; a Jetson cell's github row names its JetPack (formats.row)
@@ -161,11 +166,11 @@ class _Setup:
 
 
 def workflow(ms: MatrixSpec, *, matrix_file: str, version: str, command: str,
-             matrices_dir: str = "", actions: dict[str, Action] | None = None) -> str:
+             matrices_dir: str = "", actions: dict[str, Action] | None = None, pages: bool = False) -> str:
     """The workflow's YAML text. ``matrix_file`` is the matrix file's path from the repository
     root, ``version`` the envsolve version the solve job installs, ``command`` the command line
     that made it (for the header), ``matrices_dir`` a ``--matrices`` folder to use instead of the
-    shipped data."""
+    shipped data; ``pages`` adds the jobs that publish the compatibility explorer to GitHub Pages."""
     setup = _Setup(ms=ms, actions=actions if actions is not None else load_actions(),
                  vendors=tuple(v for v in VENDORS if v != "cpu" and any(g.vendor == v for g in ms.gpus)),
                  registry=registry_of(ms.repository), pushes="/" in ms.repository,
@@ -178,6 +183,9 @@ def workflow(ms: MatrixSpec, *, matrix_file: str, version: str, command: str,
     _build_job(w, setup)
     for v in setup.vendors:
         _gpu_job(w, setup, v)
+    if pages:
+        _site_job(w, setup)
+        _pages_job(w, setup)
     return "\n".join(w.lines).rstrip("\n") + "\n"
 
 
@@ -314,6 +322,39 @@ def _gpu_job(w: _Lines, setup: _Setup, vendor: Vendor) -> None:
     w.uses(6, a["docker/build-push-action"], "build the image here (from the build job's cache)", image)
     for name, if_, jetson in _SMOKE_RUNS[vendor]:
         _smoke_run(w, name, if_, " ".join(gpu_run_flags(ACCELERATOR[vendor], jetson=jetson)))
+    w(0, "")
+
+
+def _site_job(w: _Lines, setup: _Setup) -> None:
+    """The compatibility explorer and the matrix's HTML report, built on the default branch and
+    handed to the pages job as the Pages artifact."""
+    a = setup.actions
+    w(2, "site:")
+    w.block(4, "name: " + _q("build the compatibility explorer"), f"if: {_PUBLISH}", "runs-on: ubuntu-latest",
+            "timeout-minutes: 30", "steps:")
+    w.uses(6, a["actions/checkout"], "check out", {"persist-credentials": "false"})
+    w.uses(6, a["actions/setup-python"], "set up Python", {"python-version": _q(PYTHON)})
+    w(6, "- name: " + _q("install envsolve"))
+    w(8, 'run: python -m pip install "envsolve==${ENVSOLVE_VERSION}"')
+    w(6, "- name: " + _q("build the site and the matrix report"))
+    w(8, "run: |")
+    w.block(10, f'envsolve site -o "{SITE_DIR}"',
+            f'envsolve matrix "$MATRIX_FILE" --format html > "{SITE_DIR}/matrix.html"')
+    w.uses(6, a["actions/upload-pages-artifact"], "hand the site to GitHub Pages", {"path": SITE_DIR})
+    w(0, "")
+
+
+def _pages_job(w: _Lines, setup: _Setup) -> None:
+    """Publish the site job's artifact; the only job that may write to Pages."""
+    w(2, "pages:")
+    w.block(4, "name: " + _q("publish to GitHub Pages"), "needs: site", "runs-on: ubuntu-latest", "timeout-minutes: 15",
+            "permissions:")
+    w.block(6, "pages: write  # deploys the site", "id-token: write  # proves the deployment comes from this workflow")
+    w(4, "environment:")
+    w.block(6, "name: github-pages", "url: ${{ steps.deployment.outputs.page_url }}")
+    w(4, "steps:")
+    w(6, "- name: " + _q("deploy"))
+    w.block(8, "id: deployment", f"uses: {setup.actions['actions/deploy-pages'].uses}")
     w(0, "")
 
 

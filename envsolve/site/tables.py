@@ -18,7 +18,9 @@ hold the driver as ``{driver}``: that is what keeps the tables small.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -129,10 +131,15 @@ class _Answers:
         """The id of ``r``'s answer, with the base image ``image`` (its driver's)."""
         pin = r.packages[0]  # the lock's environments[0].frameworks[0]
         row = (pin.version, pin.variant, r.cuda, r.rocm, r.python, r.driver_min, r.compat, image, packages_text(r))
-        got = self.ids.get(row)
+        return self.row(list(row))
+
+    def row(self, row: list[str]) -> int:
+        """The id of an answer's values."""
+        key = tuple(row)
+        got = self.ids.get(key)
         if got is None:
-            got = self.ids[row] = len(self.items)
-            self.items.append(list(row))
+            got = self.ids[key] = len(self.items)
+            self.items.append(row)
         return got
 
 
@@ -283,24 +290,41 @@ def _release(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, fw: _Fw)
     if all(isinstance(f[0], No) and f[0] is f[-1] for f in fits):  # refused alike whatever the driver
         return _refused_alike(b, tab, spec, rel, builds, [n for f in fits if isinstance(n := f[0], No)])
     out = _Release(found=[], rank=[])
+    _choose(tab, fits, fw, out)
+    said: dict[int, int] = {}  # a build outcome's id, by the object (the same for the drivers that agree)
+    for i in tab.positions:
+        _shown(b, tab, spec, rel, builds, [f[i] for f in fits], [f[0] for f in fits], out, i, said)
+    return out
+
+
+def _shown(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, builds: list[Build],
+           now: list[Candidate | No], newest: list[Candidate | No], out: _Release, i: int,
+           said: dict[int, int]) -> None:
+    """What the selector shows of the release for target ``i`` (a choice): each build's outcome
+    (said without a driver where it is the newest driver's too) and the release's."""
+    t = tab.targets[i]
+    ids = [_build_outcome(b, f, tab.targets[0] if f is n else t, said) for f, n in zip(now, newest, strict=True)]
+    out.builds.append(ids)
+    out.outcome.append(_outcome(b, spec, t, rel, out.found[i], list(zip(builds, now, strict=True)), ids))
+
+
+def _choose(tab: _Table, fits: list[list[Candidate | No]], fw: _Fw, out: _Release) -> None:
+    """Per target: the release's fitting builds in the search's order (added to the framework's
+    candidates), the one the lock takes, and its rank (0; _NONE when none fits)."""
     ok: list[Candidate] = []
     before: list[Candidate] | None = None  # the fitting builds of the previous target
     for i in range(len(tab.targets)):
         now = [c for f in fits if isinstance(c := f[i], Candidate)]
-        if before is None or len(now) != len(before) or any(x is not y for x, y in zip(now, before, strict=True)):
+        if _changed(now, before):
             ok = preferred(now)  # the same candidates keep their order
         before = now
         fw.candidates[i] += ok
         out.found.append(ok[:1] if ok else None)
         out.rank.append(0 if ok else _NONE)
-    said: dict[int, int] = {}  # a build outcome's id, by the object (the same for the drivers that agree)
-    for i in tab.positions:
-        t = tab.targets[i]
-        ids = [_build_outcome(b, f[i], tab.targets[0] if f[0] is f[i] else t, said) for f in fits]
-        out.builds.append(ids)
-        each = [(x, f[i]) for x, f in zip(builds, fits, strict=True)]
-        out.outcome.append(_outcome(b, spec, t, rel, out.found[i], each, ids))
-    return out
+
+
+def _changed(now: list[Candidate], before: list[Candidate] | None) -> bool:
+    return before is None or len(now) != len(before) or any(x is not y for x, y in zip(now, before, strict=True))
 
 
 def _refused_alike(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, builds: list[Build],
@@ -342,25 +366,32 @@ def _keras(b: _Builder, tab: _Table, backend: _Fw) -> _Fw:
     fw = _Fw(name=KERAS, keep=[])
     spec = b.spec(KERAS, tab.targets[0])
     clashes: dict[tuple[int, int], str] = {}
-    ks: list[Candidate] = []  # kept alive with the table: the memos key by identity
     lists: dict[tuple[int, ...], int] = {}
     same = [lists.setdefault(tuple(map(id, cs)), len(lists)) for cs in backend.candidates]  # equal lists, equal ids
     for rel in b.provider.releases(KERAS):
         k = Candidate(release=rel, build=None, pythons=pythons(b.cache, spec, rel, None),
                       shared=b.provider.shared(rel, None))
-        ks.append(k)
-        seen: dict[int, int | None] = {}
-        firsts = [seen[x] if x in seen else seen.setdefault(x, _first_backend(b, k, backend.candidates[i], clashes))
-                  for i, x in enumerate(same)]
-        if any(j is not None and j >= _RANKS for j in firsts):
-            raise ValueError(f"more than {_RANKS} backend candidates: raise _RANKS")
+        fw.keep.append(k)  # alive with the table: the memos key by identity
+        firsts = _firsts(b, k, backend, same, clashes)
         out = _Release(found=[None if j is None else [backend.candidates[i][j], k] for i, j in enumerate(firsts)],
                        rank=[_NONE if j is None else j for j in firsts])
         for c, i in enumerate(tab.positions):
             out.outcome.append(_keras_outcome(b, spec, tab.targets[i], k, out.found[i], backend, (c, i), clashes))
         fw.releases.append(out)
-    fw.keep += ks
     return fw
+
+
+def _firsts(b: _Builder, k: Candidate, backend: _Fw, same: list[int],
+            clashes: dict[tuple[int, int], str]) -> list[int | None]:
+    """Per target: the first backend candidate Keras release ``k`` joins (once per equal list)."""
+    seen: dict[int, int | None] = {}
+    for i, x in enumerate(same):
+        if x not in seen:
+            seen[x] = _first_backend(b, k, backend.candidates[i], clashes)
+    firsts = [seen[x] for x in same]
+    if any(j is not None and j >= _RANKS for j in firsts):
+        raise ValueError(f"more than {_RANKS} backend candidates: raise _RANKS")
+    return firsts
 
 
 def _clash(b: _Builder, c: Candidate, k: Candidate, clashes: dict[tuple[int, int], str]) -> str:
@@ -426,18 +457,9 @@ def _backend(fw: _Fw) -> str:
 def _driver_fixes(b: _Builder, tab: _Table, fw: _Fw, r: _Release) -> tuple[list[int], list[int]]:
     """Per choice: the order of the oldest newer driver floor with which the release resolves
     (its floor, then Keras' rank there; 0: none) and 1+ the fix's text (:func:`fixes.driver_fix_text`)."""
-    order, text = [], []
     after = _next_working(tab, r)
-    for i in tab.positions:
-        k = after[i] if i else None
-        found = r.found[k] if k is not None else None
-        if k is None or found is None:
-            order.append(0)
-            text.append(0)
-            continue
-        order.append(k * _RANKS + r.rank[k])
-        text.append(_fix_text(b, tab, fw, k, found))
-    return order, text
+    fixes = [_fix_at(b, tab, fw, r, after[i] if i else None) for i in tab.positions]
+    return [o for o, _ in fixes], [t for _, t in fixes]
 
 
 def _next_working(tab: _Table, r: _Release) -> list[int | None]:
@@ -447,6 +469,14 @@ def _next_working(tab: _Table, r: _Release) -> list[int | None]:
         k = i + 1
         out[i] = k if tab.ok[k] and r.found[k] is not None else out[k]
     return out
+
+
+def _fix_at(b: _Builder, tab: _Table, fw: _Fw, r: _Release, k: int | None) -> tuple[int, int]:
+    """(order, 1+ text) of the fix "a driver >= floor k" for release ``r``; (0, 0) for none."""
+    found = r.found[k] if k is not None else None
+    if k is None or found is None:
+        return 0, 0
+    return k * _RANKS + r.rank[k], _fix_text(b, tab, fw, k, found)
 
 
 def _fix_text(b: _Builder, tab: _Table, fw: _Fw, k: int, found: list[Candidate]) -> int:
@@ -534,27 +564,120 @@ def _gpu_req(provider: Provider, name: str) -> GpuReq:
     return spec.targets[0].gpus[0]
 
 
-def selector_data(provider: Provider) -> dict[str, Any]:
-    """Everything the selector looks up, as plain JSON values (sorted; same data, same bytes)."""
+def selector_data(provider: Provider, workers: int = 2) -> dict[str, Any]:
+    """Everything the selector looks up, as plain JSON values: the tables of each GPU class and
+    platform computed by ``workers`` processes (1: in this one), then merged in one order, so the
+    data is the same bytes whatever the number of workers."""
     floors = driver_floors(provider)
     choices = _choices(floors)
-    b = _Builder(_Memo(provider), floors=floors, choices=choices)
-    drivers = [floors[i - 1].raw for i in choices[1:]]
     classes, of = _classes(provider)
+    jobs: list[_Job] = [(c, platform) for c in range(len(classes)) for platform in PLATFORMS]
+    parts = _parts(provider, jobs, workers)
+    b = _Builder(_Memo(provider), floors=floors, choices=choices)
+    found = {job: (table, part) for part in parts for job, table in part.tables}
     tables: list[dict[str, Any]] = []
-    by_class: list[dict[str, int]] = []
-    for cls in classes:
-        row: dict[str, int] = {}
-        for platform in PLATFORMS:
-            targets = _targets(b, cls, platform)
-            if targets is not None:
-                row[platform] = len(tables)
-                tables.append(_table(b, targets))
-        by_class.append(row)
+    by_class: list[dict[str, int]] = [{} for _ in classes]
+    for c, platform in jobs:
+        table, part = found[c, platform]
+        if table is not None:
+            by_class[c][platform] = len(tables)
+            tables.append(_merged(b, part, table))
+    drivers = [floors[i - 1].raw for i in choices[1:]]
     return {"format": FORMAT, "drivers": drivers, "platforms": list(PLATFORMS),
             "frameworks": _framework_lists(b), "gpus": _gpus(b, of, drivers), "classes": by_class,
             "tables": tables, "blobs": b.blobs, "texts": b.texts.items, "answers": b.answers.items,
             "fields": list(ANSWER_FIELDS)}
+
+
+_Job = tuple[int, str]  # a GPU class (its index) and a platform
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """What one worker computed: its tables (None: the spec is refused there) and the texts,
+    answers and lists its ids refer to."""
+
+    tables: list[tuple[_Job, dict[str, Any] | None]]
+    texts: list[str]
+    answers: list[list[str]]
+    blobs: list[list[Any]]
+
+
+def _work(provider: Provider, jobs: list[_Job]) -> _Part:
+    """The tables of ``jobs``, with registries of their own."""
+    floors = driver_floors(provider)
+    b = _Builder(_Memo(provider), floors=floors, choices=_choices(floors))
+    classes, _ = _classes(provider)
+    out: list[tuple[_Job, dict[str, Any] | None]] = []
+    for c, platform in jobs:
+        targets = _targets(b, classes[c], platform)
+        out.append(((c, platform), _table(b, targets) if targets is not None else None))
+    return _Part(tables=out, texts=b.texts.items, answers=b.answers.items, blobs=b.blobs)
+
+
+_WORKER: dict[str, Provider] = {}  # the provider a forked worker inherits
+
+
+def _forked(jobs: list[_Job]) -> _Part:
+    return _work(_WORKER["provider"], jobs)
+
+
+def _parts(provider: Provider, jobs: list[_Job], workers: int) -> list[_Part]:
+    """The jobs shared out (every ``workers``-th to one worker), each worker a forked process."""
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [_work(provider, jobs)]
+    _WORKER["provider"] = provider
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_forked, [jobs[k::workers] for k in range(workers)]))
+    finally:
+        _WORKER.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class _Remap:
+    """A worker's ids made the merged data's: each text, answer and list registered once."""
+
+    b: _Builder
+    part: _Part
+
+    def text(self, i: int) -> int:
+        return self.b.texts.held(self.part.texts[i])
+
+    def plus(self, v: int) -> int:
+        """0 for none, else 1+ a text."""
+        return 1 + self.text(v - 1) if v else 0
+
+    def outcome(self, v: int) -> int:
+        """An answer (0 or more), else -1- a text."""
+        return self.b.answers.row(self.part.answers[v]) if v >= 0 else -1 - self.text(-1 - v)
+
+    def blob(self, i: int, how: Callable[[int], int] | None = None, depth: int = 1) -> int:
+        """A list of the tables (its runs ``depth`` levels down), its values mapped by ``how``."""
+        value = self.part.blobs[i]
+        if how is not None:
+            value = [_mapped(x, how) for x in value] if depth == 1 else [[_mapped(y, how) for y in x] for x in value]
+        return self.b.blob(value)
+
+
+def _merged(b: _Builder, part: _Part, table: dict[str, Any]) -> dict[str, Any]:
+    """``table`` with its ids made the merged data's."""
+    m = _Remap(b, part)
+    out: dict[str, Any] = {"t": _mapped(table["t"], m.plus), "tt": _mapped(table["tt"], m.plus), "f": {}}
+    for name, f in table["f"].items():
+        g = {"r": m.blob(f["r"], m.outcome), "x": m.blob(f["x"]), "xt": m.blob(f["xt"], m.plus),
+             "v": _mapped(f["v"], m.plus), "e": _mapped(f["e"], m.text)}
+        if "k" in f:
+            g["k"] = m.blob(f["k"])
+        else:
+            g["b"] = m.blob(f["b"], m.plus, depth=2)
+        out["f"][name] = g
+    return out
+
+
+def _mapped(runs: list[int], how: Callable[[int], int]) -> list[int]:
+    """A run list with each value (every second number) mapped."""
+    return [v if k % 2 == 0 else how(v) for k, v in enumerate(runs)]
 
 
 def _choices(floors: list[Dotted]) -> list[int]:

@@ -358,11 +358,18 @@ def fit_drivers(provider: Provider, cache: Cache, spec: ProjectSpec, targets: Se
     first = fit(provider, cache, spec, replace(t, driver=_ANY_DRIVER), rel, b)
     if isinstance(first, No) or first.build is None or first.build.cuda is None:
         return [first] * len(targets)  # refused before the driver is asked, or no CUDA to run
-    built, cuda = first.build, first.build.cuda
+    return _each_driver(provider, targets, first, first.build, first.build.cuda)
+
+
+def _each_driver(provider: Provider, targets: Sequence[Target], first: Candidate, built: Build,
+                 cuda: Dotted) -> list[Candidate | No]:
+    """``first`` (the fit of ``built`` with any driver) for each target's driver: :func:`_driver`'s
+    answer, one candidate for the drivers that agree."""
+    t = targets[0]
     floors, ptx_only = _driver_floors(provider, built, cuda, t), _kernels(provider, built, cuda, t)
-    assert not isinstance(floors, No) and not isinstance(ptx_only, No)  # the fit above passed them
+    assert not isinstance(floors, No) and not isinstance(ptx_only, No)  # the fit of ``first`` passed them
     out: list[Candidate | No] = []
-    made: dict[tuple[str, Dotted | None], Candidate] = {}  # one candidate for the drivers that agree
+    made: dict[tuple[str, Dotted | None], Candidate] = {}
     for x in targets:
         compat, driver_min, no = _driver(provider, cuda, x, *floors, ptx_only)
         if no is None and (compat, driver_min) not in made:

@@ -1,6 +1,8 @@
 /* envsolve's compatibility explorer: the selector. It holds no compatibility rule: every answer
    is looked up in the tables `envsolve site` computed with envsolve's solver (site-data), and the
-   texts are the solver's own, with {gpu}, {driver} and {range} filled in. */
+   texts are the solver's own, with {gpu}, {driver} and {range} filled in. The answer's
+   [data-field=reason] elements are the lines `envsolve lock --frameworks-only` prints after
+   "cannot be satisfied:" (without "  - "), [data-field=tip] the text after "TIP: ". */
 (function () {
   "use strict";
   var node = document.getElementById("site-data");
@@ -118,10 +120,10 @@
             tab: tab, s: s, j: j};
   }
 
-  function cell(tr, text, field) {
+  function cell(tr, text, className) {
     var td = document.createElement("td");
     td.textContent = text;
-    if (field) { td.setAttribute("data-field", field); }
+    if (className) { td.className = className; }
     tr.appendChild(td);
     return td;
   }
@@ -197,7 +199,7 @@
         cell(tr, rel);
         cell(tr, variant);
         cell(tr, why ? "refused" : chosen ? "chosen" : "fits");
-        cell(tr, why, "reason");
+        cell(tr, why, "why");
         body.appendChild(tr);
       });
     });
