@@ -128,6 +128,7 @@ def main() -> None:
               f"p95 {p95(painted):.1f} ms | < 100 ms |")
     else:
         print("| answer time | no change updated #answer | < 100 ms |")
+    print(f"\n({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end.)")
 
 
 if __name__ == "__main__":
