@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -358,7 +359,7 @@ def fit_drivers(provider: Provider, cache: Cache, spec: ProjectSpec, targets: Se
     t = targets[0]
     if t.vendor != "nvidia" or t.jetpack is not None:
         return [fit(provider, cache, spec, x, rel, b) for x in targets]
-    first = fit(provider, cache, spec, replace(t, driver=_ANY_DRIVER), rel, b)
+    first = fit(provider, cache, spec, _with_any_driver(t), rel, b)
     if isinstance(first, No) or first.build is None or first.build.cuda is None:
         return [first] * len(targets)  # refused before the driver is asked, or no CUDA to run
     return _each_driver(provider, targets, first, first.build, first.build.cuda)
@@ -382,3 +383,9 @@ def _each_driver(provider: Provider, targets: Sequence[Target], first: Candidate
 
 
 _ANY_DRIVER = Dotted(key=(1_000_000,), raw="1000000")  # newer than any: every CUDA runs natively
+
+
+@functools.lru_cache(maxsize=64)
+def _with_any_driver(t: Target) -> Target:
+    """``t`` with a driver newer than any (asked for every build of a table: made once)."""
+    return replace(t, driver=_ANY_DRIVER)
