@@ -304,7 +304,8 @@ def test_low_confidence_is_marked_with_its_note(provider: Provider, files: dict[
 
 
 def test_tables_are_there_without_javascript(files: dict[str, str]) -> None:
-    for name in ("gpus/index.html", "releases/torch-2.7.1.html", "drivers/535.html", "drivers/index.html"):
+    for name in ("gpus/index.html", "gpus/rtx-4090.html", "releases/torch-2.7.1.html", "drivers/535.html",
+                 "drivers/index.html"):
         page = _parsed(files[name])
         assert page.tables >= 1 and "<script" not in files[name], name
     assert "RTX 4090" in files["gpus/index.html"] and "cu128" in files["releases/torch-2.7.1.html"]
