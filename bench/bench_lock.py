@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,32 +40,17 @@ gpus = ["MI300X"]
 """
 
 
-def _run(argv: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(argv, check=True, env=env, capture_output=True)
-    return time.perf_counter() - t0
-
-
 def time_cli(spec: Path, runs: int, mode: str) -> list[float]:
     """Wall times of `envsolve lock SPEC`: mode warm, data-cache (spec touched each run) or cold."""
-    out = []
-    with tempfile.TemporaryDirectory() as d:
-        env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{d}/cache"}
-        work = Path(d) / spec.name
-        work.write_bytes(spec.read_bytes())
-        argv = [sys.executable, "-m", "envsolve", "lock", "--frameworks-only", str(work), "-o", f"{d}/x.lock"]
-        _run(argv, env)  # the first run on the machine fills the caches
-        for i in range(runs):
-            if mode == "cold":
-                shutil.rmtree(f"{d}/cache", ignore_errors=True)
-            elif mode == "data-cache":
-                work.write_bytes(spec.read_bytes() + f"# run {i}\n".encode())
-            out.append(_run(argv, env))
-    return out
+    from bench_speed import lock_runs
+
+    return [wall for wall, _, _ in lock_runs(spec, runs, mode)]
 
 
 def time_pass(runs: int) -> list[float]:
-    return [_run([sys.executable, "-c", "pass"], dict(os.environ)) for _ in range(runs)]
+    from bench_speed import timed
+
+    return [timed([sys.executable, "-c", "pass"])[0] for _ in range(runs)]
 
 
 def every_combination() -> tuple[int, int, float]:

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 Row = tuple[str, str, str, str]  # what, measured, yardstick and ratio, goal
 
 
-def _timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds, peak RSS KiB) of one command, its output thrown away. CPU time
     (user + system, the child's own) is the steadier figure on a busy machine."""
     t0 = time.perf_counter()
@@ -57,26 +57,27 @@ def _median(xs: list[tuple[float, float, int]]) -> tuple[float, float]:
 
 
 def time_pass(runs: int) -> tuple[float, float]:
-    return _median([_timed([sys.executable, "-c", "pass"]) for _ in range(runs)])
+    return _median([timed([sys.executable, "-c", "pass"]) for _ in range(runs)])
 
 
-def time_lock(spec: Path, runs: int, mode: str) -> tuple[float, float]:
-    """`envsolve lock --frameworks-only SPEC` as a user runs it: ``warm`` (inputs unchanged: the
-    replay), ``data-cache`` (the spec changed each run) or ``cold`` (an empty cache folder)."""
+def lock_runs(spec: Path, runs: int, mode: str) -> list[tuple[float, float, int]]:
+    """`envsolve lock --frameworks-only SPEC` as a user runs it, ``runs`` times: ``warm`` (inputs
+    unchanged: the replay), ``data-cache`` (the spec changed each run) or ``cold`` (an empty cache
+    folder); each run's :func:`timed`."""
     out = []
     with tempfile.TemporaryDirectory() as d:
         env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{d}/cache"}
         work = Path(d) / spec.name
         work.write_bytes(spec.read_bytes())
         argv = [sys.executable, "-m", "envsolve", "lock", "--frameworks-only", str(work), "-o", f"{d}/x.lock"]
-        _timed(argv, env)  # fills the caches
+        timed(argv, env)  # fills the caches
         for i in range(runs):
             if mode == "cold":
                 shutil.rmtree(f"{d}/cache", ignore_errors=True)
             elif mode == "data-cache":
                 work.write_bytes(spec.read_bytes() + f"# run {i}\n".encode())
-            out.append(_timed(argv, env))
-    return _median(out)
+            out.append(timed(argv, env))
+    return out
 
 
 def _both(wall: float, cpu: float) -> str:
@@ -93,7 +94,7 @@ def lock_rows(runs: int, base: tuple[float, float]) -> list[Row]:
         three.write_text(THREE)
         for name, spec in (("examples/project.toml", ROOT / "examples" / "project.toml"), ("three targets", three)):
             for mode, (what, goal) in goals.items():
-                wall, cpu = time_lock(spec, runs, mode)
+                wall, cpu = _median(lock_runs(spec, runs, mode))
                 rows.append((f"`lock --frameworks-only` {name}: {what}", _both(wall, cpu),
                              f"{wall / base[0]:.1f}x pass (CPU {cpu / base[1]:.1f}x)", goal))
     return rows
@@ -132,7 +133,7 @@ def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
             spec = Path(d) / f"{size}.toml"
             spec.write_text(text)
             argv = [sys.executable, "-m", "envsolve", "matrix", str(spec), "--format", "json"]
-            results = [_timed(argv) for _ in range(3 if size != "1m" else 1)]
+            results = [timed(argv) for _ in range(3 if size != "1m" else 1)]
             wall, cpu = _median(results)
             rss = max(r[2] for r in results) / 1024
             rows.append((f"`matrix --format json`, {n:,} cells", f"{wall:.2f} s (CPU {cpu:.2f} s), {rss:.0f} MiB",

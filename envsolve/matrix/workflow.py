@@ -227,10 +227,7 @@ def _solve_job(w: _Lines, setup: _Setup) -> None:
         w.block(6, f"{v}-matrix: ${{{{ steps.cells.outputs.{v}-matrix }}}}",
                 f"{v}-jobs: ${{{{ steps.cells.outputs.{v}-jobs }}}}")
     w(4, "steps:")
-    w.uses(6, a["actions/checkout"], "check out", {"persist-credentials": "false"})
-    w.uses(6, a["actions/setup-python"], "set up Python", {"python-version": _q(PYTHON)})
-    w(6, "- name: " + _q("install envsolve"))
-    w(8, 'run: python -m pip install "envsolve==${ENVSOLVE_VERSION}"')
+    _envsolve_steps(w, a)
     w(6, "- name: " + _q("summary"))
     w(8, 'run: envsolve matrix "$MATRIX_FILE" --format markdown >> "$GITHUB_STEP_SUMMARY"')
     w(6, "- name: " + _q("check the [[include]] cells, render every valid cell, list them"))
@@ -331,10 +328,7 @@ def _site_job(w: _Lines, setup: _Setup) -> None:
     w(2, "site:")
     w.block(4, "name: " + _q("build the compatibility explorer"), f"if: {_PUBLISH}", "runs-on: ubuntu-latest",
             "timeout-minutes: 30", "steps:")
-    w.uses(6, a["actions/checkout"], "check out", {"persist-credentials": "false"})
-    w.uses(6, a["actions/setup-python"], "set up Python", {"python-version": _q(PYTHON)})
-    w(6, "- name: " + _q("install envsolve"))
-    w(8, 'run: python -m pip install "envsolve==${ENVSOLVE_VERSION}"')
+    _envsolve_steps(w, a)
     w(6, "- name: " + _q("build the site and the matrix report"))
     w(8, "run: |")
     w.block(10, f'envsolve site -o "{SITE_DIR}"',
@@ -365,3 +359,11 @@ def _smoke_run(w: _Lines, name: str, if_: str, flags: str) -> None:
     w(8, "env:")
     w(10, "IMAGE: ${{ matrix.image }}")
     w(8, f'run: docker run --rm {flags} "$IMAGE" python smoke_test.py')
+
+
+def _envsolve_steps(w: _Lines, a: dict[str, Action]) -> None:
+    """A job's first steps: the repository checked out (no credentials kept), Python, envsolve."""
+    w.uses(6, a["actions/checkout"], "check out", {"persist-credentials": "false"})
+    w.uses(6, a["actions/setup-python"], "set up Python", {"python-version": _q(PYTHON)})
+    w(6, "- name: " + _q("install envsolve"))
+    w(8, 'run: python -m pip install "envsolve==${ENVSOLVE_VERSION}"')
