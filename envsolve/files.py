@@ -22,11 +22,15 @@ this module and stays light.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the lock replay imports this
+if TYPE_CHECKING:  # no pathlib (nor contextlib) at import: the lock replay reads and writes through here
+    from collections.abc import Iterator, Mapping
+    from contextlib import AbstractContextManager
+    from pathlib import Path
+
 
 __all__ = ["IMAGES_CAP", "LOCK_CAP", "MATRIX_CAP", "SPEC_CAP", "NotAnInput", "check_output", "check_output_dir",
            "decoded", "folder_lock", "read_bytes", "read_text", "refused", "sweep", "user_input", "write_all",
@@ -62,7 +66,7 @@ def _cap_text(cap: int) -> str:
     return f"{cap // MiB} MiB" if cap >= MiB else f"{cap} bytes"
 
 
-def read_bytes(path: Path, cap: int) -> bytes:
+def read_bytes(path: str | os.PathLike[str], cap: int) -> bytes:
     """The bytes of the regular file ``path``; :class:`NotAnInput` for anything else or for more
     than ``cap`` bytes, FileNotFoundError and the other OSErrors as the system raises them."""
     why = _kind(os.stat(path).st_mode)
@@ -86,8 +90,9 @@ def decoded(blob: bytes, path: Path) -> str:
     try:
         return blob.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
+        name = os.path.basename(path)
         raise NotAnInput(f"is not UTF-8 text (byte {e.start} is {blob[e.start:e.start + 1]!r})",
-                         f"save {path.name} as UTF-8 (e.g. `iconv -f latin1 -t utf-8 {path.name}`)") from None
+                         f"save {name} as UTF-8 (e.g. `iconv -f latin1 -t utf-8 {name}`)") from None
 
 
 def read_text(path: Path, cap: int) -> str:
@@ -154,11 +159,16 @@ def _output_refused(path: Path, why: str, option: str, tip: str) -> Exception:
     return SpecError([Problem(str(path), "", f"cannot be written ({option}): {why}")], tip=tip)
 
 
-@contextlib.contextmanager
-def folder_lock(folder: Path) -> Iterator[None]:
+def folder_lock(folder: Path) -> AbstractContextManager[None]:
     """Hold an exclusive lock on ``folder`` (``flock`` on the folder itself, no lock file): runs that
     read, change and write the files of one folder (``refresh --write``) take turns, so a run never
     writes from what another has since replaced."""
+    import contextlib
+
+    return contextlib.contextmanager(_held)(folder)
+
+
+def _held(folder: Path) -> Iterator[None]:
     import fcntl
 
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
@@ -175,7 +185,7 @@ def _umask() -> int:
     return mask
 
 
-def _mode(path: Path) -> int:
+def _mode(path: str | os.PathLike[str]) -> int:
     """The mode of the file ``path`` replaces (a read-only lock stays read-only), else 0666 less the umask."""
     try:
         return stat.S_IMODE(os.stat(path).st_mode)
@@ -193,7 +203,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def sweep(folder: Path) -> None:
+def sweep(folder: str | os.PathLike[str]) -> None:
     """Remove the temporary files that runs killed on the way left in ``folder`` (those of
     processes no longer running)."""
     try:
@@ -203,7 +213,15 @@ def sweep(folder: Path) -> None:
     for name in names:
         pid = _writer(name)
         if pid is not None and pid != os.getpid() and not _alive(pid):
-            (folder / name).unlink(missing_ok=True)
+            _remove(os.path.join(folder, name))
+
+
+def _remove(path: str | os.PathLike[str]) -> None:
+    """Remove the file ``path`` if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _writer(name: str) -> int | None:
@@ -215,9 +233,10 @@ def _writer(name: str) -> int | None:
     return int(parts[-3]) if all(c in "0123456789abcdef" for c in parts[-2]) else None
 
 
-def _temporary(path: Path, data: str | bytes) -> Path:
+def _temporary(path: str | os.PathLike[str], data: str | bytes) -> str:
     """A temporary file beside ``path`` holding ``data`` on disk, with the mode ``path`` will have."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    folder, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -226,27 +245,28 @@ def _temporary(path: Path, data: str | bytes) -> Path:
             os.fsync(f.fileno())
         os.chmod(tmp, _mode(path))
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _remove(tmp)
         raise
     return tmp
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Write ``data`` to ``path`` atomically; the file gets the mode of the file it replaces,
     else 0666 less the umask (0644 under the usual 022), like any file a program creates, not the
     temporary file's 0600. Its folder is created (a cache's; commands check theirs first), and
     cleared of what killed runs left there (:func:`sweep`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep(path.parent)
+    folder = os.path.dirname(os.fspath(path)) or "."
+    os.makedirs(folder, exist_ok=True)
+    sweep(folder)
     tmp = _temporary(path, data)
     try:
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _remove(tmp)
         raise
 
 
-def _replace_all(temps: Mapping[Path, Path]) -> None:
+def _replace_all(temps: Mapping[Path, str]) -> None:
     done: list[Path] = []
     try:
         for path, tmp in temps.items():
@@ -255,16 +275,18 @@ def _replace_all(temps: Mapping[Path, Path]) -> None:
     finally:
         for path, tmp in temps.items():
             if path not in done:
-                tmp.unlink(missing_ok=True)
+                _remove(tmp)
 
 
 def write_all(texts: Mapping[Path, str], tip: str) -> None:
     """Write generated files together: every one to its temporary file, then, when all are on
     disk, each renamed over its target; an unwritable path (or one that exists and is not a
     regular file) is a user error (exit 2) and leaves every target as it was."""
+    from pathlib import Path
+
     from .errors import Problem, SpecError  # here: the replay writes through this module and stays light
 
-    temps: dict[Path, Path] = {}
+    temps: dict[Path, str] = {}
     current = Path()
     try:
         for current in texts:
@@ -280,4 +302,4 @@ def write_all(texts: Mapping[Path, str], tip: str) -> None:
         raise SpecError([Problem(str(current), "", f"cannot be written: {e.strerror or e}")], tip=tip) from None
     finally:
         for tmp in temps.values():
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)

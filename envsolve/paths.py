@@ -1,50 +1,76 @@
 """Where files are: envsolve's shipped matrices and templates (inside the wheel, else the source
-checkout's), the user's cache folder, and pip's configuration files. Standard library only: the warm path of
-`envsolve lock` (:mod:`envsolve.lock.replay`) imports this and little else."""
+checkout's), the user's cache folder, and pip's configuration files. Standard library only, and
+no pathlib on the warm path: `envsolve lock`'s replay (:mod:`envsolve.lock.replay`) takes the
+``*_folder``/``*_paths`` texts (pathlib and the modules it loads cost a replay a third of its
+time); everything else takes the ``Path`` forms, made from the same texts."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from pathlib import Path
 
-__all__ = ["cache_dir", "data_dir", "pip_config_files", "templates_dir"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the lock replay imports this
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
-_HERE = Path(__file__).resolve().parent
+__all__ = ["cache_dir", "cache_folder", "data_dir", "data_folder", "pip_config_files", "pip_config_paths",
+           "templates_dir"]
+
+_HERE = os.path.dirname(os.path.realpath(__file__))
 
 
-def _shipped(name: str) -> Path:
-    packaged = _HERE / "_data" / name
-    return packaged if packaged.is_dir() else _HERE.parent / name
+def _shipped(name: str) -> str:
+    packaged = os.path.join(_HERE, "_data", name)
+    return packaged if os.path.isdir(packaged) else os.path.join(os.path.dirname(_HERE), name)
 
 
-def data_dir() -> Path:
+def data_folder() -> str:
     """The shipped ``matrices/`` folder."""
     return _shipped("matrices")
 
 
+def data_dir() -> Path:
+    """:func:`data_folder` as a ``Path``."""
+    from pathlib import Path
+
+    return Path(data_folder())
+
+
 def templates_dir() -> Path:
     """The shipped ``templates/`` folder."""
-    return _shipped("templates")
+    from pathlib import Path
+
+    return Path(_shipped("templates"))
 
 
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+def cache_folder(environ: Mapping[str, str] | None = None) -> str:
     """envsolve's cache folder: ``ENVSOLVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/envsolve``, else
     ``~/.cache/envsolve``."""
     env = os.environ if environ is None else environ
     if env.get("ENVSOLVE_CACHE_DIR"):
-        return Path(env["ENVSOLVE_CACHE_DIR"])
-    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envsolve"
+        return env["ENVSOLVE_CACHE_DIR"]
+    return os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "envsolve")
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """:func:`cache_folder` as a ``Path``."""
+    from pathlib import Path
+
+    return Path(cache_folder(environ))
+
+
+def pip_config_paths(env: Mapping[str, str]) -> list[str]:
+    """pip's configuration files, lowest precedence first (pip's own order)."""
+    home = os.path.expanduser("~")
+    xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files = ["/etc/xdg/pip/pip.conf", "/etc/pip.conf", os.path.join(home, ".pip", "pip.conf"),
+             os.path.join(xdg, "pip", "pip.conf"), os.path.join(sys.prefix, "pip.conf")]
+    return files + ([env["PIP_CONFIG_FILE"]] if env.get("PIP_CONFIG_FILE") else [])
 
 
 def pip_config_files(env: Mapping[str, str]) -> list[Path]:
-    """pip's configuration files, lowest precedence first (pip's own order)."""
-    files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
-    home = Path.home()
-    xdg = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-    files += [home / ".pip" / "pip.conf", xdg / "pip" / "pip.conf"]
-    files.append(Path(sys.prefix) / "pip.conf")
-    if env.get("PIP_CONFIG_FILE"):
-        files.append(Path(env["PIP_CONFIG_FILE"]))
-    return files
+    """:func:`pip_config_paths` as ``Path`` objects."""
+    from pathlib import Path
+
+    return [Path(p) for p in pip_config_paths(env)]

@@ -16,27 +16,29 @@ than the interpreter's start; ``ENVSOLVE_NO_CACHE=1`` turns it off.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import marshal
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 
 from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, read_bytes
-from ..paths import cache_dir, data_dir, pip_config_files
+from ..paths import cache_folder, data_folder, pip_config_paths
 from .options import LOCK_OPTIONS, Option, option_named
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the lock replay imports this
+if TYPE_CHECKING:  # paths are text here: pathlib and what it loads cost a replay a third of its time
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from pathlib import Path
 
 __all__ = ["Request", "data_version_of", "given", "parse", "replay", "request_of", "store"]
 
-_FORMAT = b"envsolve-replay-2\0"
+_FORMAT = b"envsolve-replay-3\0"
 _ENV = ("ENVSOLVE_", "PIP_")
 _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME")
-_CODE = Path(__file__).resolve().parent.parent  # the whole envsolve package
+_CODE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the whole envsolve package
 _LIBRARIES = ("packaging", "tomli_w")  # whose code shapes the lock's bytes besides envsolve's own
 
 # The spec path, then the text of each option LOCK_OPTIONS marks as replayed, in the table's order:
-# a path as pathlib writes it, a choice or text as given (else its default), a flag "yes" or "".
+# a path as pathlib writes it (see _normal), a choice or text as given (else its default), a flag "yes" or "".
 Request = tuple[str, ...]
 _REPLAYED = tuple(o for o in LOCK_OPTIONS if o.replayed)
 _OUTPUT = 1 + [o.dest for o in _REPLAYED].index("output")
@@ -88,6 +90,8 @@ def given(argv: Sequence[str]) -> tuple[Path, dict[str, object]] | None:
     chosen = _values(list(argv[1:]))
     if chosen is None:
         return None
+    from pathlib import Path  # a plain lock's, not the replay's
+
     kinds = {o.dest: o.kind for o in _REPLAYED}
     values: dict[str, object] = {dest: True if kinds[dest] == "flag" else Path(text) if kinds[dest] == "path" else text
                                  for dest, text in chosen.items() if dest}
@@ -97,14 +101,21 @@ def given(argv: Sequence[str]) -> tuple[Path, dict[str, object]] | None:
 def request_of(spec: str, given: Mapping[str, object]) -> Request:
     """The request of a spec path and the replayed options given on the command line (by ``dest``:
     argv's text or click's value, the same request either way)."""
-    return (str(Path(spec or "project.toml")), *(_text(o, given.get(o.dest)) for o in _REPLAYED))
+    return (_normal(spec or "project.toml"), *(_text(o, given.get(o.dest)) for o in _REPLAYED))
+
+
+def _normal(path: str) -> str:
+    """``path`` as ``str(pathlib.PurePosixPath(path))`` writes it (empty and ``.`` parts and a
+    trailing slash dropped, ``..`` kept, two leading slashes kept), without importing pathlib."""
+    lead = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    return (lead + "/".join(p for p in path.split("/") if p not in ("", "."))) or "."
 
 
 def _text(opt: Option, value: object) -> str:
     if opt.kind == "flag":
         return "yes" if value in (True, "yes") else ""
     if opt.kind == "path":
-        return str(Path(str(value))) if value else ""
+        return _normal(str(value)) if value else ""
     return str(value) if value else opt.default
 
 
@@ -112,31 +123,49 @@ def _add(h: hashlib._Hash, label: str, data: bytes) -> None:
     h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
 
 
-def _files(label: str, paths: Iterable[Path], root: Path | None = None) -> Iterator[tuple[str, bytes]]:
+def _files(label: str, paths: Iterable[str], root: str = "") -> Iterator[tuple[str, bytes]]:
     """(label, bytes) of each file, named relative to ``root`` (else by its name); a file that is
     not a regular one, or too large, raises (and the full command says why)."""
     for path in paths:
-        yield f"{label} {path.relative_to(root) if root else path.name}", read_bytes(path, MATRIX_CAP)
+        yield f"{label} {os.path.relpath(path, root) if root else os.path.basename(path)}", read_bytes(path, MATRIX_CAP)
 
 
-def _code(label: str, paths: Iterable[Path], root: Path | None = None) -> Iterator[tuple[str, bytes]]:
+def _code(label: str, paths: Iterable[str], root: str = "") -> Iterator[tuple[str, bytes]]:
     """(label, signature) of each code file: its size, modification time (nanoseconds) and inode,
     as Python's own bytecode cache tells a changed source (reading and hashing a megabyte of
     code took the replay as long as the rest of it)."""
     for path in paths:
         st = os.stat(path)
-        yield (f"{label} {path.relative_to(root) if root else path.name}",
+        yield (f"{label} {os.path.relpath(path, root) if root else os.path.basename(path)}",
                f"{st.st_size} {st.st_mtime_ns} {st.st_ino}".encode())
 
 
-def _library_files(name: str) -> list[Path]:
-    spec = importlib.util.find_spec(name)
-    where = Path(spec.origin).parent if spec is not None and spec.origin else None
-    return sorted(where.glob("*.py")) if where is not None else []
+def _named(folder: str, suffix: str) -> list[str]:
+    """The files of ``folder`` whose names end in ``suffix``, hidden ones left out (as ``glob``)."""
+    try:
+        return sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(suffix) and n[0] != ".")
+    except OSError:
+        return []
+
+
+def _tree(root: str, suffix: str) -> list[str]:
+    """The files under ``root`` whose names end in ``suffix`` (as ``rglob``), sorted."""
+    return sorted(os.path.join(top, n) for top, _, names in os.walk(root) for n in names
+                  if n.endswith(suffix) and n[0] != ".")
+
+
+def _library_files(name: str) -> list[str]:
+    """The modules of the regular package ``name``, from the first ``sys.path`` entry holding it
+    (where the import system finds it)."""
+    for entry in sys.path:
+        where = os.path.join(entry or ".", name)
+        if os.path.isfile(os.path.join(where, "__init__.py")):
+            return _named(where, ".py")
+    return []
 
 
 def _pip_files(environ: Mapping[str, str]) -> Iterator[tuple[str, bytes]]:
-    for path in pip_config_files(environ):
+    for path in pip_config_paths(environ):
         try:
             yield f"pip {path}", read_bytes(path, SPEC_CAP)
         except OSError:
@@ -150,8 +179,8 @@ def _settled(request: Request, environ: Mapping[str, str]) -> Iterator[tuple[str
     yield "request", "\0".join(request).encode()
     yield from ((f"env {name}", environ[name].encode()) for name in sorted(environ)
                 if name.startswith(_ENV) or name in _ENV_NAMES)
-    yield from _files("data", sorted(Path(environ.get("ENVSOLVE_MATRICES") or data_dir()).glob("*.toml")))
-    yield from _code("code", sorted(_CODE.rglob("*.py")), _CODE)
+    yield from _files("data", _named(environ.get("ENVSOLVE_MATRICES") or data_folder(), ".toml"))
+    yield from _code("code", _tree(_CODE, ".py"), _CODE)
     for name in _LIBRARIES:
         yield from _code(f"library {name}", _library_files(name))
     yield from _pip_files(environ)
@@ -163,17 +192,17 @@ def _digest(request: Request, environ: Mapping[str, str], lock: bytes | None) ->
     h = hashlib.sha256(_FORMAT)
     for label, data in _settled(request, environ):
         _add(h, label, data)
-    _add(h, "spec", read_bytes(Path(request[0]), SPEC_CAP))
+    _add(h, "spec", read_bytes(request[0], SPEC_CAP))
     _add(h, "lock on disk", b"\0absent" if lock is None else lock)
     return h.hexdigest()
 
 
-def _entry_path(request: Request, environ: Mapping[str, str], lock: bytes | None) -> Path:
-    return cache_dir(environ) / "locks" / f"{_digest(request, environ, lock)[:40]}.marshal"
+def _entry_path(request: Request, environ: Mapping[str, str], lock: bytes | None) -> str:
+    return os.path.join(cache_folder(environ), "locks", f"{_digest(request, environ, lock)[:40]}.marshal")
 
 
-def _lock_path(request: Request) -> Path:
-    return Path(request[_OUTPUT]) if request[_OUTPUT] else Path(request[0]).parent / "envsolve.lock"
+def _lock_path(request: Request) -> str:
+    return request[_OUTPUT] or os.path.join(os.path.dirname(request[0]), "envsolve.lock")
 
 
 def data_version_of(text: str) -> str:
@@ -200,7 +229,7 @@ def store(request: Request, text: str, data_version: str, messages: Sequence[tup
         pass
 
 
-def _on_disk(out: Path) -> tuple[bool, bytes | None]:
+def _on_disk(out: str) -> tuple[bool, bytes | None]:
     """(readable, the lock at ``out`` or None when there is none); a FIFO, a device (``-o
     /dev/full``) or a folder is not readable, and the full command refuses it."""
     try:
@@ -218,7 +247,8 @@ _Entry = tuple[str, str, list[tuple[bool, str]]]
 def _entry(request: Request, env: Mapping[str, str], on_disk: bytes | None) -> _Entry | None:
     """The cache entry for these inputs; None for none."""
     try:
-        entry = marshal.loads(_entry_path(request, env, on_disk).read_bytes())
+        with open(_entry_path(request, env, on_disk), "rb") as f:
+            entry = marshal.loads(f.read())
         return entry["text"], entry["data_version"], entry["messages"]
     except Exception:  # no entry, an unreadable input, a corrupt entry: solve
         return None
@@ -245,7 +275,7 @@ def replay(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> boo
     return entry is not None and _same_data(on_disk, entry[1]) and _replayed(out, entry[0], entry[2])
 
 
-def _replayed(out: Path, text: str, messages: list[tuple[bool, str]]) -> bool:
+def _replayed(out: str, text: str, messages: list[tuple[bool, str]]) -> bool:
     """Write ``text`` to ``out`` and print the messages; False when it cannot be written."""
     from ..files import write_atomic
 
