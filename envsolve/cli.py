@@ -149,12 +149,12 @@ def _click_option(o: Option) -> Callable[[F], F]:
     kinds: dict[str, dict[str, Any]] = {
         "flag": {"is_flag": True},
         "path": {"type": click.Path(path_type=Path)},
-        "choice": {"type": click.Choice(list(o.choices)), "default": o.default, "show_default": True},
-        "text": {"default": o.default},
+        "choice": {"type": click.Choice(list(o.choices)), "show_default": True},
+        "text": {},
         "multiple": {"multiple": True},
     }
     extra: dict[str, Any] = {k: v for k, v in (("metavar", o.metavar), ("envvar", o.envvar)) if v}
-    return click.option(*o.names, o.dest, help=o.help, **kinds[o.kind], **extra)
+    return click.option(*o.names, o.dest, help=o.help, default=o.unset, **kinds[o.kind], **extra)
 
 
 def _lock_options(fn: F) -> F:

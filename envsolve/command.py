@@ -74,17 +74,11 @@ def plain_lock(argv: list[str], environ: Mapping[str, str] | None = None) -> boo
     if found is None:
         return False
     spec_path, typed = found
-    chosen = {o.dest: typed.get(o.dest, _DEFAULTS[o.kind](o.default)) for o in LOCK_OPTIONS}
+    chosen = {o.dest: typed.get(o.dest, o.unset) for o in LOCK_OPTIONS}
     console = ui.reset()
     console.color = not env.get("NO_COLOR") and sys.stderr.isatty()
     _run(spec_path, chosen, typed, console)
     return True
-
-
-# what an option the command line does not give holds, by its kind (as click's options of the same table)
-_DEFAULTS: dict[str, Callable[[str], Any]] = {
-    "flag": lambda _: False, "path": lambda _: None, "choice": str, "text": str, "multiple": lambda _: (),
-}
 
 
 def _run(spec_path: Path, chosen: Mapping[str, Any], typed: Collection[str], console: ui.Console) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "PYTHONS_FROM",
     "SHARED_NAMES",
     "SHARED_PREFIXES",
+    "canonical_name",
     "cuda_of_variant",
     "driver_text",
     "gpu_run_flags",
@@ -87,6 +88,17 @@ DEFAULT_PLATFORM: Platform = "linux/amd64"
 JETSON_PLATFORM: Platform = "linux/arm64"
 # Vendor -> the accelerator its GPUs need.
 ACCELERATOR: dict[str, Accelerator] = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
+
+
+def canonical_name(name: str) -> str:
+    """``name`` as PEP 503 normalises it (packaging's ``canonicalize_name``). A framework's or a
+    companion's own name already is, and packaging's utils, which cost a lock more to import than
+    it takes to solve, are imported only for any other name."""
+    if name in FRAMEWORKS or name in COMPANIONS:
+        return name
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
 
 # Index name -> the public URL of an index every user needs, written in full into locks and
 # artifacts (the URL PyTorch's install selector prints; builds under it by variant: /cu128).

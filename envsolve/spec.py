@@ -29,6 +29,7 @@ from .domain import (
     VENDORS,
     Platform,
     Vendor,
+    canonical_name,
 )
 from .errors import SpecError
 from .tables import TableReader, closest, load_toml, unknown_key, word
@@ -294,7 +295,7 @@ class _ProjectParser(SectionParser):
 
     def _framework_name(self, name: str, key: str) -> str | None:
         """The framework or companion ``name`` is (its canonical project name), or None."""
-        canon = _canonical_name(name)
+        canon = canonical_name(name)
         if canon in FRAMEWORKS or canon in COMPANIONS:
             return canon
         known = [*FRAMEWORKS, *COMPANIONS]
@@ -571,16 +572,6 @@ def _number_as_text(raw: Any, key: str) -> Any:
     as a number loses digits, so they stay numbers (and problems)."""
     is_whole = isinstance(raw, int) and not isinstance(raw, bool)
     return str(raw) if is_whole and key != "driver" else raw
-
-
-def _canonical_name(name: str) -> str:
-    """``name`` as PEP 503 normalises it: a framework's or companion's own name is already so
-    (packaging, which costs more to import than a lock takes to solve, is asked only otherwise)."""
-    if name in FRAMEWORKS or name in COMPANIONS:
-        return name
-    from packaging.utils import canonicalize_name
-
-    return str(canonicalize_name(name))
 
 
 def _check_pip(item: str) -> str | None:

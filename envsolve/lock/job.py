@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 import msgspec.structs
 
-from ..domain import driver_text
+from ..domain import canonical_name, driver_text
 from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError, SpecError
 from ..files import LOCK_CAP, check_output, read_text, write_all
 from ..provider import Provider
@@ -86,7 +86,7 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _upgrading(name: str, upgrading: set[str]) -> bool:
-    return bool(upgrading) and bool(_canonical([name]) & upgrading)
+    return bool(upgrading) and canonical_name(name) in upgrading
 
 
 def _kept_frameworks(old: lockfile.Lock, spec: ProjectSpec, upgrading: set[str]) -> dict[str, dict[str, str]]:
@@ -221,12 +221,8 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
 
 
 def _canonical(names: Collection[str]) -> set[str]:
-    """``names`` as PEP 503 normalises them (packaging, imported only when there are any)."""
-    if not names:
-        return set()
-    from packaging.utils import canonicalize_name
-
-    return {str(canonicalize_name(n)) for n in names}
+    """``names`` as PEP 503 normalises them."""
+    return {canonical_name(n) for n in names}
 
 
 def _credential_warnings(spec: ProjectSpec) -> list[str]:
@@ -551,10 +547,8 @@ def _pinned(item: str) -> Requirement | None:
 def _contradiction(item: str, spec: ProjectSpec, provider: Provider) -> str | None:
     """Why the ``[packages] pip`` requirement ``item`` contradicts ``[frameworks]``: no release of
     the data that the framework's range admits (some) meets it. None when it does not."""
-    from packaging.utils import canonicalize_name
-
     req = _pinned(item)
-    fw = spec.framework(str(canonicalize_name(req.name))) if req is not None else None
+    fw = spec.framework(canonical_name(req.name)) if req is not None else None
     if req is None or fw is None:
         return None
     releases = provider.releases(fw.name)

@@ -33,6 +33,12 @@ class Option:
         self.envvar = envvar
         self.replayed = replayed
 
+    @property
+    def unset(self) -> object:
+        """What the option holds when the command line does not give it (click's options are made
+        with it, and the plain lock fills the options it was not given with it)."""
+        return {"flag": False, "path": None, "multiple": ()}.get(self.kind, self.default)
+
     def __repr__(self) -> str:
         return f"Option({'/'.join(self.names)} -> {self.dest}, {self.kind})"
 

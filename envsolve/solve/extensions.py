@@ -21,7 +21,7 @@ import msgspec.structs
 from packaging.specifiers import SpecifierSet
 
 from ..data import Extension, ExtensionWheel
-from ..domain import DEFAULT_PLATFORM, kernels
+from ..domain import DEFAULT_PLATFORM, canonical_name, kernels
 from ..errors import Clash, Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
@@ -69,7 +69,7 @@ def _steered(spec: ProjectSpec) -> dict[str, str]:
     """Package -> the release the full lock read on the index for its pip line, where that release's
     Requires-Dist narrowed a framework (``asked_by = "vllm==0.11.0"``, see lock/steer.py)."""
     named = (p.partition("==") for f in spec.frameworks for p in f.asked_by.split(", ") if "==" in p)
-    return {str(_canonical(name)): version for name, _, version in named}
+    return {canonical_name(name): version for name, _, version in named}
 
 
 def _admitted(rows: Sequence[Extension], req: Requirement, steered: str) -> tuple[tuple[Extension, str], ...]:
@@ -87,7 +87,7 @@ def asked(provider: Provider, spec: ProjectSpec) -> tuple[Asked, ...]:
     steered = _steered(spec)
     for line in spec.pip:
         req = _requirement(line)
-        name = str(_canonical(req.name)) if req is not None else ""
+        name = canonical_name(req.name) if req is not None else ""
         rows = _admitted(provider.extensions(name), req, steered.get(name, "")) if req is not None else ()
         if rows:
             out.append(Asked(package=name, line=line, rows=rows))
@@ -416,16 +416,10 @@ def resolvable_lines(pip: Sequence[str], extensions: Sequence[ExtensionPin]) -> 
     out = []
     for line in pip:
         req = _requirement(line)
-        x = how.get(str(_canonical(req.name))) if req is not None else None
+        x = how.get(canonical_name(req.name)) if req is not None else None
         if x is None or x.install == "index":
             out.append(line)
         elif x.install == "github":
             out.append(x.requirement)
     return tuple(out)
 
-
-def _canonical(name: str) -> str:
-    """``name`` as PEP 503 normalises it (packaging's utils, imported only when a line names one)."""
-    from packaging.utils import canonicalize_name
-
-    return canonicalize_name(name)
