@@ -351,3 +351,23 @@ def test_cli_lock_host_with_a_gpu_name_the_data_lacks_uses_its_compute_capabilit
     assert ("WARNING: host: GPU 0 'NVIDIA Future X1' is not in envsolve's data; solving for its architecture "
             "sm_90 as the driver reported it\n") in r.stderr
     assert 'gpu_archs = [\n    "sm_90",\n]' in (tmp_path / "envsolve.lock").read_text()
+
+
+def test_h200_recorded_on_the_lent_gpu_machine(real_graph: Provider, tmp_path: Path) -> None:
+    """Real recordings (tests/fixtures/hosts/h200): the query, -L and -q -x agree, and the host's target
+    is the H200 with its driver."""
+    f = host("h200", real_graph)
+    assert (f.vendor, f.driver, f.cuda_driver_max, f.source) == ("nvidia", "580.159.04", "13.0",
+                                                                 "nvidia-smi --query-gpu")
+    (g,) = f.gpus
+    assert (g.name, g.compute_capability, g.memory_mib) == ("NVIDIA H200", "9.0", 143771)
+    assert g.uuid == "GPU-6eec35e2-cc74-704b-6239-30cebbaf9584" and f.warnings == ()
+    assert hardware_table(f, real_graph) == {"gpus": ["H200"], "driver": "580.159.04", "vendor": "nvidia"}
+    # the same machine through nvidia-smi -q -x alone (as an old driver without compute_cap is read)
+    d = tmp_path / "h200-xml"
+    shutil.copytree(HOSTS / "h200", d)
+    (d / "nvidia-smi.query-gpu.out").unlink()
+    (d / "nvidia-smi.query-gpu.rc").write_text("2\n")
+    x = complete(det.detect(environ={}, path=str(d / "bin"), root=d / "root", timeout=5.0, nvml=False), real_graph)
+    assert (x.source, x.driver, x.cuda_driver_max) == ("nvidia-smi -q -x", "580.159.04", "13.0")
+    assert [(y.name, y.compute_capability, y.uuid) for y in x.gpus] == [(g.name, "9.0", g.uuid)]

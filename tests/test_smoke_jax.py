@@ -10,6 +10,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from envsolve.cli import main
@@ -48,3 +49,24 @@ def test_smoke_test_of_a_gpu_jax_lock_fails_without_a_gpu_and_says_why(tmp_path:
     report = json.loads(ok.stdout)
     assert ok.returncode == 0 and report["ok"] is True and report["facts"]["cpu_fallback"] is True
     assert {"train keras", "train jax", "matmul fp32"} <= {c["check"] for c in report["checks"]}
+
+
+def test_the_gpu_line_leaves_out_a_memory_the_framework_did_not_report(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """JAX names a GPU without its memory: the line says nothing rather than "0 MiB" (seen on an H200)."""
+    import importlib.util
+    script = _smoke(tmp_path, '[hardware]\ngpus = ["H200"]\n')
+    spec = importlib.util.spec_from_file_location("rendered_smoke", script)
+    assert spec is not None and spec.loader is not None
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    report = smoke.Report()
+    report.facts.update(driver="580.159.04", gpus=[{"index": 0, "name": "NVIDIA H200", "arch": "sm_90", "memory_mib": 0},
+                                                   {"index": 1, "name": "NVIDIA H200", "arch": "sm_90",
+                                                    "memory_mib": 143155}])
+    report.ok("python", "3.12")
+    smoke.run = lambda allow_cpu: report
+    assert smoke.main([]) == 0
+    out = capsys.readouterr().out
+    assert "GPUs: NVIDIA H200 (sm_90), NVIDIA H200 (sm_90, 143155 MiB)" in out
+    assert "0 MiB" not in out.replace("143155 MiB", "")

@@ -797,7 +797,8 @@ def main(argv: list[str] | None = None) -> int:
                          indent=2, sort_keys=True))
     else:
         print(f"envsolve smoke test: project {EXPECTED['project']}, environment {EXPECTED['environment']}")
-        gpus = ", ".join(f"{g['name']} ({g['arch']}, {g['memory_mib']} MiB)" for g in r.facts.get("gpus", []))
+        gpus = ", ".join(f"{g['name']} ({g['arch']}" + (f", {g['memory_mib']} MiB)" if g["memory_mib"] else ")")
+                         for g in r.facts.get("gpus", []))
         print(f"  driver: {r.facts.get('driver') or 'none found'}; GPUs: {gpus or 'none visible'}")
         if r.facts.get("cpu_fallback") and args.allow_cpu:
             print("NOTE: no GPU was used: this run checked the environment on the CPU (--allow-cpu)")
