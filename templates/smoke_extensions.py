@@ -69,9 +69,31 @@ def _bitsandbytes(mod: Any) -> str:
     return f"an 8-bit matmul (Linear8bitLt, 16x64 @ 64x64) matches fp16 within {err:.1%}"
 
 
+def _triton(mod: Any) -> str:
+    """A Triton kernel compiled for this GPU (Triton's JIT: its compiler, ptxas and a C compiler for
+    the launcher) adding two vectors, against PyTorch's sum."""
+    import torch
+
+    globals()["tl"] = mod.language  # the kernel's body looks its names up in this module
+
+    @mod.jit
+    def add(x, y, out, n, block: tl.constexpr):  # noqa: F821 (tl is set above)
+        i = tl.program_id(0) * block + tl.arange(0, block)  # noqa: F821
+        keep = i < n
+        tl.store(out + i, tl.load(x + i, mask=keep) + tl.load(y + i, mask=keep), mask=keep)  # noqa: F821
+
+    x, y = (torch.randn(4096, device="cuda") for _ in range(2))
+    out = torch.empty_like(x)
+    add[(4,)](x, y, out, 4096, block=1024)
+    err = float((out - (x + y)).abs().max())
+    if err > 1e-6:
+        raise AssertionError(f"a Triton vector add differs from PyTorch's by {err:.3g}")
+    return f"a Triton kernel (vector add, 4096 fp32) compiled for this GPU matches PyTorch's (max error {err:.2g})"
+
+
 # the one small GPU operation of a package (the others are imported only)
 _EXTENSION_OPS = {"flash-attn": _flash_attn, "flash-attn-3": _flash_attn_3, "xformers": _xformers,
-                  "bitsandbytes": _bitsandbytes}
+                  "bitsandbytes": _bitsandbytes, "triton": _triton}
 
 
 def _extension_version(r: Report, x: dict[str, Any]) -> None:

@@ -338,6 +338,24 @@ def test_the_smoke_test_checks_each_extension_and_says_what_it_skipped_on_a_cpu(
     assert checks["bitsandbytes import"]["status"] == "fail"
 
 
+def test_triton_has_a_gpu_kernel_in_the_smoke_test(tmp_path: Path) -> None:
+    """Triton's check compiles a kernel for the GPU (run on an H200); here, without one, it is skipped."""
+    import importlib.util
+
+    _dockerfile(tmp_path, _spec('"H100"', '"triton"'))
+    script = tmp_path / "envsolve-out" / "default" / "smoke_test.py"
+    spec = importlib.util.spec_from_file_location("rendered_smoke_triton", script)
+    assert spec is not None and spec.loader is not None
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    assert [x["name"] for x in smoke.EXPECTED["extensions"]] == ["triton"]
+    smoke._module = lambda name: object() if name == "triton" else None  # imported, not run
+    r = smoke.Report()
+    smoke.check_extensions(r, on_gpu=False)
+    assert r.items[-1] == {"check": "triton on the GPU", "status": "skip",
+                           "detail": "imported; its GPU operation (triton) was not run: no GPU is in use (it needs CUDA)"}
+
+
 def test_a_smoke_test_without_extensions_is_the_template_unchanged(tmp_path: Path) -> None:
     from envsolve.paths import templates_dir
 
