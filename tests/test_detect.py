@@ -351,3 +351,18 @@ def test_cli_lock_host_with_a_gpu_name_the_data_lacks_uses_its_compute_capabilit
     assert ("WARNING: host: GPU 0 'NVIDIA Future X1' is not in envsolve's data; solving for its architecture "
             "sm_90 as the driver reported it\n") in r.stderr
     assert 'gpu_archs = [\n    "sm_90",\n]' in (tmp_path / "envsolve.lock").read_text()
+
+
+@pytest.mark.parametrize(("printed", "model", "gfx"), [
+    ("AMD Radeon RX 5700 XT", "RX 5700 XT", "gfx1010"),
+    ("Radeon RX 580 Series", "RX 580", "gfx803"),
+    ("AMD Radeon RX Vega 64", "RX Vega 64", "gfx900"),
+    ("AMD Radeon RX 6500 XT", "RX 6500 XT", "gfx1034"),
+    ("AMD Instinct MI308X", "MI308X", "gfx942"),
+    ("AMD Radeon PRO W7600", "Radeon PRO W7600", "gfx1102"),
+])
+def test_amd_names_the_tools_print_are_known_with_their_target(printed: str, model: str, gfx: str,
+                                                               real_graph: Provider) -> None:
+    # a tool that names the GPU but not its target (rocm-smi's product name, an old amd-smi's market_name)
+    f = complete(HostFacts(vendor="amd", gpus=(GpuInfo(index=0, name=printed),), source="rocm-smi"), real_graph)
+    assert f.gpus[0].gfx == gfx and hardware_table(f, real_graph)["gpus"] == [model]

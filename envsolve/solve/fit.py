@@ -312,7 +312,7 @@ def _not_compiled(provider: Provider, rocm: Dotted, targets: tuple[str, ...], gp
     head = f"no kernels for {gpu_text(gpu)}: "
     if not window:
         return No("arch", f"{head}{gfx} was never a supported target of AMD's official ROCm releases, "
-                          "and no build of this one is compiled for it")
+                          "and no official framework build is compiled for it")
     first, last = window[0].version, window[-1].version
     if rocm.prefix(2) > last.prefix(2):
         return No("arch", f"{head}ROCm {last} was the last release to support {gfx}, "
