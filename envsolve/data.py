@@ -130,6 +130,13 @@ class Rocm(_Row, frozen=True, kw_only=True):
     version: Dotted
     latest: str
     gfx: tuple[str, ...]
+    kernels: tuple[str, ...] = ()  # the targets its libraries ship code for, when not ``gfx``
+
+    @property
+    def shipped(self) -> tuple[str, ...]:
+        """The gfx targets whose kernels this release's libraries (rocBLAS) ship: what a framework
+        build linked against it can run on, supported or not."""
+        return self.kernels or self.gfx
 
 
 class Release(_Row, frozen=True, kw_only=True):
@@ -568,7 +575,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
         "release": _Rows(Cudnn, {"version": _dotted, "cuda_major": _int, "archs": _archs}, {}),
     },
     "rocm": {
-        "release": _Rows(Rocm, {"version": _dotted, "latest": _str, "gfx": _archs}, {}),
+        "release": _Rows(Rocm, {"version": _dotted, "latest": _str, "gfx": _archs}, {"kernels": _archs}),
     },
     "framework": {
         "release": _Rows(
@@ -859,6 +866,7 @@ def _cross_check(m: Matrices, out: Problems) -> None:
     _check_branches(m.branches, {a.family for a in m.archs}, out)
     _check_toolkits(m, out)
     _check_cudnn(m, out)
+    _check_rocm(m.rocm, out)
     _check_images(m, out)
     _check_platforms(m, out)
     _check_releases(m.releases, out)
@@ -914,12 +922,22 @@ def _check_arch_lists(m: Matrices, arch_names: set[str], out: Problems) -> None:
         *(("cuda.toml", f"toolkit ({t.version}).archs", t.archs) for t in m.toolkits),
         *(("cudnn.toml", f"release ({c.version}, CUDA {c.cuda_major}).archs", c.archs) for c in m.cudnn),
         *(("rocm.toml", f"release ({r.version}).gfx", r.gfx) for r in m.rocm),
+        *(("rocm.toml", f"release ({r.version}).kernels", r.kernels) for r in m.rocm),
         *(("platforms.toml", f"wheel ({w.package} {w.versions}, {w.platform}).archs", (*w.archs, *w.ptx))
           for w in m.platform_wheels),
     ]
     for file, where, names in lists:
         for name in _unknown_archs(names, arch_names):
             out.add(file, where, f"{name!r} has no [[arch]] row in gpus.toml")
+
+
+def _check_rocm(rows: tuple[Rocm, ...], out: Problems) -> None:
+    """A ROCm release ships kernels for every target it supports: ``gfx`` within ``kernels``."""
+    for r in rows:
+        missing = [g for g in r.gfx if r.kernels and g not in r.kernels]
+        if missing:
+            out.add("rocm.toml", f"release ({r.version}).kernels",
+                    f"lacks {', '.join(missing)}, which its gfx lists as supported")
 
 
 def _check_archs(archs: tuple[ArchInfo, ...], out: Problems) -> None:

@@ -268,6 +268,14 @@ class Provider:
     def rocm_row(self, version: Dotted) -> Rocm | None:
         return next((r for r in self.m.rocm if r.version.prefix(2) == version.prefix(2)), None)
 
+    def rocm_supporting(self, gfx: str) -> list[Rocm]:
+        """The ROCm releases that support target ``gfx`` (AMD's lists), oldest first: its window."""
+        return [r for r in self.m.rocm if gfx in r.gfx]
+
+    def rocm_shipping(self, gfx: str) -> list[Rocm]:
+        """The ROCm releases whose libraries ship kernels for ``gfx``, supported or not, oldest first."""
+        return [r for r in self.m.rocm if gfx in r.shipped]
+
     # -- platforms (linux/arm64, Jetson, the AMD kernel driver) ----------------------------
 
     def platform_wheel(self, b: Build, platform: str) -> PlatformWheel | None:

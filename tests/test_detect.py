@@ -371,3 +371,18 @@ def test_h200_recorded_on_the_lent_gpu_machine(real_graph: Provider, tmp_path: P
     x = complete(det.detect(environ={}, path=str(d / "bin"), root=d / "root", timeout=5.0, nvml=False), real_graph)
     assert (x.source, x.driver, x.cuda_driver_max) == ("nvidia-smi -q -x", "580.159.04", "13.0")
     assert [(y.name, y.compute_capability, y.uuid) for y in x.gpus] == [(g.name, "9.0", g.uuid)]
+
+
+@pytest.mark.parametrize(("printed", "model", "gfx"), [
+    ("AMD Radeon RX 5700 XT", "RX 5700 XT", "gfx1010"),
+    ("Radeon RX 580 Series", "RX 580", "gfx803"),
+    ("AMD Radeon RX Vega 64", "RX Vega 64", "gfx900"),
+    ("AMD Radeon RX 6500 XT", "RX 6500 XT", "gfx1034"),
+    ("AMD Instinct MI308X", "MI308X", "gfx942"),
+    ("AMD Radeon PRO W7600", "Radeon PRO W7600", "gfx1102"),
+])
+def test_amd_names_the_tools_print_are_known_with_their_target(printed: str, model: str, gfx: str,
+                                                               real_graph: Provider) -> None:
+    # a tool that names the GPU but not its target (rocm-smi's product name, an old amd-smi's market_name)
+    f = complete(HostFacts(vendor="amd", gpus=(GpuInfo(index=0, name=printed),), source="rocm-smi"), real_graph)
+    assert f.gpus[0].gfx == gfx and hardware_table(f, real_graph)["gpus"] == [model]

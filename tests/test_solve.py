@@ -292,3 +292,37 @@ def test_a_shared_cache_gives_the_answers_of_fresh_ones(real_graph: Provider) ->
                 assert fast == alone, (fw, hw, py, os)
                 answers += 1
     assert answers > 20  # the matrix reaches resolutions, not only refusals
+
+
+# -- ROCm support windows (matrices/rocm.toml: what each release supports and ships kernels for) --
+
+
+def test_rocm_window_of_a_target_is_the_releases_that_list_it(real_graph: Provider) -> None:
+    last = {gfx: [str(r.version) for r in real_graph.rocm_shipping(gfx)][-1] for gfx in ("gfx906", "gfx900", "gfx803")}
+    assert last == {"gfx906": "6.3", "gfx900": "6.3", "gfx803": "3.10"}
+    assert [str(r.version) for r in real_graph.rocm_supporting("gfx803")] == ["3.10"]
+    assert real_graph.rocm_supporting("gfx1010") == [] and real_graph.rocm_supporting("gfx1031") == []
+    assert str(real_graph.rocm_supporting("gfx1200")[0].version) == "6.4"
+
+
+def test_mi50_gets_the_last_rocm_that_ships_its_kernels(real_graph: Provider) -> None:
+    r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["MI50"]', real_graph)
+    assert r.rocm == "6.3" and pkg(r, "torch")[1] == "rocm6.3"
+
+
+def test_a_build_past_the_window_names_the_last_release(real_graph: Provider) -> None:
+    e = unsat('[frameworks]\ntorch = ">=2.10"\n[hardware]\ngpus = ["MI50"]', real_graph)
+    assert "ROCm 6.3 was the last release with gfx906 kernels in its libraries (rocBLAS); this build is ROCm 7.2" \
+        in e.clashes[0].reason
+    assert any("rocm6.3" in f for f in e.fixes)
+
+
+def test_a_target_never_supported_says_so(real_graph: Provider) -> None:
+    for gpu, gfx in (("RX 5700 XT", "gfx1010"), ("RX 6700 XT", "gfx1031")):
+        e = unsat(f'[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["{gpu}"]', real_graph)
+        assert f"{gfx} was never a supported target of AMD's official ROCm releases" in e.clashes[0].reason
+
+
+def test_a_target_whose_support_ended_names_the_last_release(real_graph: Provider) -> None:
+    e = unsat('[frameworks]\ntorch = ">=2"\n[hardware]\ngpus = ["RX 580"]', real_graph)
+    assert "ROCm 3.10 was the last release to support gfx803" in e.clashes[0].reason

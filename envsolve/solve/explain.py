@@ -6,6 +6,7 @@ would work are :mod:`envsolve.solve.fixes`).
 from __future__ import annotations
 
 from ..data import Build, Release
+from ..domain import ACCELERATOR
 from ..errors import Clash
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
@@ -38,7 +39,14 @@ def why_none(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req
     rels = [r for r in provider.releases(req.name) if cache.contains(req.raw, r.version)]
     if not rels:
         return Clash(subject=subject, reason=f"no release matches (known: {_span(provider, req)})")
-    return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, rels[0]))
+    told = next((r for r in rels if _has_kind(provider, r, t)), rels[0])
+    return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, told))
+
+
+def _has_kind(provider: Provider, rel: Release, t: Target) -> bool:
+    """Whether ``rel`` has a build of the accelerator ``t``'s GPUs need: the release whose misfits
+    tell the true cause (the newest release in range may have no ROCm build at all)."""
+    return any(b.accelerator == ACCELERATOR[t.vendor] for b in provider.builds(rel))
 
 
 def _span(provider: Provider, req: FrameworkReq) -> str:

@@ -20,7 +20,7 @@ from dataclasses import replace
 import msgspec
 import msgspec.structs
 
-from ..data import Build, JetPack, Release
+from ..data import Build, JetPack, Release, Rocm
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, kernels, serves
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
@@ -290,15 +290,59 @@ def _kmd(provider: Provider, rocm: Dotted, t: Target) -> No | None:
 
 
 def _gfx(provider: Provider, b: Build, rocm: Dotted, t: Target) -> No | None:
-    """Why a GPU of ``t`` gets no kernels from ``b``: its gfx targets, else its ROCm release's."""
+    """Why a GPU of ``t`` gets no kernels from ``b``: the build is not compiled for its gfx target
+    (listed, else its ROCm release's), or its ROCm release's libraries ship none for it (the
+    target's support window, matrices/rocm.toml)."""
     row = provider.rocm_row(rocm)
     targets = b.gfx or (row.gfx if row else ())
     code = b if b.gfx else msgspec.structs.replace(b, gfx=targets)
     for gpu in t.gpus:
         if not serves(code, gpu.arch, native=True):
-            listed = ", ".join(targets) or "no listed gfx target"
-            return No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {listed}")
+            return _not_compiled(provider, rocm, targets, gpu)
+        if (no := _not_shipped(provider, rocm, row, gpu)) is not None:
+            return no
     return None
+
+
+def _not_compiled(provider: Provider, rocm: Dotted, targets: tuple[str, ...], gpu: GpuReq) -> No:
+    """``b`` (ROCm ``rocm``, compiled for ``targets``) has no code for ``gpu``: told by the ROCm
+    releases that support its target, when this ROCm is outside them (or none ever did)."""
+    gfx, listed = gpu.arch.name, ", ".join(targets) or "no listed gfx target"
+    window = provider.rocm_supporting(gfx)
+    head = f"no kernels for {gpu_text(gpu)}: "
+    if not window:
+        return No("arch", f"{head}{gfx} was never a supported target of AMD's official ROCm releases, "
+                          "and no official framework build is compiled for it")
+    first, last = window[0].version, window[-1].version
+    if rocm.prefix(2) > last.prefix(2):
+        return No("arch", f"{head}ROCm {last} was the last release to support {gfx}, "
+                          f"and this build is ROCm {rocm}, not compiled for it")
+    if rocm.prefix(2) < first.prefix(2):
+        return No("arch", f"{head}{gfx} needs ROCm >= {first}; this build is ROCm {rocm} (compiled for {listed})")
+    return No("arch", f"{head}compiled for {listed}")
+
+
+def _not_shipped(provider: Provider, rocm: Dotted, row: Rocm | None, gpu: GpuReq) -> No | None:
+    """Why ROCm ``rocm``'s libraries (rocBLAS) have no kernels for ``gpu`` although the framework
+    build compiled its own: a release past the end of the target's window (or before its start);
+    a ROCm newer than the data knows counts as past the end when the window closed before the
+    newest known release."""
+    gfx = gpu.arch.name
+    if row is not None and gfx in row.shipped:
+        return None
+    window = provider.rocm_shipping(gfx)
+    newest = provider.m.rocm[-1].version if provider.m.rocm else None
+    if not window or newest is None:
+        return None if row is None else No("arch", f"no kernels for {gpu_text(gpu)}: ROCm's libraries "
+                                                   f"never shipped {gfx} kernels")
+    last = window[-1].version
+    if rocm.prefix(2) > last.prefix(2) and (row is not None or last.prefix(2) < newest.prefix(2)):
+        return No("arch", f"no kernels for {gpu_text(gpu)}: ROCm {last} was the last release with {gfx} "
+                          f"kernels in its libraries (rocBLAS); this build is ROCm {rocm}, which has none")
+    if row is None:
+        return None
+    return No("arch", f"no kernels for {gpu_text(gpu)}: ROCm {rocm}'s libraries (rocBLAS) ship none for {gfx} "
+                      f"(first in ROCm {window[0].version})")
 
 
 def fit(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release, b: Build) -> Candidate | No:
