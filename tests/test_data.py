@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaging.version import Version
 
 from envsolve.cli import main
 from envsolve.data import data_dir, load_dir
@@ -32,6 +33,33 @@ def test_shipped_data_reaches_todays_releases() -> None:
     assert newest["jax"].release >= (0, 12)
     assert newest["keras"].release >= (3, 15, 1)
     assert max(t.version for t in m.toolkits).major == 13
+
+
+# The CUDA that torch/version.py says inside each release's wheels on the default index (read with range requests).
+_TORCH_DEFAULT_CUDA = {"1.0.0": "9.0", "1.0.1": "9.0", "1.1.0": "9.0", "1.2.0": "10.0", "1.3.0": "10.1",
+                       "1.3.1": "10.1", "1.4.0": "10.1", "1.5.0": "10.2", "1.5.1": "10.2", "1.6.0": "10.2",
+                       "1.7.0": "10.2", "1.7.1": "10.2"}
+
+
+def test_torch_reaches_back_to_1_0_with_each_default_index_build_and_its_cuda() -> None:
+    m = load_dir(data_dir())
+    defaults = {b.raw: b for b in m.builds if b.package == "torch" and b.default}
+    for version, cuda in _TORCH_DEFAULT_CUDA.items():
+        b = defaults[version]
+        assert (b.index, str(b.cuda)) == ("pypi", cuda), version
+
+
+def test_old_torch_arch_lists_follow_the_builder_scripts_of_their_time() -> None:
+    """sm_35 left the wheels with 1.3.1 (3.7 from then), PTX with 1.6.0, sm_80 came with cu110 (1.7),
+    and 1.10 has its CUDA 11.3 builds."""
+    m = load_dir(data_dir())
+    old = [b for b in m.builds if b.package == "torch" and b.accelerator == "cuda" and b.version < Version("1.8")]
+    assert {b.raw for b in old} == set(_TORCH_DEFAULT_CUDA)
+    for b in old:
+        assert ("sm_35" in b.archs) == (b.raw in ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.0")), b
+        assert bool(b.ptx) == (b.version < Version("1.6.0")), b
+        assert ("sm_80" in b.archs) == (b.variant == "cu110"), b
+    assert {b.raw for b in m.builds if b.package == "torch" and b.variant == "cu113"} >= {"1.10.0", "1.10.1", "1.10.2"}
 
 
 def test_every_problem_is_reported_at_once_with_file_row_and_key(tmp_path: Path) -> None:

@@ -223,6 +223,18 @@ def test_paddle_gpu_builds_come_from_paddles_index_by_cuda_version(real_graph: P
     assert (p.version, p.variant, p.index, p.index_path) == ("3.3.1", "cu118", "paddle", "cu118")
 
 
+def test_an_old_torch_pin_gets_the_gpu_reason_not_an_unknown_release(real_graph: Provider) -> None:
+    e = unsat('[frameworks]\ntorch = "==1.4"\n[hardware]\ngpus = ["A100"]', real_graph)
+    assert "no release matches" not in str(e)
+    assert "torch 1.4.0 has no build for A100 (sm_80): sm_80 needs CUDA >= 11.0" in str(e)
+
+
+def test_torch_1_7_on_an_rtx_3090_is_the_cu110_build_whose_sm_80_sass_runs_on_sm_86(real_graph: Provider) -> None:
+    r = one('[frameworks]\ntorch = "==1.7.1"\n[hardware]\ngpus = ["RTX 3090"]', real_graph)
+    (p,) = [p for p in r.packages if p.name == "torch"]
+    assert (p.version, p.variant, p.index, r.cuda) == ("1.7.1", "cu110", "pytorch", "11.0")
+
+
 def _cuda_128_floor(tmp_path: Path, extra: str) -> Provider:
     """The fixture universe with CUDA 12.8.0's floor written as 525.60.13 (below 12.6's), plus ``extra``."""
     root = tmp_path / "matrices"
