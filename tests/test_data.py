@@ -62,6 +62,17 @@ def test_old_torch_arch_lists_follow_the_builder_scripts_of_their_time() -> None
     assert {b.raw for b in m.builds if b.package == "torch" and b.variant == "cu113"} >= {"1.10.0", "1.10.1", "1.10.2"}
 
 
+def test_jax_reaches_back_to_0_3_and_of_its_old_jaxlibs_only_0_4_13_s_cpu_one_is_on_the_default_index() -> None:
+    m = load_dir(data_dir())
+    old = [b for b in m.builds if b.package == "jax" and b.version < Version("0.4.18")]
+    assert {b.raw for b in old} >= {"0.3.0", "0.3.25", "0.4.1", "0.4.12", "0.4.17"}
+    assert [(b.raw, b.variant) for b in old if not b.find_links] == [("0.4.13", "cpu")]
+    cuda = [b for b in old if b.accelerator == "cuda"]
+    assert cuda and all(b.system_cuda and b.cuda is not None and b.ptx for b in cuda)
+    # jax 0.4.12's CUDA 12 jaxlib was published as cudnn89, not the cudnn88 its extra names (jax-ml/jax#16421)
+    assert {b.variant for b in cuda if b.raw == "0.4.12"} == {"cuda12.cudnn89", "cuda11.cudnn86", "cuda11.cudnn82"}
+
+
 def test_every_problem_is_reported_at_once_with_file_row_and_key(tmp_path: Path) -> None:
     src = Path(__file__).parent / "fixtures" / "matrices"
     for f in src.glob("*.toml"):
