@@ -9,6 +9,8 @@
 * The build is published for the target's platform (matrices/platforms.toml). A Jetson runs
   the builds of its JetPack (linked against JetPack's own CUDA), or from JetPack 7 (SBSA) the
   linux/arm64 builds whose CUDA major is JetPack's; its driver comes with JetPack.
+* A build whose wheels are only on a find-links page (``find_links``: jaxlib before 0.4.23) is
+  checked like any other; where it would run, it is refused saying how to install it by hand.
 """
 
 from __future__ import annotations
