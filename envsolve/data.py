@@ -176,6 +176,7 @@ class Build(_Row, frozen=True, kw_only=True):
     system_cuda: bool = False
     dist_version: str = ""
     jetpack: str = ""  # a Jetson build: the JetPack major it is built for
+    find_links: str = ""  # its wheels are only on this find-links page (pip -f), on no index envsolve installs from
     shared: tuple[tuple[str, str], ...] = ()  # as its release's; each name here replaces the release's
     sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
@@ -609,6 +610,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
                 "system_cuda": _bool,
                 "dist_version": _str,
                 "jetpack": _str,
+                "find_links": _str,
                 "shared": _shared_requirements,
             },
         ),

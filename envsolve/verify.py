@@ -522,8 +522,15 @@ def _framework(ctx: _Ctx, fw: str) -> None:
     rels = sorted((r for r in ctx.m.releases if r.package == fw), key=lambda r: r.version)
     _versions(ctx, fw, rels)
     page = ctx.page(fw) or {}
-    for rel in (r for r in rels if page.get(r.version)):
+    for rel in (r for r in rels if page.get(r.version) and not _off_index(ctx, r)):
         _release(ctx, rel, page[rel.version])
+
+
+def _off_index(ctx: _Ctx, rel: Release) -> bool:
+    """Whether every build of ``rel`` is only on a find-links page (jax 0.3 .. 0.4.17 but 0.4.13: its
+    jaxlib left the default index), so the index can say nothing of its Pythons and companions."""
+    builds = ctx.builds_of(rel)
+    return bool(builds) and all(b.find_links for b in builds)
 
 
 def checked_packages(packages: Sequence[str]) -> tuple[str, ...]:

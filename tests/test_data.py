@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaging.version import Version
 
 from envsolve.cli import main
 from envsolve.data import data_dir, load_dir
@@ -32,6 +33,44 @@ def test_shipped_data_reaches_todays_releases() -> None:
     assert newest["jax"].release >= (0, 12)
     assert newest["keras"].release >= (3, 15, 1)
     assert max(t.version for t in m.toolkits).major == 13
+
+
+# The CUDA that torch/version.py says inside each release's wheels on the default index (read with range requests).
+_TORCH_DEFAULT_CUDA = {"1.0.0": "9.0", "1.0.1": "9.0", "1.1.0": "9.0", "1.2.0": "10.0", "1.3.0": "10.1",
+                       "1.3.1": "10.1", "1.4.0": "10.1", "1.5.0": "10.2", "1.5.1": "10.2", "1.6.0": "10.2",
+                       "1.7.0": "10.2", "1.7.1": "10.2"}
+
+
+def test_torch_reaches_back_to_1_0_with_each_default_index_build_and_its_cuda() -> None:
+    m = load_dir(data_dir())
+    defaults = {b.raw: b for b in m.builds if b.package == "torch" and b.default}
+    for version, cuda in _TORCH_DEFAULT_CUDA.items():
+        b = defaults[version]
+        assert (b.index, str(b.cuda)) == ("pypi", cuda), version
+
+
+def test_old_torch_arch_lists_follow_the_builder_scripts_of_their_time() -> None:
+    """sm_35 left the wheels with 1.3.1 (3.7 from then), PTX with 1.6.0, sm_80 came with cu110 (1.7),
+    and 1.10 has its CUDA 11.3 builds."""
+    m = load_dir(data_dir())
+    old = [b for b in m.builds if b.package == "torch" and b.accelerator == "cuda" and b.version < Version("1.8")]
+    assert {b.raw for b in old} == set(_TORCH_DEFAULT_CUDA)
+    for b in old:
+        assert ("sm_35" in b.archs) == (b.raw in ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.0")), b
+        assert bool(b.ptx) == (b.version < Version("1.6.0")), b
+        assert ("sm_80" in b.archs) == (b.variant == "cu110"), b
+    assert {b.raw for b in m.builds if b.package == "torch" and b.variant == "cu113"} >= {"1.10.0", "1.10.1", "1.10.2"}
+
+
+def test_jax_reaches_back_to_0_3_and_of_its_old_jaxlibs_only_0_4_13_s_cpu_one_is_on_the_default_index() -> None:
+    m = load_dir(data_dir())
+    old = [b for b in m.builds if b.package == "jax" and b.version < Version("0.4.18")]
+    assert {b.raw for b in old} >= {"0.3.0", "0.3.25", "0.4.1", "0.4.12", "0.4.17"}
+    assert [(b.raw, b.variant) for b in old if not b.find_links] == [("0.4.13", "cpu")]
+    cuda = [b for b in old if b.accelerator == "cuda"]
+    assert cuda and all(b.system_cuda and b.cuda is not None and b.ptx for b in cuda)
+    # jax 0.4.12's CUDA 12 jaxlib was published as cudnn89, not the cudnn88 its extra names (jax-ml/jax#16421)
+    assert {b.variant for b in cuda if b.raw == "0.4.12"} == {"cuda12.cudnn89", "cuda11.cudnn86", "cuda11.cudnn82"}
 
 
 def test_every_problem_is_reported_at_once_with_file_row_and_key(tmp_path: Path) -> None:

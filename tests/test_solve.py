@@ -223,6 +223,36 @@ def test_paddle_gpu_builds_come_from_paddles_index_by_cuda_version(real_graph: P
     assert (p.version, p.variant, p.index, p.index_path) == ("3.3.1", "cu118", "paddle", "cu118")
 
 
+def test_an_old_torch_pin_gets_the_gpu_reason_not_an_unknown_release(real_graph: Provider) -> None:
+    e = unsat('[frameworks]\ntorch = "==1.4"\n[hardware]\ngpus = ["A100"]', real_graph)
+    assert "no release matches" not in str(e)
+    assert "torch 1.4.0 has no build for A100 (sm_80): sm_80 needs CUDA >= 11.0" in str(e)
+
+
+def test_torch_1_7_on_an_rtx_3090_is_the_cu110_build_whose_sm_80_sass_runs_on_sm_86(real_graph: Provider) -> None:
+    r = one('[frameworks]\ntorch = "==1.7.1"\n[hardware]\ngpus = ["RTX 3090"]', real_graph)
+    (p,) = [p for p in r.packages if p.name == "torch"]
+    assert (p.version, p.variant, p.index, r.cuda) == ("1.7.1", "cu110", "pytorch", "11.0")
+
+
+def test_an_old_jax_pin_whose_jaxlib_is_on_no_index_says_it_would_run_and_how_to_install_it(
+        real_graph: Provider) -> None:
+    e = str(unsat('[frameworks]\njax = "==0.3.7"\n[hardware]\ngpus = ["A100"]', real_graph))
+    assert "no release matches" not in e and "has no CUDA build" not in e
+    assert ("cuda11.cudnn82: it would run (driver >= 455.23), but jaxlib==0.3.7+cuda11.cudnn82 is on no index, "
+            "only on a find-links page (by hand: pip install jax==0.3.7 jaxlib==0.3.7+cuda11.cudnn82 -f "
+            "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html") in e
+    # the GPU's own reason comes first: CUDA 11.4 cannot target Hopper, whatever page the wheel is on
+    e = str(unsat('[frameworks]\njax = "==0.4.7"\n[hardware]\ngpus = ["H100"]\ncuda = "11.4"', real_graph))
+    assert "sm_90 needs CUDA >= 11.8" in e and "find-links" not in e
+
+
+def test_jax_0_4_13_on_a_cpu_is_the_one_old_jaxlib_the_default_index_still_has(real_graph: Provider) -> None:
+    r = one('[frameworks]\njax = "==0.4.13"', real_graph)
+    (p,) = [p for p in r.packages if p.name == "jax"]
+    assert (p.version, p.variant, p.index, p.extra, dict(p.pins)) == ("0.4.13", "cpu", "pypi", "cpu", {"jaxlib": "0.4.13"})
+
+
 def _cuda_128_floor(tmp_path: Path, extra: str) -> Provider:
     """The fixture universe with CUDA 12.8.0's floor written as 525.60.13 (below 12.6's), plus ``extra``."""
     root = tmp_path / "matrices"

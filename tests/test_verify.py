@@ -127,6 +127,21 @@ def test_a_mismatch_of_each_kind_is_a_table_row_and_exit_1(index: HTTPServer, ma
     assert f"ERROR: 13 fact(s) in {matrices} disagree with the index\n" in r.stderr
 
 
+def test_a_release_whose_builds_are_all_on_a_find_links_page_is_not_held_to_the_index(
+        index: HTTPServer, matrices: Path) -> None:  # noqa: F811
+    """jax 0.3 .. 0.4.17: jax is on the index, its jaxlib only on JAX's own page; the index cannot say
+    which Pythons and companions such a release has, so they are not compared (its version still is)."""
+    jax = matrices / "jax.toml"
+    edit(jax, 'version = "0.11.0"\npython = ["3.12", "3.13", "3.14"]\ncompanions = { jaxlib = "0.11.0" }',
+         'version = "0.11.0"\npython = ["3.9", "3.10"]\ncompanions = { jaxlib = "0.10.9" }')
+    r = verify(matrices, index.url_for("/simple"), "--package", "jax")
+    assert r.exit_code == 1 and any(row[0] == "jax.toml jax 0.11.0" for row in table(r.stdout))
+    jax.write_text(jax.read_text().replace('[[build]]\nversion = "0.11.0"\n',
+                                           '[[build]]\nversion = "0.11.0"\nfind_links = "https://example.invalid/r.html"\n'))
+    r = verify(matrices, index.url_for("/simple"), "--package", "jax")
+    assert r.exit_code == 0, r.output
+
+
 def test_package_limits_the_check_to_one_framework(index: HTTPServer, matrices: Path) -> None:  # noqa: F811
     edit(matrices / "torch.toml", '"nvidia-nccl-cu13" = "2.30.7", "nvidia-nvshmem', '"nvidia-nccl-cu13" = "2.30.1", "nvidia-nvshmem')
     assert verify(matrices, index.url_for("/simple"), "--package", "keras").exit_code == 0

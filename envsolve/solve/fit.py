@@ -9,6 +9,8 @@
 * The build is published for the target's platform (matrices/platforms.toml). A Jetson runs
   the builds of its JetPack (linked against JetPack's own CUDA), or from JetPack 7 (SBSA) the
   linux/arm64 builds whose CUDA major is JetPack's; its driver comes with JetPack.
+* A build whose wheels are only on a find-links page (``find_links``: jaxlib before 0.4.23) is
+  checked like any other; where it would run, it is refused saying how to install it by hand.
 """
 
 from __future__ import annotations
@@ -357,8 +359,22 @@ def fit(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Rel
     compat, driver_min, no = _fit_stack(provider, b, t)
     if no is not None:
         return no
+    if b.find_links:
+        return _only_on_a_page(b, compat, driver_min)
     return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=driver_min,
                      shared=provider.shared(rel, b))
+
+
+def _only_on_a_page(b: Build, compat: str, driver_min: Dotted | None) -> No:
+    """``b`` would serve the target, but its wheels are only on a find-links page (JAX's own, for the
+    jaxlib wheels before 0.4.23 but 0.4.13's CPU ones): envsolve locks builds of an index, so it says
+    how to install it by hand."""
+    by_minor = " by minor-version compatibility" if compat == "minor-version" else ""
+    runs = f"it would run (driver >= {driver_min}{by_minor})" if driver_min else "it would run"
+    pins = " ".join(f"{name}=={version}" for name, version in b.pins)
+    return No("find-links", f"{runs}, but {pins or 'it'} is on no index, only on a find-links page (by hand: "
+                            f"pip install {b.package}=={b.raw} {pins} -f {b.find_links}; envsolve locks builds "
+                            "of an index)".replace("  ", " "))
 
 
 def _accelerator(b: Build, t: Target) -> No | None:

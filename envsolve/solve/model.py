@@ -144,6 +144,7 @@ class No(msgspec.Struct, frozen=True):
     """Why a build does not fit: a code the explanations group by, and the text."""
 
     code: str  # accelerator | jetson | pin | arch | arch-cuda | cudnn | driver | python | companion | platform
+    # | find-links (it would run, but its wheels are on no index envsolve installs from)
     # | jetpack ("accelerator" and "jetson": a build of another kind than the target asks for)
     text: str
     needs: str = ""  # for arch-cuda: the CUDA major.minor the GPU needs
