@@ -3,6 +3,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import tomllib
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -76,6 +77,30 @@ def _fixture_copy(tmp_path: Path) -> Path:
     for f in (Path(__file__).parent / "fixtures" / "matrices").glob("*.toml"):
         shutil.copy(f, tmp_path)
     return tmp_path
+
+
+def _rows_with_a_source(root: Path) -> int:
+    """Every row of every file that names its ``source``, counted from the TOML text itself."""
+    tables = (v for f in root.glob("*.toml") for v in tomllib.loads(f.read_text()).values())
+    return sum("source" in row for rows in tables if isinstance(rows, list) for row in rows if isinstance(row, dict))
+
+
+def test_data_prints_the_share_of_low_rows_among_every_row_with_a_source(tmp_path: Path) -> None:
+    """A CUDA major row (a kind the count once skipped) and a cuDNN row marked low are both
+    counted, out of every row the validator reads."""
+    root = _fixture_copy(tmp_path)
+    cuda = root / "cuda.toml"
+    cuda.write_text(cuda.read_text().replace(
+        'major = 12, minor_compat_driver_min = "525.60.13", source = "tests fixture"',
+        'major = 12, minor_compat_driver_min = "525.60.13", source = "tests fixture", confidence = "low", '
+        'note = "made low by the test"', 1))
+    cudnn = root / "cudnn.toml"
+    cudnn.write_text(cudnn.read_text().replace('source = "tests fixture"',
+                                               'source = "tests fixture"\nconfidence = "low"\nnote = "made low"', 1))
+    rows = _rows_with_a_source(root)
+    r = CliRunner().invoke(main, ["--matrices", str(root), "data"])
+    assert r.exit_code == 0, r.output
+    assert f"  rows marked confidence = low: 2 of {rows} ({200 / rows:.1f}%)\n" in r.stdout
 
 
 def test_a_kind_that_is_no_word_is_named_not_a_traceback(tmp_path: Path) -> None:
