@@ -585,8 +585,8 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
              "framework releases": m.releases, "framework builds": m.builds, "base images": m.images}
     for kind, rows in kinds.items():
         ui.console().out(f"  {kind}: {len(rows)}")
-    low, rows = low_confidence(m)
-    ui.console().out(f"  rows marked confidence = low: {low} of {rows} ({100 * low / max(rows, 1):.1f}%)")
+    low, total = low_confidence(m)
+    ui.console().out(f"  rows marked confidence = low: {low} of {total} ({100 * low / max(total, 1):.1f}%)")
     _echo_newest_packages(m)
 
 
