@@ -25,6 +25,23 @@ def test_shipped_matrices_load_and_validate() -> None:
                 assert r.note, f"{r} is low confidence without a note saying how it was inferred"
 
 
+def test_shipped_cudnn_rows_drop_generations_where_the_wheels_kernels_do() -> None:
+    """The kernels in the nvidia-cudnn-cu11/cu12/cu13 wheels: 8.7.0 still carries sm_35 SASS and 8.8.0
+    none (Kepler gone), 9.10.2 carries sm_50..sm_70 and 9.11.0 nothing below sm_75 (pre-Turing gone)."""
+    m = load_dir(data_dir())
+
+    def archs(version: str, cuda: int) -> set[str]:
+        return set(next(c.archs for c in m.cudnn if c.version.raw == version and c.cuda_major == cuda))
+
+    assert "sm_35" in archs("8.7.0", 11)
+    for version in ("8.8.0", "8.8.1", "8.9.0"):
+        assert not {a for a in archs(version, 11) if a.startswith("sm_3")}, version
+    assert {"sm_50", "sm_60", "sm_61", "sm_70"} <= archs("9.10.2", 12)
+    for c in m.cudnn:
+        if c.version.prefix(2) >= (9, 11):
+            assert min(int(a.removeprefix("sm_")) for a in c.archs) >= 75, (c.version.raw, c.cuda_major)
+
+
 def test_shipped_data_reaches_todays_releases() -> None:
     m = load_dir(data_dir())
     newest = {p: max(r.version for r in m.releases if r.package == p) for p in ("torch", "tensorflow", "jax", "keras")}
