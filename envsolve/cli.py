@@ -556,7 +556,7 @@ def _index_options(fn: F) -> F:
 def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str | None, cache_dir: Path | None,
          no_cache: bool, timeout: float, retries: int, backoff: float) -> None:
     """Show the data version, counts per kind and the newest release of each framework."""
-    from .data import data_dir, load
+    from .data import data_dir, load, low_confidence
 
     root = _matrices() or data_dir()
     m = load(root)
@@ -585,8 +585,8 @@ def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str
              "framework releases": m.releases, "framework builds": m.builds, "base images": m.images}
     for kind, rows in kinds.items():
         ui.console().out(f"  {kind}: {len(rows)}")
-    low = sum(r.confidence == "low" for rows in kinds.values() for r in rows)
-    ui.console().out(f"  rows marked confidence = low: {low}")
+    low, total = low_confidence(m)
+    ui.console().out(f"  rows marked confidence = low: {low} of {total} ({100 * low / max(total, 1):.1f}%)")
     _echo_newest_packages(m)
 
 

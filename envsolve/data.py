@@ -69,6 +69,7 @@ __all__ = [
     "fold",
     "load",
     "load_dir",
+    "low_confidence",
     "shared_of",
 ]
 
@@ -836,6 +837,17 @@ def _matrices(rows: dict[str, list[Any]], data_version: str, digest: str) -> Mat
         extensions=tuple(rows.get("extensions.extension", [])),
         extension_wheels=tuple(rows.get("extensions.wheel", [])),
     )
+
+
+def low_confidence(m: Matrices) -> tuple[int, int]:
+    """(rows marked ``confidence = "low"``, all rows): every row of every file, the rows the
+    validator reads (each has its ``source``), so the share is of the whole data."""
+    rows = [r for name in Matrices.__struct_fields__ for r in _records(getattr(m, name))]
+    return sum(r.confidence == "low" for r in rows), len(rows)
+
+
+def _records(value: object) -> tuple[_Row, ...]:
+    return value if isinstance(value, tuple) else ()
 
 
 def load_dir(root: Path) -> Matrices:

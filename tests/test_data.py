@@ -3,6 +3,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import tomllib
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,23 @@ def test_shipped_matrices_load_and_validate() -> None:
             assert r.source.strip()
             if r.confidence == "low":
                 assert r.note, f"{r} is low confidence without a note saying how it was inferred"
+
+
+def test_shipped_cudnn_rows_drop_generations_where_the_wheels_kernels_do() -> None:
+    """The kernels in the nvidia-cudnn-cu11/cu12/cu13 wheels: 8.7.0 still carries sm_35 SASS and 8.8.0
+    none (Kepler gone), 9.10.2 carries sm_50..sm_70 and 9.11.0 nothing below sm_75 (pre-Turing gone)."""
+    m = load_dir(data_dir())
+
+    def archs(version: str, cuda: int) -> set[str]:
+        return set(next(c.archs for c in m.cudnn if c.version.raw == version and c.cuda_major == cuda))
+
+    assert "sm_35" in archs("8.7.0", 11)
+    for version in ("8.8.0", "8.8.1", "8.9.0"):
+        assert not {a for a in archs(version, 11) if a.startswith("sm_3")}, version
+    assert {"sm_50", "sm_60", "sm_61", "sm_70"} <= archs("9.10.2", 12)
+    for c in m.cudnn:
+        if c.version.prefix(2) >= (9, 11):
+            assert min(int(a.removeprefix("sm_")) for a in c.archs) >= 75, (c.version.raw, c.cuda_major)
 
 
 def test_shipped_data_reaches_todays_releases() -> None:
@@ -115,6 +133,30 @@ def _fixture_copy(tmp_path: Path) -> Path:
     for f in (Path(__file__).parent / "fixtures" / "matrices").glob("*.toml"):
         shutil.copy(f, tmp_path)
     return tmp_path
+
+
+def _rows_with_a_source(root: Path) -> int:
+    """Every row of every file that names its ``source``, counted from the TOML text itself."""
+    tables = (v for f in root.glob("*.toml") for v in tomllib.loads(f.read_text()).values())
+    return sum("source" in row for rows in tables if isinstance(rows, list) for row in rows if isinstance(row, dict))
+
+
+def test_data_prints_the_share_of_low_rows_among_every_row_with_a_source(tmp_path: Path) -> None:
+    """A CUDA major row (a kind the count once skipped) and a cuDNN row marked low are both
+    counted, out of every row the validator reads."""
+    root = _fixture_copy(tmp_path)
+    cuda = root / "cuda.toml"
+    cuda.write_text(cuda.read_text().replace(
+        'major = 12, minor_compat_driver_min = "525.60.13", source = "tests fixture"',
+        'major = 12, minor_compat_driver_min = "525.60.13", source = "tests fixture", confidence = "low", '
+        'note = "made low by the test"', 1))
+    cudnn = root / "cudnn.toml"
+    cudnn.write_text(cudnn.read_text().replace('source = "tests fixture"',
+                                               'source = "tests fixture"\nconfidence = "low"\nnote = "made low"', 1))
+    rows = _rows_with_a_source(root)
+    r = CliRunner().invoke(main, ["--matrices", str(root), "data"])
+    assert r.exit_code == 0, r.output
+    assert f"  rows marked confidence = low: 2 of {rows} ({200 / rows:.1f}%)\n" in r.stdout
 
 
 def test_a_kind_that_is_no_word_is_named_not_a_traceback(tmp_path: Path) -> None:
