@@ -7,8 +7,12 @@ The facts these tests lean on, and where they come from (each row's ``source`` n
   (.github/workflows/publish.yml at v2.8.3.post1);
 - FlashAttention-3 (hopper/) needs an H100/H800 and CUDA 12.3 (README; hopper/setup.py: sm_90a);
 - vLLM needs compute capability 7.0+ (docs.vllm.ai GPU installation), its FlashAttention backend 8.0+;
-- xformers and vLLM wheels pin one torch each (their Requires-Dist on the index: xformers 0.0.31.post1
-  asks torch==2.7.1, vllm 0.19.1 torch==2.10.0);
+- xformers and vLLM wheels pin one torch each (their Requires-Dist on the index: xformers 0.0.30
+  asks torch==2.7.0, vllm 0.19.1 torch==2.10.0);
+- xformers' default-index wheels are built with TORCH_CUDA_ARCH_LIST "6.0+PTX 7.0 7.5 8.0+PTX" + "9.0a"
+  up to 0.0.30 and "7.5 8.0+PTX" + "9.0a" from 0.0.31 (.github/workflows/wheels_build.yml at each
+  tag): 0.0.30 is the last with Pascal (sm_60) and Volta (sm_70) kernels, and no release has Blackwell
+  SASS in its CUDA 12 wheel (Blackwell runs its compute_80 PTX);
 - bitsandbytes: Compute Capability 6.0+ from 0.48, LLM.int8() 7.5+ (its installation docs);
 - TensorRT 10: Turing (SM 7.5) and newer (NVIDIA's support matrix);
 - PyG's companions: wheels per torch and CUDA on data.pyg.org/whl/torch-{torch}+{cuda}.html.
@@ -156,12 +160,19 @@ def test_an_older_release_that_serves_the_gpu_is_the_nearest_fix(tmp_path: Path)
     r = _lock(tmp_path, _spec('"P100"', '"xformers>=0.0.33"'))
     assert r.exit_code == 1
     assert "xformers 0.0.35 needs sm_75 or newer; P100 is sm_60" in r.output
-    assert '[packages] pip "xformers==0.0.31.post1" (it serves P100 (sm_60))' in r.output
+    # 0.0.31 dropped 6.0 and 7.0 from TORCH_CUDA_ARCH_LIST (wheels_build.yml at v0.0.31 vs v0.0.30)
+    assert '[packages] pip "xformers==0.0.30" (it serves P100 (sm_60))' in r.output
 
 
 def test_an_open_line_takes_the_newest_release_that_serves_the_gpu_and_its_torch(tmp_path: Path) -> None:
     env = _env(_lock(tmp_path, _spec('"P100"', '"xformers"')))
-    assert env["extensions"][0]["version"] == "0.0.31.post1" and _torch(env) == "2.7.1"  # its Requires-Dist pin
+    assert env["extensions"][0]["version"] == "0.0.30" and _torch(env) == "2.7.0"  # its Requires-Dist pin
+
+
+def test_xformers_on_a_volta_locks_the_last_release_built_with_sm_70(tmp_path: Path) -> None:
+    # wheels_build.yml at v0.0.31 builds "7.5 8.0+PTX 9.0a": no SASS and no PTX a V100 can run
+    env = _env(_lock(tmp_path, _spec('"V100"', '"xformers"')))
+    assert env["extensions"][0]["version"] == "0.0.30" and _torch(env) == "2.7.0"
 
 
 def test_vllm_on_a_volta_locks_a_release_with_sm_70_kernels_and_warns_of_its_attention_backend(
