@@ -13,6 +13,8 @@ The facts these tests lean on, and where they come from (each row's ``source`` n
   up to 0.0.30 and "7.5 8.0+PTX" + "9.0a" from 0.0.31 (.github/workflows/wheels_build.yml at each
   tag): 0.0.30 is the last with Pascal (sm_60) and Volta (sm_70) kernels, and no release has Blackwell
   SASS in its CUDA 12 wheel (Blackwell runs its compute_80 PTX);
+- mamba-ssm and causal-conv1d compile the -gencode list of their setup.py at each tag (not
+  TORCH_CUDA_ARCH_LIST); mamba 2.3.2 and causal-conv1d 1.6.2 start it at sm_75;
 - bitsandbytes: Compute Capability 6.0+ from 0.48, LLM.int8() 7.5+ (its installation docs);
 - TensorRT 10: Turing (SM 7.5) and newer (NVIDIA's support matrix);
 - PyG's companions: wheels per torch and CUDA on data.pyg.org/whl/torch-{torch}+{cuda}.html.
@@ -173,6 +175,13 @@ def test_xformers_on_a_volta_locks_the_last_release_built_with_sm_70(tmp_path: P
     # wheels_build.yml at v0.0.31 builds "7.5 8.0+PTX 9.0a": no SASS and no PTX a V100 can run
     env = _env(_lock(tmp_path, _spec('"V100"', '"xformers"')))
     assert env["extensions"][0]["version"] == "0.0.30" and _torch(env) == "2.7.0"
+
+
+def test_mamba_on_a_volta_builds_the_last_release_whose_setup_py_lists_sm_70(tmp_path: Path) -> None:
+    # state-spaces/mamba setup.py: v2.3.1 passes -gencode sm_70, v2.3.2 starts its list at sm_75
+    assert _env(_lock(tmp_path, _spec('"A100"', '"mamba-ssm"')))["extensions"][0]["version"] == "2.3.2.post1"
+    env = _env(_lock(tmp_path, _spec('"V100"', '"mamba-ssm"')))
+    assert env["extensions"][0]["version"] == "2.3.1" and env["extensions"][0]["install"] == "source"
 
 
 def test_vllm_on_a_volta_locks_a_release_with_sm_70_kernels_and_warns_of_its_attention_backend(
