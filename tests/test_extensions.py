@@ -15,6 +15,8 @@ The facts these tests lean on, and where they come from (each row's ``source`` n
   SASS in its CUDA 12 wheel (Blackwell runs its compute_80 PTX);
 - mamba-ssm and causal-conv1d compile the -gencode list of their setup.py at each tag (not
   TORCH_CUDA_ARCH_LIST); mamba 2.3.2 and causal-conv1d 1.6.2 start it at sm_75;
+- triton compiles for the GPU it runs on: torch's inductor accepts compute capability 7.0 and up
+  (torch/_inductor/scheduler.py), Triton's README supports 8.0+;
 - bitsandbytes: Compute Capability 6.0+ from 0.48, LLM.int8() 7.5+ (its installation docs);
 - TensorRT 10: Turing (SM 7.5) and newer (NVIDIA's support matrix);
 - PyG's companions: wheels per torch and CUDA on data.pyg.org/whl/torch-{torch}+{cuda}.html.
@@ -182,6 +184,18 @@ def test_mamba_on_a_volta_builds_the_last_release_whose_setup_py_lists_sm_70(tmp
     assert _env(_lock(tmp_path, _spec('"A100"', '"mamba-ssm"')))["extensions"][0]["version"] == "2.3.2.post1"
     env = _env(_lock(tmp_path, _spec('"V100"', '"mamba-ssm"')))
     assert env["extensions"][0]["version"] == "2.3.1" and env["extensions"][0]["install"] == "source"
+
+
+def test_triton_on_a_turing_locks_and_warns_that_upstream_supports_8_0_and_up(tmp_path: Path) -> None:
+    # torch/_inductor/scheduler.py (in the torch wheel): "Triton only supports devices of CUDA Capability >= 7.0";
+    # Triton's README: supported hardware NVIDIA GPUs of compute capability 8.0+
+    env = _env(_lock(tmp_path, _spec('"T4"', '"triton"')))
+    assert env["extensions"][0]["version"] == "3.7.1"
+    why = CliRunner().invoke(main, ["explain", str(tmp_path / "project.toml"), "--format", "json"])
+    assert any(w.startswith("triton 3.7.1 on T4 (sm_75): Triton's README supports")
+               for w in json.loads(why.stdout)["targets"][0]["warnings"])
+    r = _lock(tmp_path, _spec('"P100"', '"triton"'))
+    assert r.exit_code == 1 and "triton 3.7.1 needs sm_70 or newer; P100 is sm_60" in r.output
 
 
 def test_vllm_on_a_volta_locks_a_release_with_sm_70_kernels_and_warns_of_its_attention_backend(
