@@ -7,6 +7,7 @@ The facts these tests lean on, and where they come from (each row's ``source`` n
   (.github/workflows/publish.yml at v2.8.3.post1);
 - FlashAttention-3 (hopper/) needs an H100/H800 and CUDA 12.3 (README; hopper/setup.py: sm_90a);
 - vLLM needs compute capability 7.0+ (docs.vllm.ai GPU installation), its FlashAttention backend 8.0+;
+  its kernels are the fatbins of the default-index wheels (sm_120 from 0.9.2, sm_70 until 0.19.x);
 - xformers and vLLM wheels pin one torch each (their Requires-Dist on the index: xformers 0.0.30
   asks torch==2.7.0, vllm 0.19.1 torch==2.10.0);
 - xformers' default-index wheels are built with TORCH_CUDA_ARCH_LIST "6.0+PTX 7.0 7.5 8.0+PTX" + "9.0a"
@@ -196,6 +197,14 @@ def test_triton_on_a_turing_locks_and_warns_that_upstream_supports_8_0_and_up(tm
                for w in json.loads(why.stdout)["targets"][0]["warnings"])
     r = _lock(tmp_path, _spec('"P100"', '"triton"'))
     assert r.exit_code == 1 and "triton 3.7.1 needs sm_70 or newer; P100 is sm_60" in r.output
+
+
+def test_vllm_before_0_9_2_has_no_kernels_for_an_rtx_5090(tmp_path: Path) -> None:
+    # the fatbins of the default-index wheels: 0.9.1 carries sm_100 SASS but no sm_120, 0.9.2 adds sm_120
+    r = _lock(tmp_path, _spec('"RTX 5090"', '"vllm==0.9.1"'))
+    assert r.exit_code == 1
+    assert "vllm 0.9.1 has kernels for sm_70, sm_75, sm_80, sm_89, sm_90, sm_100 only; RTX 5090 is sm_120" in r.output
+    assert _env(_lock(tmp_path, _spec('"RTX 5090"', '"vllm==0.9.2"')))["extensions"][0]["version"] == "0.9.2"
 
 
 def test_vllm_on_a_volta_locks_a_release_with_sm_70_kernels_and_warns_of_its_attention_backend(
