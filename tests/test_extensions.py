@@ -7,8 +7,17 @@ The facts these tests lean on, and where they come from (each row's ``source`` n
   (.github/workflows/publish.yml at v2.8.3.post1);
 - FlashAttention-3 (hopper/) needs an H100/H800 and CUDA 12.3 (README; hopper/setup.py: sm_90a);
 - vLLM needs compute capability 7.0+ (docs.vllm.ai GPU installation), its FlashAttention backend 8.0+;
-- xformers and vLLM wheels pin one torch each (their Requires-Dist on the index: xformers 0.0.31.post1
-  asks torch==2.7.1, vllm 0.19.1 torch==2.10.0);
+  its kernels are the fatbins of the default-index wheels (sm_120 from 0.9.2, sm_70 until 0.19.x);
+- xformers and vLLM wheels pin one torch each (their Requires-Dist on the index: xformers 0.0.30
+  asks torch==2.7.0, vllm 0.19.1 torch==2.10.0);
+- xformers' default-index wheels are built with TORCH_CUDA_ARCH_LIST "6.0+PTX 7.0 7.5 8.0+PTX" + "9.0a"
+  up to 0.0.30 and "7.5 8.0+PTX" + "9.0a" from 0.0.31 (.github/workflows/wheels_build.yml at each
+  tag): 0.0.30 is the last with Pascal (sm_60) and Volta (sm_70) kernels, and no release has Blackwell
+  SASS in its CUDA 12 wheel (Blackwell runs its compute_80 PTX);
+- mamba-ssm and causal-conv1d compile the -gencode list of their setup.py at each tag (not
+  TORCH_CUDA_ARCH_LIST); mamba 2.3.2 and causal-conv1d 1.6.2 start it at sm_75;
+- triton compiles for the GPU it runs on: torch's inductor accepts compute capability 7.0 and up
+  (torch/_inductor/scheduler.py), Triton's README supports 8.0+;
 - bitsandbytes: Compute Capability 6.0+ from 0.48, LLM.int8() 7.5+ (its installation docs);
 - TensorRT 10: Turing (SM 7.5) and newer (NVIDIA's support matrix);
 - PyG's companions: wheels per torch and CUDA on data.pyg.org/whl/torch-{torch}+{cuda}.html.
@@ -156,12 +165,46 @@ def test_an_older_release_that_serves_the_gpu_is_the_nearest_fix(tmp_path: Path)
     r = _lock(tmp_path, _spec('"P100"', '"xformers>=0.0.33"'))
     assert r.exit_code == 1
     assert "xformers 0.0.35 needs sm_75 or newer; P100 is sm_60" in r.output
-    assert '[packages] pip "xformers==0.0.31.post1" (it serves P100 (sm_60))' in r.output
+    # 0.0.31 dropped 6.0 and 7.0 from TORCH_CUDA_ARCH_LIST (wheels_build.yml at v0.0.31 vs v0.0.30)
+    assert '[packages] pip "xformers==0.0.30" (it serves P100 (sm_60))' in r.output
 
 
 def test_an_open_line_takes_the_newest_release_that_serves_the_gpu_and_its_torch(tmp_path: Path) -> None:
     env = _env(_lock(tmp_path, _spec('"P100"', '"xformers"')))
-    assert env["extensions"][0]["version"] == "0.0.31.post1" and _torch(env) == "2.7.1"  # its Requires-Dist pin
+    assert env["extensions"][0]["version"] == "0.0.30" and _torch(env) == "2.7.0"  # its Requires-Dist pin
+
+
+def test_xformers_on_a_volta_locks_the_last_release_built_with_sm_70(tmp_path: Path) -> None:
+    # wheels_build.yml at v0.0.31 builds "7.5 8.0+PTX 9.0a": no SASS and no PTX a V100 can run
+    env = _env(_lock(tmp_path, _spec('"V100"', '"xformers"')))
+    assert env["extensions"][0]["version"] == "0.0.30" and _torch(env) == "2.7.0"
+
+
+def test_mamba_on_a_volta_builds_the_last_release_whose_setup_py_lists_sm_70(tmp_path: Path) -> None:
+    # state-spaces/mamba setup.py: v2.3.1 passes -gencode sm_70, v2.3.2 starts its list at sm_75
+    assert _env(_lock(tmp_path, _spec('"A100"', '"mamba-ssm"')))["extensions"][0]["version"] == "2.3.2.post1"
+    env = _env(_lock(tmp_path, _spec('"V100"', '"mamba-ssm"')))
+    assert env["extensions"][0]["version"] == "2.3.1" and env["extensions"][0]["install"] == "source"
+
+
+def test_triton_on_a_turing_locks_and_warns_that_upstream_supports_8_0_and_up(tmp_path: Path) -> None:
+    # torch/_inductor/scheduler.py (in the torch wheel): "Triton only supports devices of CUDA Capability >= 7.0";
+    # Triton's README: supported hardware NVIDIA GPUs of compute capability 8.0+
+    env = _env(_lock(tmp_path, _spec('"T4"', '"triton"')))
+    assert env["extensions"][0]["version"] == "3.7.1"
+    why = CliRunner().invoke(main, ["explain", str(tmp_path / "project.toml"), "--format", "json"])
+    assert any(w.startswith("triton 3.7.1 on T4 (sm_75): Triton's README supports")
+               for w in json.loads(why.stdout)["targets"][0]["warnings"])
+    r = _lock(tmp_path, _spec('"P100"', '"triton"'))
+    assert r.exit_code == 1 and "triton 3.7.1 needs sm_70 or newer; P100 is sm_60" in r.output
+
+
+def test_vllm_before_0_9_2_has_no_kernels_for_an_rtx_5090(tmp_path: Path) -> None:
+    # the fatbins of the default-index wheels: 0.9.1 carries sm_100 SASS but no sm_120, 0.9.2 adds sm_120
+    r = _lock(tmp_path, _spec('"RTX 5090"', '"vllm==0.9.1"'))
+    assert r.exit_code == 1
+    assert "vllm 0.9.1 has kernels for sm_70, sm_75, sm_80, sm_89, sm_90, sm_100 only; RTX 5090 is sm_120" in r.output
+    assert _env(_lock(tmp_path, _spec('"RTX 5090"', '"vllm==0.9.2"')))["extensions"][0]["version"] == "0.9.2"
 
 
 def test_vllm_on_a_volta_locks_a_release_with_sm_70_kernels_and_warns_of_its_attention_backend(
