@@ -398,3 +398,14 @@ def test_a_name_of_two_architectures_is_solved_for_the_capability_the_driver_rep
     assert [g.arch.name for g in got.targets[0].gpus] == ["sm_35"]
     assert warnings == ["GPU 0 'NVIDIA GeForce GT 730' is not in envsolve's data; solving for its architecture "
                         "sm_35 as the driver reported it"]
+
+
+def test_the_architecture_the_driver_reports_wins_over_a_catalog_row_that_disagrees(real_graph: Provider) -> None:
+    # the catalog's row of a name is a fact about most GPUs of that name; the driver knows this one
+    # (GeForce 910M: NVIDIA's legacy page lists 5.2, the PCI ID repository a GK208, 3.5)
+    driver, gpus = det.parse_smi_csv("NVIDIA GeForce 910M, 470.256.02, 3.5, 2048, GPU-0a24\n")
+    facts = complete(HostFacts(vendor="nvidia", driver=driver, source="nvidia-smi", gpus=tuple(gpus)), real_graph)
+    got, warnings = for_host(parse_spec('[frameworks]\ntorch = "*"\n', "p.toml", real_graph), facts, real_graph)
+    assert [g.arch.name for g in got.targets[0].gpus] == ["sm_35"]
+    assert warnings == ["GPU 0 'NVIDIA GeForce 910M' is GeForce 910M (sm_52) in envsolve's data but the driver "
+                        "reports sm_35; solving for sm_35"]
