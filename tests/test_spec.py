@@ -194,7 +194,8 @@ def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(
         "14 problems:",
         "  project.toml: hardware.colour: unknown key (allowed: cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, "
         "vendor)",
-        "  project.toml: hardware.gpus[1]: unknown GPU 'B1000'; did you mean 'T1000'? (or write an architecture: sm_80, "
+        "  project.toml: hardware.gpus[1]: unknown GPU 'B1000'; did you mean 'B100' or 'T1000'? (or write an architecture: "
+        "sm_80, "
         "8.0, gfx942)",
         "  project.toml: hardware.vendor: 'intel' must be one of nvidia, amd, cpu",
         "  project.toml: hardware.vendor: is 'intel' but the GPUs listed are nvidia",
