@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar
@@ -68,6 +69,12 @@ def _parts(text: str) -> tuple[int, ...]:
 
 _GPU_PREFIXES = ("nvidia", "nvidiageforce", "geforce", "amd", "amdinstinct", "amdradeon", "radeon", "tesla")
 _GPU_PREFIXES_LONGEST_FIRST = sorted(_GPU_PREFIXES, key=len, reverse=True)
+# what a driver adds to a model's name: its memory ("-32GB", " 80GB"), its form factor ("-SXM2",
+# " PCIe", " NVL", "-DGXS") and the Max-Q badge; a name the data lacks is tried without them
+_MEMORY = re.compile(r"[-\s]\d+(\.\d+)?\s?GB\b", re.IGNORECASE)
+_FORM = re.compile(r"[-\s](PCIE|SXM\d*|NVL\d*|HBM\d?E?|DGXS|FHHL|with Max-Q Design|Max-Q)\b", re.IGNORECASE)
+# a laptop part as people write it ("RTX 3060 Laptop", "RTX 3060 Mobile") and as the driver does
+_LAPTOP = re.compile(r"\s+(laptop|mobile)(\s+gpu)?\s*$", re.IGNORECASE)
 
 
 def _publishes(w: PlatformWheel, b: Build) -> bool:
@@ -81,6 +88,20 @@ def _conda_spec(rows: list[CondaBuild], name: str, version: str, cuda: str | Non
     """The MatchSpec of conda package ``name`` at ``version`` for ``cuda`` and ``python`` ("" when none)."""
     row = next((r for r in rows if r.name == name and r.version == version), None)
     return row.spec(cuda, python) if row is not None else ""
+
+
+def _without_prefix(key: str) -> str:
+    """A folded GPU name without the vendor's prefix it starts with ("nvidiageforcertx3090": "rtx3090")."""
+    return next((key[len(p):] for p in _GPU_PREFIXES_LONGEST_FIRST if key.startswith(p) and len(key) > len(p)), key)
+
+
+def _spellings(name: str) -> list[str]:
+    """The spellings of a GPU name to look up, in order: as written, a laptop part as the driver
+    names it, without the memory size, without the form factor too, and last a laptop part as
+    its desktop model (the driver names Pascal and Turing laptop parts as the desktop ones)."""
+    laptop = _LAPTOP.sub(" Laptop GPU", name)
+    bare = _FORM.sub("", _MEMORY.sub("", laptop))
+    return list(dict.fromkeys((name, laptop, _MEMORY.sub("", laptop), bare, _LAPTOP.sub("", bare))))
 
 
 class Provider:
@@ -110,7 +131,12 @@ class Provider:
     # -- hardware ------------------------------------------------------------------
 
     def gpu(self, name: str) -> Gpu | None:
-        """The GPU model a user or nvidia-smi names, matched ignoring case and punctuation."""
+        """The GPU model a user or nvidia-smi names, matched ignoring case and punctuation: as
+        written, else as the driver spells a laptop part ("... Laptop GPU"), else without the
+        memory size and form factor the driver adds ("Tesla V100-SXM2-32GB": V100)."""
+        return next((g for s in _spellings(name) if (g := self._gpu_named(s)) is not None), None)
+
+    def _gpu_named(self, name: str) -> Gpu | None:
         key = fold(name)
         # as written, with a vendor's prefix added, or the vendor's own spelling of a row's name
         # ("NVIDIA V100", "Tesla P100", "NVIDIA RTX 6000 Ada") with it taken off
@@ -119,18 +145,19 @@ class Provider:
         return next((self._gpu[k] for k in itertools.chain((key,), added, removed) if k in self._gpu), None)
 
     def gpu_suggestions(self, name: str) -> list[str]:
-        """The GPU names closest to a misspelt ``name`` (near misses of the best match only)."""
-        import difflib  # only a misspelt name gets here
+        """The GPU names closest to a misspelt or unknown ``name``: the models of its series (the
+        letters and first number: "RTX 3090 Super" -> RTX 3090, RTX 3090 Ti), then the near misses
+        of the best spelling match; at most four."""
+        import difflib  # only an unknown name gets here
 
-        names = sorted({gpu.name for gpu in self.m.gpus})
-        by_fold = {fold(n): n for n in names}
-        key = fold(name)
+        by_fold = {fold(n): n for n in sorted({gpu.name for gpu in self.m.gpus})}
+        key = _without_prefix(fold(name))
+        stem = re.match(r"[a-z]*\d+", key)
+        series = sorted((n for k, n in by_fold.items() if stem and k.startswith(stem.group())), key=len)
         close = difflib.get_close_matches(key, list(by_fold), n=3, cutoff=0.6)
-        if not close:
-            return []
         ratio = {c: difflib.SequenceMatcher(None, key, c).ratio() for c in close}
-        best = max(ratio.values())
-        return [by_fold[c] for c in close if ratio[c] >= best - 0.1]  # near misses of the best only
+        near = [by_fold[c] for c in close if ratio[c] >= max(ratio.values()) - 0.1]  # near misses of the best only
+        return list(dict.fromkeys((*series, *near)))[:4]
 
     def arch_info(self, name: str) -> ArchInfo | None:
         a = parse_arch(name)

@@ -12,6 +12,7 @@ from packaging.version import Version
 from envsolve.cli import main
 from envsolve.data import data_dir, load_dir
 from envsolve.errors import MatrixError
+from envsolve.provider import Provider
 
 
 def test_shipped_matrices_load_and_validate() -> None:
@@ -296,3 +297,49 @@ def test_any_single_value_of_a_real_row_made_wrong_is_a_problem_naming_its_file_
     finally:
         path.write_text(text)
     assert any(p.file == file for p in e.value.problems), (line, value, e.value.message)
+
+
+# nvidia-smi's names for GPUs of every NVIDIA generation from Kepler on, desktop, laptop and data
+# center, as the driver's name table (and, before Turing, the PCI ID repository) spells them
+CATALOG = [
+    ("Tesla K80", "K80", "sm_37"), ("Tesla K40m", "K40", "sm_35"), ("Tesla K20Xm", "K20X", "sm_35"),
+    ("NVIDIA GeForce GTX 680", "GTX 680", "sm_30"), ("GeForce GTX 780 Ti", "GTX 780 Ti", "sm_35"),
+    ("NVIDIA GeForce GTX 880M", "GTX 880M", "sm_30"), ("Quadro K620", "Quadro K620", "sm_50"),
+    ("GeForce GTX 970", "GTX 970", "sm_52"), ("NVIDIA GeForce MX130", "MX130", "sm_50"),
+    ("NVIDIA GeForce GTX 1080 Ti", "GTX 1080 Ti", "sm_61"), ("NVIDIA GeForce MX250", "MX250", "sm_61"),
+    ("Tesla P100-PCIE-16GB", "P100", "sm_60"), ("Tesla V100-SXM2-32GB", "V100", "sm_70"),
+    ("NVIDIA GeForce GTX 1660 Ti with Max-Q Design", "GTX 1660 Ti", "sm_75"),
+    ("NVIDIA GeForce MX450", "MX450", "sm_75"), ("Quadro RTX 8000", "Quadro RTX 8000", "sm_75"),
+    ("NVIDIA A100-SXM4-80GB", "A100", "sm_80"), ("NVIDIA GeForce RTX 3060 Laptop GPU", "RTX 3060 Laptop GPU", "sm_86"),
+    ("NVIDIA GeForce RTX 2050", "RTX 2050", "sm_86"), ("NVIDIA RTX A2000 8GB Laptop GPU", "RTX A2000 Laptop GPU", "sm_86"),
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", "RTX 4090 Laptop GPU", "sm_89"),
+    ("NVIDIA GeForce RTX 3050 A Laptop GPU", "RTX 3050 A Laptop GPU", "sm_89"),
+    ("NVIDIA RTX 2000 Ada Generation Laptop GPU", "RTX 2000 Ada Generation Laptop GPU", "sm_89"),
+    ("NVIDIA H100 80GB HBM3", "H100", "sm_90"), ("NVIDIA H20", "H20", "sm_90"), ("NVIDIA B200", "B200", "sm_100"),
+    ("NVIDIA GeForce RTX 5090", "RTX 5090", "sm_120"), ("NVIDIA GeForce RTX 5070 Ti Laptop GPU", "RTX 5070 Ti Laptop GPU", "sm_120"),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX PRO 6000 Blackwell", "sm_120"),
+]
+
+
+@pytest.mark.parametrize("smi,model,arch", CATALOG)
+def test_the_catalog_knows_every_generation_by_the_names_nvidia_smi_prints(smi: str, model: str, arch: str,
+                                                                           real_graph: Provider) -> None:
+    g = real_graph.gpu(smi)
+    assert g is not None, f"{smi!r} is no GPU of the data"
+    assert (g.name, g.arch) == (model, arch)
+
+
+def test_a_name_the_driver_gives_gpus_of_two_architectures_is_no_row(real_graph: Provider) -> None:
+    # GeForce GT 730 is Fermi (GF108), Kepler GK107 (3.0) and Kepler GK208 (3.5) under one name, and
+    # GTX 860M Kepler or Maxwell: a row would give some of them the wrong kernels
+    for name in ("GeForce GT 730", "NVIDIA GeForce GT 730", "GeForce GTX 860M", "GeForce GT 1030"):
+        assert real_graph.gpu(name) is None
+
+
+def test_every_nvidia_gpu_row_has_an_architecture_with_its_compute_capability() -> None:
+    m = load_dir(data_dir())
+    cc = {a.name: a.compute_capability for a in m.archs if a.vendor == "nvidia"}
+    nvidia = [g for g in m.gpus if g.vendor == "nvidia"]
+    assert len(nvidia) >= 350
+    assert all(cc.get(g.arch) for g in nvidia)
+    assert {cc[g.arch].split(".")[0] for g in nvidia} >= {"3", "5", "6", "7", "8", "9", "10", "12"}

@@ -386,3 +386,59 @@ def test_amd_names_the_tools_print_are_known_with_their_target(printed: str, mod
     # a tool that names the GPU but not its target (rocm-smi's product name, an old amd-smi's market_name)
     f = complete(HostFacts(vendor="amd", gpus=(GpuInfo(index=0, name=printed),), source="rocm-smi"), real_graph)
     assert f.gpus[0].gfx == gfx and hardware_table(f, real_graph)["gpus"] == [model]
+# `nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,uuid --format=csv,noheader,nounits`
+# on old and new GPUs, with the names and capabilities users posted (the URLs say where)
+@pytest.mark.parametrize("row,model,arch", [
+    # https://github.com/pytorch/pytorch/issues/31319 (a Tesla K80 and two K40c in one box, driver 470 era)
+    ("Tesla K80, 470.256.02, 3.7, 11441, GPU-0a1b", "K80", "sm_37"),
+    ("Tesla K40c, 470.256.02, 3.5, 11441, GPU-0a1c", "K40", "sm_35"),
+    # https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/3003
+    ("NVIDIA GeForce GTX TITAN Black, 470.256.02, 3.5, 6083, GPU-0a1d", "GTX TITAN Black", "sm_35"),
+    # https://github.com/pytorch/pytorch/issues/53164 (GeForce GTX 1070 Ti, sm_61)
+    ("NVIDIA GeForce GTX 1070 Ti, 535.183.01, 6.1, 8192, GPU-0a1e", "GTX 1070 Ti", "sm_61"),
+    # https://github.com/meituan/YOLOv6/issues/350
+    ("NVIDIA GeForce RTX 3080 Laptop GPU, 515.48.07, 8.6, 16384, GPU-0a1f", "RTX 3080 Laptop GPU", "sm_86"),
+    # https://github.com/astra-vision/MonoScene/issues/80
+    ("NVIDIA GeForce RTX 4060 Laptop GPU, 545.29.06, 8.9, 8188, GPU-0a20", "RTX 4060 Laptop GPU", "sm_89"),
+    # https://github.com/RetroUpgrade-YouTube/Hi3DGen_1Click_installer/issues/5
+    ("NVIDIA GeForce RTX 5080 Laptop GPU, 576.02, 12.0, 16303, GPU-0a21", "RTX 5080 Laptop GPU", "sm_120"),
+    # https://github.com/pytorch/pytorch/issues/150733
+    ("NVIDIA GeForce RTX 5090 D, 572.83, 12.0, 32607, GPU-0a22", "RTX 5090 D", "sm_120"),
+])
+def test_nvidia_smi_names_of_old_and_new_gpus_are_models_of_the_data(row: str, model: str, arch: str,
+                                                                      real_graph: Provider) -> None:
+    driver, gpus = det.parse_smi_csv(row + "\n")
+    facts = complete(HostFacts(vendor="nvidia", driver=driver, source="nvidia-smi", gpus=tuple(gpus)), real_graph)
+    assert hardware_table(facts, real_graph)["gpus"] == [model]
+    spec = parse_spec('[frameworks]\ntorch = "*"\n', "p.toml", real_graph)
+    got, warnings = for_host(spec, facts, real_graph)
+    assert [(g.name, g.arch.name) for g in got.targets[0].gpus] == [(model, arch)] and warnings == []
+
+
+def test_an_old_driver_that_does_not_say_the_capability_gets_it_from_the_model(real_graph: Provider) -> None:
+    # drivers before 510 have no compute_cap field (the XML fallback): the model's row supplies it
+    facts = complete(HostFacts(vendor="nvidia", driver="470.256.02", source="nvidia-smi -q -x",
+                               gpus=(GpuInfo(index=0, name="NVIDIA GeForce GTX 770"),
+                                     GpuInfo(index=1, name="Quadro K2200"))), real_graph)
+    assert [g.compute_capability for g in facts.gpus] == ["3.0", "5.0"]
+
+
+def test_a_name_of_two_architectures_is_solved_for_the_capability_the_driver_reports(real_graph: Provider) -> None:
+    # "GeForce GT 730" is a Fermi, a GK107 or a GK208 card: the name alone cannot say which
+    driver, gpus = det.parse_smi_csv("NVIDIA GeForce GT 730, 470.256.02, 3.5, 2002, GPU-0a23\n")
+    facts = complete(HostFacts(vendor="nvidia", driver=driver, source="nvidia-smi", gpus=tuple(gpus)), real_graph)
+    got, warnings = for_host(parse_spec('[frameworks]\ntorch = "*"\n', "p.toml", real_graph), facts, real_graph)
+    assert [g.arch.name for g in got.targets[0].gpus] == ["sm_35"]
+    assert warnings == ["GPU 0 'NVIDIA GeForce GT 730' is not in envsolve's data; solving for its architecture "
+                        "sm_35 as the driver reported it"]
+
+
+def test_the_architecture_the_driver_reports_wins_over_a_catalog_row_that_disagrees(real_graph: Provider) -> None:
+    # the catalog's row of a name is a fact about most GPUs of that name; the driver knows this one
+    # (GeForce 910M: NVIDIA's legacy page lists 5.2, the PCI ID repository a GK208, 3.5)
+    driver, gpus = det.parse_smi_csv("NVIDIA GeForce 910M, 470.256.02, 3.5, 2048, GPU-0a24\n")
+    facts = complete(HostFacts(vendor="nvidia", driver=driver, source="nvidia-smi", gpus=tuple(gpus)), real_graph)
+    got, warnings = for_host(parse_spec('[frameworks]\ntorch = "*"\n', "p.toml", real_graph), facts, real_graph)
+    assert [g.arch.name for g in got.targets[0].gpus] == ["sm_35"]
+    assert warnings == ["GPU 0 'NVIDIA GeForce 910M' is GeForce 910M (sm_52) in envsolve's data but the driver "
+                        "reports sm_35; solving for sm_35"]

@@ -225,7 +225,8 @@ def test_the_lock_command_agrees_for_a_refused_and_a_solved_spec(tmp_path: Path,
 # ---------------------------------------------------------------------------- the site's files
 
 def test_small_and_every_page_there(files: dict[str, str]) -> None:
-    assert sum(len(t.encode()) for t in files.values()) < 5_000_000
+    # a page per GPU model: the catalog has every NVIDIA GPU from Kepler on (about 420 models)
+    assert sum(len(t.encode()) for t in files.values()) < 6_000_000
     for page in ("index.html", "site.css", "site.js", "gpus/index.html", "releases/index.html", "drivers/index.html",
                  "gpus/rtx-4090.html", "releases/torch-2.7.1.html", "drivers/535.html", MARKER):
         assert page in files

@@ -194,7 +194,8 @@ def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(
         "14 problems:",
         "  project.toml: hardware.colour: unknown key (allowed: cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, "
         "vendor)",
-        "  project.toml: hardware.gpus[1]: unknown GPU 'B1000'; did you mean 'T1000'? (or write an architecture: sm_80, "
+        "  project.toml: hardware.gpus[1]: unknown GPU 'B1000'; did you mean 'B100' or 'T1000'? (or write an architecture: "
+        "sm_80, "
         "8.0, gfx942)",
         "  project.toml: hardware.vendor: 'intel' must be one of nvidia, amd, cpu",
         "  project.toml: hardware.vendor: is 'intel' but the GPUs listed are nvidia",
@@ -236,3 +237,30 @@ def test_a_whole_number_is_still_a_cuda_version_and_a_known_os_is_taken(fixture_
                       "[indexes]\npytorch = 'https://mirror.example/whl'\n", "project.toml", fixture_graph)
     assert spec.targets[0].cuda is not None and spec.targets[0].cuda.raw == "12"
     assert spec.os == "ubuntu22.04" and spec.indexes == (("pytorch", "https://mirror.example/whl"),)
+
+
+@pytest.mark.parametrize("written,model", [
+    ("NVIDIA A100-SXM4-64GB", "A100"),  # a memory size and form factor the aliases lack
+    ("Tesla V100-DGXS-32GB", "V100"),
+    ("NVIDIA GeForce GTX 1060 6GB", "GTX 1060"),
+    ("RTX 3060 Mobile", "RTX 3060 Laptop GPU"),  # a laptop part as people write it
+    ("rtx 4090 laptop", "RTX 4090 Laptop GPU"),
+    ("NVIDIA GeForce GTX 1070 Mobile", "GTX 1070"),  # Pascal laptop parts carry the desktop name
+    ("NVIDIA GeForce RTX 2080 Super with Max-Q Design", "RTX 2080 SUPER"),
+])
+def test_a_gpu_is_found_as_the_driver_or_a_person_spells_it(written: str, model: str, real_graph: Provider) -> None:
+    spec = parse_spec(f'[hardware]\ngpus = ["{written}"]\n', "project.toml", real_graph)
+    assert [g.name for g in spec.targets[0].gpus] == [model]
+
+
+@pytest.mark.parametrize("written,near", [
+    ("RTX 3090 Super", "did you mean 'RTX 3090' or 'RTX 3090 Ti'"),  # the models of its series first
+    ("NVIDIA GeForce RTX 4080 Ti Laptop GPU", "did you mean 'RTX 4080' or 'RTX 4080 SUPER' or 'RTX 4080 Laptop GPU'"),
+    ("Tesla K41", "did you mean 'K40' or 'K10'"),
+])
+def test_an_unknown_gpu_is_exit_2_naming_the_value_and_the_nearest_known_names(written: str, near: str,
+                                                                                real_graph: Provider) -> None:
+    with pytest.raises(SpecError) as e:
+        parse_spec(f'[hardware]\ngpus = ["{written}"]\n', "project.toml", real_graph)
+    assert e.value.exit_code == 2
+    assert f"project.toml: hardware.gpus[0]: unknown GPU '{written}'; {near}" in str(e.value)

@@ -44,10 +44,8 @@ def _host_gpus(facts: HostFacts, provider: Provider) -> tuple[list[GpuReq], list
     gpus: list[GpuReq] = []
     warnings = []
     for g in facts.gpus:
-        label = _host_label(g, provider)
-        if label != g.name:
-            warnings.append(f"GPU {g.index} {g.name!r} is not in envsolve's data; solving for its architecture "
-                            f"{label} as the driver reported it")
+        label, warning = _host_label(g, provider)
+        warnings += [warning] if warning else []
         if (req := parser.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
             gpus.append(req)
     parser.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
@@ -55,9 +53,18 @@ def _host_gpus(facts: HostFacts, provider: Provider) -> tuple[list[GpuReq], list
     return gpus, warnings
 
 
-def _host_label(g: GpuInfo, provider: Provider) -> str:
-    """The name a host GPU is solved by: its model's, else the architecture the tools reported."""
-    return g.name if provider.gpu(g.name) is not None or not g.arch else g.arch
+def _host_label(g: GpuInfo, provider: Provider) -> tuple[str, str]:
+    """The name a host GPU is solved by: its model's, else the architecture the tools reported (a
+    name the data lacks, or a model whose architecture is not the one the driver reports: the
+    driver knows its GPU better than a catalog row); with the warning that says so."""
+    model = provider.gpu(g.name)
+    if not g.arch or (model is not None and model.arch == g.arch):
+        return g.name, ""
+    if model is None:
+        return g.arch, (f"GPU {g.index} {g.name!r} is not in envsolve's data; solving for its architecture "
+                        f"{g.arch} as the driver reported it")
+    return g.arch, (f"GPU {g.index} {g.name!r} is {model.name} ({model.arch}) in envsolve's data but the driver "
+                    f"reports {g.arch}; solving for {g.arch}")
 
 
 def _host_driver(facts: HostFacts, vendor: Vendor, jetson: bool) -> Dotted | None:
