@@ -106,6 +106,9 @@ def canonical_name(name: str) -> str:
 DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
                    # NVIDIA's Jetson AI Lab index: builds for each JetPack under /jp6/cu126 and the like
                    "jetson": "https://pypi.jetson-ai-lab.io",
+                   # NVIDIA's folders of Jetson wheels for JetPack 4 and 5 (/jp/v512/pytorch and the like):
+                   # plain file listings, for pip's --find-links, not a PEP 503 index
+                   "jetson-redist": "https://developer.download.nvidia.com/compute/redist",
                    # PaddlePaddle's own index of its CUDA builds (/cu118, /cu126, ...)
                    "paddle": "https://www.paddlepaddle.org.cn/packages/stable",
                    # NVIDIA's index (nvidia-tensorflow), the one nvidia-pyindex configures
