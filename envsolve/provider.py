@@ -309,7 +309,7 @@ class Provider:
         """The JetPack row of ``version`` (``6`` -> the newest 6.x; ``6.2`` -> 6.2, not 6.2.1)."""
         rows = [j for j in self.m.jetpacks if j.version.key[: len(version.key)] == version.key]
         exact = [j for j in rows if j.version == version]
-        return (exact or rows or [None])[-1]
+        return (exact or rows)[-1] if rows else None
 
     def jetpack_of_l4t(self, l4t: str) -> JetPack | None:
         """The JetPack release of a Jetson's L4T release (``R36.4.3``): the one that ships it, else

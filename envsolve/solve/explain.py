@@ -121,7 +121,7 @@ def _no_jetson_build(provider: Provider, t: Target, name: str, b: Build, jetsons
                key=lambda j: j.version, default=None)
     if need is None:
         return f"{name} has no build for JetPack {jp.version.major}"
-    return f"{name} needs JetPack {_jetpack_text(need, jetsons)}: {_jetpack_limit(provider, t, jp)}"
+    return f"{name} needs JetPack {_jetpack_text(need, jetsons)}: {_jetpack_limit(provider, t, jp, need)}"
 
 
 def _same_minor_jetson_builds(provider: Provider, b: Build) -> list[Build]:
@@ -139,13 +139,13 @@ def _jetpack_text(need: JetPack, jetsons: list[Build]) -> str:
     return f"{need.version} (Jetson Linux {need.l4t}) or newer of JetPack {need.version.major}"
 
 
-def _jetpack_limit(provider: Provider, t: Target, jp: JetPack) -> str:
-    """``Jetson Nano's newest JetPack is 4.6.6``, or the target's JetPack when its modules run newer."""
+def _jetpack_limit(provider: Provider, t: Target, jp: JetPack, need: JetPack) -> str:
+    """``Jetson Nano's newest JetPack is 4.6.6``, or the target's JetPack when its modules run the one needed."""
     names = [g.name for g in t.gpus]
     fits = provider.jetpacks_for(names)
     newest = fits[-1] if fits else jp
     modules = ", ".join(dict.fromkeys(names))
-    if newest.version == jp.version:
+    if newest.version < need.version or newest.version == jp.version:
         return f"{modules}'s newest JetPack is {jp.version} (Jetson Linux {jp.l4t})"
     return f"the target's JetPack is {jp.version} ({modules} runs up to {newest.version}: set jetpack)"
 
