@@ -34,6 +34,7 @@ __all__ = [
     "DOCKER_PLATFORM",
     "WHEEL_MACHINE",
     "EXTRA_INDEXES",
+    "FLAT_INDEXES",
     "GITHUB_RUNNER",
     "JETSON_PLATFORM",
     "FRAMEWORKS",
@@ -126,6 +127,9 @@ GITHUB_RUNNER: dict[Platform, str] = {"linux/amd64": "ubuntu-latest", "linux/arm
 # are on the default index): their builds are installed with --extra-index-url, pinned to a local version
 # (1.15.5+nv23.3) that the default index cannot serve. Every other index is used alone (--index-url).
 EXTRA_INDEXES = frozenset({"nvidia"})
+# Indexes that are plain folders of wheel files (pip's --find-links, uv's flat indexes), not PEP 503
+# indexes: NVIDIA's JetPack 4 and 5 wheels. Their pins carry the wheel's own version (2.1.0a0+41361538.nv23.06).
+FLAT_INDEXES = frozenset({"jetson-redist"})
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 
