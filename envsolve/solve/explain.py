@@ -116,7 +116,8 @@ def _no_jetson_build(provider: Provider, t: Target, name: str, b: Build, jetsons
         return f"{name} has no build for JetPack {t.jetpack}"
     jetsons = jetsons or _same_minor_jetson_builds(provider, b)
     if not jetsons:
-        return f"NVIDIA published no Jetson build of {name}; {_newest_for(provider, b, jp.version)}"
+        return f"NVIDIA published no Jetson build of {name}{_newest_jetson(provider, b, jp)}; " \
+               f"{_newest_for(provider, b, jp.version)}"
     need = min((j for j in provider.m.jetpacks if any(x.runs_on_jetpack(j.version) for x in jetsons)),
                key=lambda j: j.version, default=None)
     if need is None:
@@ -148,6 +149,16 @@ def _jetpack_limit(provider: Provider, t: Target, jp: JetPack, need: JetPack) ->
     if newest.version < need.version or newest.version == jp.version:
         return f"{modules}'s newest JetPack is {jp.version} (Jetson Linux {jp.l4t})"
     return f"the target's JetPack is {jp.version} ({modules} runs up to {newest.version}: set jetpack)"
+
+
+def _newest_jetson(provider: Provider, b: Build, jp: JetPack) -> str:
+    """`` (its newest Jetson build: torch 2.11.0, for JetPack 6)`` when that build does not run on ``jp``."""
+    found = [(r, x) for r in provider.releases(b.package) for x in provider.builds(r) if x.jetpack]
+    if not found or any(x.runs_on_jetpack(jp.version) for r, x in found if r.version == found[0][0].version):
+        return ""
+    rel = found[0][0]
+    majors = sorted({x.jetpack for r, x in found if r.version == rel.version})
+    return f" (the newest with one: {rel.package} {rel.raw}, for JetPack {', '.join(majors)})"
 
 
 def _newest_for(provider: Provider, b: Build, jetpack: Dotted) -> str:
