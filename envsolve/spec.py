@@ -479,7 +479,8 @@ class _ProjectParser(SectionParser):
             return None
         missing = [n for n in jetsons if n not in row.gpus]
         if missing:
-            ok = ", ".join(j.version.raw for j in fits) or "none"
+            ok = (f"{fits[0].version.raw} .. {fits[-1].version.raw}" if len(fits) > 3
+                  else ", ".join(j.version.raw for j in fits) or "none")
             self.bad(f"{where}.jetpack", f"JetPack {row.version.raw} does not support {', '.join(missing)} "
                      f"(JetPack releases that do: {ok})")
             return None

@@ -38,7 +38,16 @@ def why_none(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req
     rels = [r for r in provider.releases(req.name) if cache.contains(req.raw, r.version)]
     if not rels:
         return Clash(subject=subject, reason=f"no release matches (known: {_span(provider, req)})")
-    return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, rels[0]))
+    return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, _told(provider, t, rels)))
+
+
+def _told(provider: Provider, t: Target, rels: list[Release]) -> Release:
+    """The release a clash is told for: the newest; for a Jetson before SBSA, the newest NVIDIA built
+    for some JetPack when there is one (its JetPack is then the cause), else the newest."""
+    jp = provider.jetpack(t.jetpack) if t.jetpack is not None else None
+    if jp is None or jp.sbsa:
+        return rels[0]
+    return next((r for r in rels if any(b.jetpack for b in provider.builds(r))), rels[0])
 
 
 def _span(provider: Provider, req: FrameworkReq) -> str:
@@ -147,7 +156,7 @@ def _jetpack_limit(provider: Provider, t: Target, jp: JetPack, need: JetPack) ->
     newest = fits[-1] if fits else jp
     modules = ", ".join(dict.fromkeys(names))
     if newest.version < need.version or newest.version == jp.version:
-        return f"{modules}'s newest JetPack is {jp.version} (Jetson Linux {jp.l4t})"
+        return f"{modules}'s newest JetPack is {newest.version} (Jetson Linux {newest.l4t})"
     return f"the target's JetPack is {jp.version} ({modules} runs up to {newest.version}: set jetpack)"
 
 
