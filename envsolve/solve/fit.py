@@ -242,8 +242,7 @@ def _jetpack_build(b: Build, jp: JetPack) -> No | None:
     if b.runs_on_jetpack(jp.version):
         return None
     if b.jetpack == str(jp.version.major):
-        return No("jetpack", f"{b.variant} is built for JetPack {', '.join(b.jetpacks)} only; "
-                  f"the target's JetPack is {jp.version}")
+        return No("jetpack", f"built for JetPack {', '.join(b.jetpacks)} only, not {jp.version}")
     return No("jetson", f"{b.variant} is not built for JetPack {jp.version.major}: a Jetson runs the "
               f"builds of NVIDIA's Jetson index for its JetPack ({jp.version}, CUDA {jp.cuda})")
 
