@@ -379,4 +379,4 @@ def test_cli_lock_host_on_a_jetson_nano_refuses_torch_2_naming_the_jetpack(
     spec.write_text('[frameworks]\ntorch = "==2.5.*"\n')
     r = _cli(monkeypatch, "jetson-nano-jp461", "lock", "--host", str(spec))
     assert r.exit_code == 1, r.output
-    assert "torch 2.5.0 needs JetPack 6 (Jetson Linux 36): Jetson Nano's newest JetPack is 4.6.6" in r.output
+    assert "torch 2.5.1 needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: Jetson Nano's newest JetPack is 4.6.6" in r.output

@@ -306,15 +306,16 @@ def test_a_jetson_nano_never_gets_an_x86_or_default_index_cuda_build(real_graph:
 
 def test_a_release_the_jetpack_cannot_run_is_refused_naming_the_jetpack_it_needs(real_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = "==2.5.*"\n[hardware]\ngpus = ["Jetson Nano"]', real_graph)
-    # told for 2.5.0, the newest of the range NVIDIA built for a JetPack (2.5.1 has no Jetson build)
-    assert "torch 2.5.0 needs JetPack 6 (Jetson Linux 36): Jetson Nano's newest JetPack is 4.6.6" in str(e)
+    # 2.5.1 has no Jetson build of its own: its minor's (2.5.0's) tell the JetPack
+    assert "torch 2.5.1 needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: Jetson Nano's newest JetPack is 4.6.6" in str(e)
     # a module that could run the JetPack needed is told to set it
     e = unsat('[frameworks]\ntorch = "==2.5.*"\n[hardware]\ngpus = ["Jetson AGX Orin"]\njetpack = "5.1.2"', real_graph)
-    assert "needs JetPack 6 (Jetson Linux 36): the target's JetPack is 5.1.2 (Jetson AGX Orin runs up to 6.2.1: " \
-           "set jetpack)" in str(e)
-    # a JetPack 6 build linked against another CUDA than the JetPack's
+    assert "needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: the target's JetPack is 5.1.2 (set jetpack = '6.2.1' to use it)" \
+        in str(e)
+    # a JetPack 6 build linked against another CUDA than the JetPack's (6.0 brings CUDA 12.2)
     e = unsat('[frameworks]\ntorch = "==2.5.*"\n[hardware]\ngpus = ["Jetson AGX Orin"]\njetpack = "6.0"', real_graph)
-    assert "jp6-cu126: built for CUDA 12.6; JetPack 6.0 brings CUDA 12.2" in str(e)
+    assert ("torch 2.5.1 needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: the target's JetPack is 6.0 "
+            "(set jetpack = '6.2.1' to use it)") in str(e)
 
 
 def test_a_jetson_build_runs_only_on_the_jetpack_releases_it_names(real_graph: Provider) -> None:
@@ -322,6 +323,10 @@ def test_a_jetson_build_runs_only_on_the_jetpack_releases_it_names(real_graph: P
     r = one('[frameworks]\ntorch = "==2.0.*"\n[hardware]\ngpus = ["Jetson AGX Xavier"]\njetpack = "5.1.1"', real_graph)
     assert pkg(r, "torch") == ("2.0.0+nv23.05", "jp5-cu114")
     e = unsat('[frameworks]\ntorch = "==2.0.*"\n[hardware]\ngpus = ["Jetson AGX Xavier"]\njetpack = "5.0.2"',
+              real_graph)
+    assert ("torch 2.0.1 needs JetPack 5.1 (Jetson Linux 35.2.1) or newer of JetPack 5: the target's JetPack is "
+            "5.0.2 (set jetpack = '5.1.5' to use it)") in str(e)
+    e = unsat('[frameworks]\ntorch = "==2.0.0"\n[hardware]\ngpus = ["Jetson AGX Xavier"]\njetpack = "5.0.2"',
               real_graph)
     assert "no torch 2.0.0 build serves Jetson AGX Xavier (sm_72): jp5-cu114: built for JetPack 5.1 only, not 5.0.2" \
         in str(e)

@@ -38,16 +38,7 @@ def why_none(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req
     rels = [r for r in provider.releases(req.name) if cache.contains(req.raw, r.version)]
     if not rels:
         return Clash(subject=subject, reason=f"no release matches (known: {_span(provider, req)})")
-    return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, _told(provider, t, rels)))
-
-
-def _told(provider: Provider, t: Target, rels: list[Release]) -> Release:
-    """The release a clash is told for: the newest; for a Jetson before SBSA, the newest NVIDIA built
-    for some JetPack when there is one (its JetPack is then the cause), else the newest."""
-    jp = provider.jetpack(t.jetpack) if t.jetpack is not None else None
-    if jp is None or jp.sbsa:
-        return rels[0]
-    return next((r for r in rels if any(b.jetpack for b in provider.builds(r))), rels[0])
+    return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, rels[0]))
 
 
 def _span(provider: Provider, req: FrameworkReq) -> str:
@@ -127,11 +118,18 @@ def _no_jetson_build(provider: Provider, t: Target, name: str, b: Build, jetsons
     if not jetsons:
         return f"NVIDIA published no Jetson build of {name}{_newest_jetson(provider, b, jp)}; " \
                f"{_newest_for(provider, b, jp.version)}"
-    need = min((j for j in provider.m.jetpacks if any(x.runs_on_jetpack(j.version) for x in jetsons)),
-               key=lambda j: j.version, default=None)
+    need = min((j for j in provider.m.jetpacks if any(_runs(x, j) for x in jetsons)), key=lambda j: j.version,
+               default=None)
     if need is None:
         return f"{name} has no build for JetPack {jp.version.major}"
-    return f"{name} needs JetPack {_jetpack_text(need, jetsons)}: {_jetpack_limit(provider, t, jp, need)}"
+    return f"{name} needs JetPack {_jetpack_text(provider, need)}: {_jetpack_limit(provider, t, jp, need, jetsons)}"
+
+
+def _runs(b: Build, jp: JetPack) -> bool:
+    """Whether Jetson build ``b`` runs on JetPack ``jp``: one of its releases, and, linked against
+    the JetPack's CUDA, that very CUDA (as :func:`envsolve.solve.fit` requires)."""
+    same_cuda = b.cuda is not None and b.cuda.prefix(2) == jp.cuda.prefix(2)
+    return b.runs_on_jetpack(jp.version) and (not b.system_cuda or same_cuda)
 
 
 def _same_minor_jetson_builds(provider: Provider, b: Build) -> list[Build]:
@@ -141,24 +139,27 @@ def _same_minor_jetson_builds(provider: Provider, b: Build) -> list[Build]:
             for x in provider.builds(r) if x.jetpack]
 
 
-def _jetpack_text(need: JetPack, jetsons: list[Build]) -> str:
-    """``6 (Jetson Linux 36)``, or ``5.1 (Jetson Linux 35.2.1)`` when the builds name their releases."""
-    narrowed = all(x.jetpacks for x in jetsons)
-    if not narrowed:
+def _jetpack_text(provider: Provider, need: JetPack) -> str:
+    """``6 (Jetson Linux 36)`` when the builds run from the first release of that major, else
+    ``6.1 (Jetson Linux 36.4.0) or newer of JetPack 6``."""
+    first = next(j for j in provider.m.jetpacks if j.version.major == need.version.major)
+    if first.version == need.version:
         return f"{need.version.major} (Jetson Linux {need.l4t.split('.')[0]})"
     return f"{need.version} (Jetson Linux {need.l4t}) or newer of JetPack {need.version.major}"
 
-
-def _jetpack_limit(provider: Provider, t: Target, jp: JetPack, need: JetPack) -> str:
-    """``Jetson Nano's newest JetPack is 4.6.6``, or the target's JetPack when its modules run the one needed."""
+def _jetpack_limit(provider: Provider, t: Target, jp: JetPack, need: JetPack, jetsons: list[Build]) -> str:
+    """``Jetson Nano's newest JetPack is 4.6.6``; or, when the modules run a JetPack the builds are
+    for, that the target's JetPack is another and which to set."""
     names = [g.name for g in t.gpus]
     fits = provider.jetpacks_for(names)
-    newest = fits[-1] if fits else jp
     modules = ", ".join(dict.fromkeys(names))
-    if newest.version < need.version or newest.version == jp.version:
+    runnable = [j for j in fits if any(_runs(x, j) for x in jetsons)]
+    if runnable:
+        return f"the target's JetPack is {jp.version} (set jetpack = '{runnable[-1].version}' to use it)"
+    newest = fits[-1] if fits else jp
+    if newest.version < need.version:
         return f"{modules}'s newest JetPack is {newest.version} (Jetson Linux {newest.l4t})"
-    return f"the target's JetPack is {jp.version} ({modules} runs up to {newest.version}: set jetpack)"
-
+    return f"no JetPack {modules} runs ({fits[0].version if fits else jp.version} .. {newest.version}) has one"
 
 def _newest_jetson(provider: Provider, b: Build, jp: JetPack) -> str:
     """`` (its newest Jetson build: torch 2.11.0, for JetPack 6)`` when that build does not run on ``jp``."""
