@@ -178,9 +178,24 @@ class Build(_Row, frozen=True, kw_only=True):
     dist_version: str = ""
     jetpack: str = ""  # a Jetson build: the JetPack major it is built for
     find_links: str = ""  # its wheels are only on this find-links page (pip -f), on no index envsolve installs from
+    jetpacks: tuple[str, ...] = ()  # the JetPack releases of that major it runs on ("5.1" for 5.1.x); () for all
     shared: tuple[tuple[str, str], ...] = ()  # as its release's; each name here replaces the release's
     sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
+
+    def runs_on_jetpack(self, version: Dotted) -> bool:
+        """Whether this Jetson build runs on JetPack ``version``: built for its major and, where
+        ``jetpacks`` narrows the major, one of those releases (``5.1`` admits 5.1.x)."""
+        if self.jetpack != str(version.major):
+            return False
+        return not self.jetpacks or any(jetpack_is(p, version) for p in self.jetpacks)
+
+
+def jetpack_is(prefix: str, version: Dotted) -> bool:
+    """Whether JetPack ``version`` is the release ``prefix`` names (``5.1`` admits 5.1.2; ``5.1.0`` is 5.1)."""
+    parts = tuple(int(x) for x in prefix.split(".") if x.isdigit())
+    key = version.key + (0,) * max(0, len(parts) - len(version.key))
+    return key[: len(parts)] == parts
 
 
 class CondaBuild(_Row, frozen=True, kw_only=True):
@@ -282,6 +297,7 @@ class JetPack(_Row, frozen=True, kw_only=True):
     tensorrt: str
     os: str
     gpus: tuple[str, ...]
+    python: str = ""  # the system Python of its Ubuntu, which NVIDIA's Jetson wheels are built for
     image: str = ""
     sbsa: bool = False
 
@@ -612,6 +628,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
                 "dist_version": _str,
                 "jetpack": _str,
                 "find_links": _str,
+                "jetpacks": _strs,
                 "shared": _shared_requirements,
             },
         ),
@@ -636,7 +653,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             JetPack,
             {"version": _dotted, "l4t": _str, "cuda": _dotted, "cudnn": _str, "tensorrt": _str, "os": _str,
              "gpus": _strs},
-            {"image": _str, "sbsa": _bool},
+            {"python": _str, "image": _str, "sbsa": _bool},
         ),
         "kmd": _Rows(Kmd, {"version": _dotted, "user": _strs}, {}),
     },
@@ -1090,6 +1107,7 @@ class _BuildChecks:
         self.arch_names = arch_names
         self.cuda_minors = _cuda_minors(m)
         self.jetpacks = {str(j.version.major) for j in m.jetpacks}
+        self.jetpack_releases = [j.version for j in m.jetpacks]
         self.out = out
         self.seen: set[tuple[str, Version, str]] = set()
         self.defaults: dict[tuple[str, Version], str] = {}
@@ -1128,6 +1146,10 @@ class _BuildChecks:
             known = ", ".join(sorted(self.jetpacks, key=int)) or "none"
             self.out.add(file, f"{where}.jetpack", f"JetPack {bd.jetpack!r} has no [[jetpack]] row in "
                          f"platforms.toml (majors: {known})")
+        for p in bd.jetpacks:
+            if not any(jetpack_is(p, v) and str(v.major) == bd.jetpack for v in self.jetpack_releases):
+                self.out.add(file, f"{where}.jetpacks", f"JetPack {p!r} is no [[jetpack]] row of platforms.toml "
+                             f"of JetPack {bd.jetpack or '(jetpack missing)'}")
 
     def _archs(self, bd: Build, file: str, where: str) -> None:
         for key, names in (("archs", bd.archs), ("ptx", bd.ptx), ("gfx", bd.gfx)):

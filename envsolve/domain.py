@@ -34,6 +34,7 @@ __all__ = [
     "DOCKER_PLATFORM",
     "WHEEL_MACHINE",
     "EXTRA_INDEXES",
+    "FLAT_INDEXES",
     "GITHUB_RUNNER",
     "JETSON_PLATFORM",
     "FRAMEWORKS",
@@ -106,6 +107,9 @@ def canonical_name(name: str) -> str:
 DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
                    # NVIDIA's Jetson AI Lab index: builds for each JetPack under /jp6/cu126 and the like
                    "jetson": "https://pypi.jetson-ai-lab.io",
+                   # NVIDIA's folders of Jetson wheels for JetPack 4 and 5 (/jp/v512/pytorch and the like):
+                   # plain file listings, for pip's --find-links, not a PEP 503 index
+                   "jetson-redist": "https://developer.download.nvidia.com/compute/redist",
                    # PaddlePaddle's own index of its CUDA builds (/cu118, /cu126, ...)
                    "paddle": "https://www.paddlepaddle.org.cn/packages/stable",
                    # NVIDIA's index (nvidia-tensorflow), the one nvidia-pyindex configures
@@ -123,6 +127,9 @@ GITHUB_RUNNER: dict[Platform, str] = {"linux/amd64": "ubuntu-latest", "linux/arm
 # are on the default index): their builds are installed with --extra-index-url, pinned to a local version
 # (1.15.5+nv23.3) that the default index cannot serve. Every other index is used alone (--index-url).
 EXTRA_INDEXES = frozenset({"nvidia"})
+# Indexes that are plain folders of wheel files (pip's --find-links, uv's flat indexes), not PEP 503
+# indexes: NVIDIA's JetPack 4 and 5 wheels. Their pins carry the wheel's own version (2.1.0a0+41361538.nv23.06).
+FLAT_INDEXES = frozenset({"jetson-redist"})
 
 _CU = re.compile(r"^cu(\d+)(\d)$")
 

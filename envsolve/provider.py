@@ -341,9 +341,10 @@ class Provider:
         return any(gpu_name in j.gpus for j in self.m.jetpacks)
 
     def jetpack(self, version: Dotted) -> JetPack | None:
-        """The JetPack row of ``version`` (``6`` -> the newest 6.x; ``6.2`` -> 6.2)."""
+        """The JetPack row of ``version`` (``6`` -> the newest 6.x; ``6.2`` -> 6.2, not 6.2.1)."""
         rows = [j for j in self.m.jetpacks if j.version.key[: len(version.key)] == version.key]
-        return rows[-1] if rows else None
+        exact = [j for j in rows if j.version == version]
+        return (exact or rows)[-1] if rows else None
 
     def jetpack_of_l4t(self, l4t: str) -> JetPack | None:
         """The JetPack release of a Jetson's L4T release (``R36.4.3``): the one that ships it, else

@@ -9,7 +9,7 @@ mean" for near misses.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -479,7 +479,7 @@ class _ProjectParser(SectionParser):
             return None
         missing = [n for n in jetsons if n not in row.gpus]
         if missing:
-            ok = ", ".join(j.version.raw for j in fits) or "none"
+            ok = _jetpack_span(fits) or "none"
             self.bad(f"{where}.jetpack", f"JetPack {row.version.raw} does not support {', '.join(missing)} "
                      f"(JetPack releases that do: {ok})")
             return None
@@ -491,7 +491,7 @@ class _ProjectParser(SectionParser):
             return None
         row = self.provider.jetpack(version)
         if row is None:
-            known = ", ".join(j.version.raw for j in self.provider.m.jetpacks)
+            known = _jetpack_span(self.provider.m.jetpacks)
             self.bad(f"{where}.jetpack", f"JetPack {version.raw} is not in the data (known: {known})")
         return row
 
@@ -680,3 +680,11 @@ def url_credentials(path: Path, environ: Mapping[str, str] | None = None) -> tup
     found = [requirement_credentials(line, f"{path} [packages] pip")[1] for line in lines]
     indexes = {k: v for k, v in _table(data, "indexes").items() if isinstance(v, str)}
     return tuple(c for c in found if c is not None) + index_credentials(indexes, environ, str(path))
+
+
+def _jetpack_span(rows: Sequence[JetPack]) -> str:
+    """``4.2 .. 4.6.6, 5.0 .. 5.1.5``: JetPack releases (oldest first), each major's first and last."""
+    majors: dict[int, list[str]] = {}
+    for j in rows:
+        majors.setdefault(j.version.major, []).append(j.version.raw)
+    return ", ".join(v[0] if len(v) == 1 else f"{v[0]} .. {v[-1]}" for v in majors.values())

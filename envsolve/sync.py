@@ -340,7 +340,7 @@ def _plan(env: Environment, installed: Mapping[str, str], marker: Mapping[str, A
 # ---------------------------------------------------------------------------- installing
 
 
-_OPTION = re.compile(r"^(--index-url|--extra-index-url)\s+(\S+)\s*$")
+_OPTION = re.compile(r"^(--index-url|--extra-index-url|--find-links)\s+(\S+)\s*$")
 _NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==| @ )")  # name==version, or name @ URL
 
 
@@ -370,7 +370,7 @@ def _index_args(text: str) -> tuple[list[str], str]:
     from .config import pip_index_url, strip_credentials
 
     option = _index_of(text)
-    default = pip_index_url() if option is None or option[0] == "--extra-index-url" else ""
+    default = pip_index_url() if option is None or option[0] != "--index-url" else ""  # beside a folder of wheels too
     args = ["--index-url", default] if default else []
     shown = option[1] if option is not None else default or "the default index"
     return args, strip_credentials(shown)[0]

@@ -335,3 +335,17 @@ def test_the_smoke_test_asks_for_the_run_flags_the_dockerfile_names(case: str, f
     expected = json.loads(ast.literal_eval(literal.group(1)))
     assert expected["run_flags"] == flags
     assert f" {flags} " in next(line for line in out["Dockerfile"].splitlines() if "docker run" in line)
+
+
+def test_nvidias_jetpack_wheel_folder_is_installed_with_find_links_at_the_wheels_own_version() -> None:
+    # NVIDIA's jp/vXYZ folders are plain listings of files (pip's --find-links), not PEP 503 indexes;
+    # the pin is the wheel's own version, which only that folder has (public report:
+    # https://github.com/Qengineering/Jetson-Nano-Ubuntu-20-image/issues/17, tensorflow==2.7.0+nv22.1)
+    from envsolve.lock.model import read
+    from envsolve.render.artifacts import render_environment
+
+    lock = read(Path(__file__).parent / "cases" / "jetson-nano-tensorflow-jetpack461" / "expected.lock")
+    out = render_environment(lock, lock.environments[0])
+    assert ('pip install --find-links "${ENVSOLVE_INDEX_JETSON_REDIST}/jp/v461/tensorflow" \\\n'
+            "        tensorflow==2.7.0+nv22.1") in out["Dockerfile"]
+    assert "--index-url" not in out["Dockerfile"].split("# 3.")[1].split("# 5.")[0]

@@ -115,7 +115,7 @@ def test_explain_says_why_a_platform_was_chosen_and_what_it_rules_out(tmp_path: 
     assert "    torch 2.10.0 (cu128): no linux/arm64 wheel of this build (matrices/platforms.toml)\n" in r.output
     p.write_text('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["Jetson AGX Orin"]\n')
     r = CliRunner().invoke(main, ["explain", str(p)])
-    assert "  JetPack 6.2: the Jetson's driver and CUDA 12.6 come with it\n" in r.output, r.output
+    assert "  JetPack 6.2.1: the Jetson's driver and CUDA 12.6 come with it\n" in r.output, r.output
     assert "torch 2.15.0 (cu132): cu132 is not built for JetPack 6: a Jetson runs the builds of NVIDIA's Jetson index" \
            in r.output
 

@@ -202,6 +202,10 @@ CURATED_MISTAKES = [
      "platforms.toml: jetpack (version 5.1.2).cuda: CUDA 11.9 has no [[toolkit]] row in cuda.toml"),
     ("torch.toml", 'jetpack = "6"', 'jetpack = "9"', "torch.toml: build (version {}, jp6-cu126).jetpack: "
      "JetPack '9' has no [[jetpack]] row in platforms.toml"),
+    ("torch.toml", 'jetpacks = ["5.1"]', 'jetpacks = ["5.9"]', "torch.toml: build (version {}, jp5-cu114).jetpacks: "
+     "JetPack '5.9' is no [[jetpack]] row of platforms.toml of JetPack 5"),
+    ("platforms.toml", '"Jetson TX2", "Jetson Nano"]', '"Jetson TX3", "Jetson Nano"]',
+     "platforms.toml: jetpack (version 4.2).gpus: 'Jetson TX3' is no GPU of gpus.toml"),
     ("platforms.toml", 'variants = ["', 'variants = ["cu999", "', ".variants: 'cu999' matches no torch build"),
     ("tensorflow.toml", 'requires = { keras', 'requires = { kerass = ">=2", keras',
      "tensorflow.toml: release (version {}).requires: 'kerass' is not one of"),

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from envsolve.cli import main
 from envsolve.host import detect as det
-from envsolve.host.facts import GpuInfo, HostFacts, MigDevice, complete, hardware_table
+from envsolve.host.facts import GpuInfo, HostFacts, MigDevice, complete, hardware_table, jetson_module
 from envsolve.host.target import for_host
 from envsolve.provider import Provider
 from envsolve.spec import parse_spec
@@ -109,7 +109,8 @@ def test_a_jetson_names_its_jetpack_from_l4t(real_graph: Provider) -> None:
     assert (f.platform, f.l4t, f.machine, f.gpus) == ("jetson", "R36.4.3", "aarch64", ())
     assert hardware_table(f, real_graph) == {"vendor": "cpu", "platform": "linux/arm64", "jetpack": "6.2"}
     # an L4T release the data has no JetPack for names none
-    assert "jetpack" not in hardware_table(host("jetson-orin", real_graph), real_graph)
+    # L4T R35.3.1 is JetPack 5.1.1's (platforms.toml), so a board of it is solved for that JetPack
+    assert hardware_table(host("jetson-orin", real_graph), real_graph)["jetpack"] == "5.1.1"
 
 
 def test_cli_lock_host_on_a_gh200_locks_arm64(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -442,3 +443,29 @@ def test_the_architecture_the_driver_reports_wins_over_a_catalog_row_that_disagr
     assert [g.arch.name for g in got.targets[0].gpus] == ["sm_35"]
     assert warnings == ["GPU 0 'NVIDIA GeForce 910M' is GeForce 910M (sm_52) in envsolve's data but the driver "
                         "reports sm_35; solving for sm_35"]
+def test_a_jetson_nano_board_on_jetpack_4_names_its_module_and_jetpack(real_graph: Provider) -> None:
+    """A Nano (JetPack 4.6.1, L4T R32.7.1) is known by /etc/nv_tegra_release and its board's model:
+    a linux/arm64 Jetson whose JetPack is 4.6.1, never an x86 GPU."""
+    f = host("jetson-nano-jp461", real_graph)
+    assert (f.platform, f.l4t, f.vendor) == ("jetson", "R32.7.1", "nvidia")
+    assert [(g.name, g.compute_capability) for g in f.gpus] == [("Jetson Nano", "5.3")]
+    assert hardware_table(f, real_graph)["jetpack"] == "4.6.1"
+
+
+def test_a_jetson_board_is_named_by_its_modules_aliases(real_graph: Provider) -> None:
+    """Boards whose model is no module name: the AGX Xavier developer kit under L4T R32 prints
+    "Jetson-AGX", the Orin Nano in JetPack 6.2's Super mode ends its model in "Super"."""
+    assert jetson_module("Jetson-AGX", real_graph) == "Jetson AGX Xavier"
+    assert jetson_module("NVIDIA Jetson Orin Nano Engineering Reference Developer Kit Super",
+                         real_graph) == "Jetson Orin Nano Super"
+    assert jetson_module("NVIDIA Jetson TX2 NX Developer Kit", real_graph) == "Jetson TX2 NX"
+    assert jetson_module("NVIDIA Jetson AGX Thor Developer Kit", real_graph) == "Jetson T5000"
+
+
+def test_cli_lock_host_on_a_jetson_nano_refuses_torch_2_naming_the_jetpack(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[frameworks]\ntorch = "==2.5.*"\n')
+    r = _cli(monkeypatch, "jetson-nano-jp461", "lock", "--host", str(spec))
+    assert r.exit_code == 1, r.output
+    assert "torch 2.5.1 needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: Jetson Nano's newest JetPack is 4.6.6" in r.output

@@ -267,11 +267,11 @@ JETSON = ('[matrix]\npython = ["3.10"]\ntorch = ["2.8.0"]\naccelerator = ["cuda"
 def test_a_matrix_of_jetson_modules_solves_for_their_jetpack(real_graph: Provider) -> None:
     res = results(real_graph, JETSON)
     jetson = res["py3_10-torch2_8_0-cuda"].resolution
-    assert jetson is not None and jetson.jetpack == "6.2"  # the newest JetPack of the Orin modules
+    assert jetson is not None and jetson.jetpack == "6.2.1"  # the newest JetPack of the Orin modules
     assert [(p.name, p.variant) for p in jetson.packages] == [("torch", "jp6-cu126")]
     assert jetson.base_image.startswith("nvcr.io/nvidia/l4t-jetpack:")
     row = formats.row(parse_matrix(JETSON, "images.toml", real_graph), res["py3_10-torch2_8_0-cuda"], "d")
-    assert (row["vendor"], row["jetpack"]) == ("nvidia", "6.2")  # the workflow runs it with the nvidia runtime
+    assert (row["vendor"], row["jetpack"]) == ("nvidia", "6.2.1")  # the workflow runs it with the nvidia runtime
     # a torch variant names the build exactly, and a Jetson build is a variant of its own
     assert res["py3_10-torch2_8_0-cu126"].reason == "torch 2.8.0 has no cu126 build (it has jp6-cu126 for this CUDA/ROCm)"
 
@@ -362,7 +362,8 @@ def test_a_jetson_cell_of_a_release_without_a_jetson_build_names_the_nearest_jet
                               'gpus = ["Jetson AGX Orin"]\n')
     assert res["py3_10-torch2_8_0-cuda"].valid
     # it listed why each of cu126 .. cu130 is not built for JetPack 6
-    assert res["py3_10-torch2_9_0-cuda"].reason == "torch 2.9.0 has no build for JetPack 6 (nearest: torch 2.8.0 jp6-cu126)"
+    assert res["py3_10-torch2_9_0-cuda"].reason == ("NVIDIA published no Jetson build of torch 2.9.0; for JetPack 6.2.1 "
+                                                   "the nearest is torch 2.8.0 (jp6-cu126)")
 
 
 # ---------------------------------------------------------------------------- every format streams

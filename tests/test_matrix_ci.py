@@ -534,7 +534,7 @@ def test_gpu_smoke_steps_run_each_cell_as_its_rendered_artifacts_say(workflows: 
                         "--render", str(tmp_path)], cwd=repo, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     rows = {row["accelerator"]: row for row in json.loads(r.stdout)["include"]}
-    assert rows["cuda"]["vendor"] == "nvidia" and rows["cuda"]["jetpack"] == "6.2"
+    assert rows["cuda"]["vendor"] == "nvidia" and rows["cuda"]["jetpack"] == "6.2.1"
     assert "jetpack" not in rows["cpu"]
     dockerfile = (tmp_path / rows["cuda"]["id"] / "Dockerfile").read_text()
     run = next(line for line in dockerfile.splitlines() if "docker run" in line)

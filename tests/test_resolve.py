@@ -66,3 +66,15 @@ def test_an_unreachable_index_is_named_with_the_ways_out(tmp_path: Path, monkeyp
                     f"in {wait} s (retry {i} of 2)" for i, wait in ((1, 0.5), (2, 1))]
     assert slept == [0.5, 1.0]
     assert "S3CRET" not in e.value.message + "".join(said)
+
+
+def test_a_flat_index_pin_is_routed_to_a_flat_explicit_index() -> None:
+    # NVIDIA's JetPack wheel folders (domain.FLAT_INDEXES) go to uv as flat indexes, still explicit,
+    # so only the routed name comes from them
+    from envsolve.lock.resolve import _explicit_indexes
+
+    url = "https://developer.download.nvidia.com/compute/redist/jp/v512/pytorch"
+    uv = _explicit_indexes([Pin(name="torch", requirement="torch==2.1.0a0+41361538.nv23.06", index_url=url, flat=True),
+                            Pin(name="numpy", requirement="numpy<2")])
+    assert uv == {"sources": {"torch": {"index": "explicit-0"}},
+                  "index": [{"name": "explicit-0", "url": url, "explicit": True, "format": "flat"}]}

@@ -356,3 +356,45 @@ def test_a_target_never_supported_says_so(real_graph: Provider) -> None:
 def test_a_target_whose_support_ended_names_the_last_release(real_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = ">=2"\n[hardware]\ngpus = ["RX 580"]', real_graph)
     assert "ROCm 3.10 was the last release to support gfx803" in e.clashes[0].reason
+# ---------------------------------------------------------------------------- the Jetson family
+
+def test_a_jetson_nano_never_gets_an_x86_or_default_index_cuda_build(real_graph: Provider) -> None:
+    """A Nano runs JetPack 4.6.x (CUDA 10.2, Python 3.6): NVIDIA's Jetson build, for linux/arm64."""
+    r = one('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["Jetson Nano"]', real_graph)
+    assert pkg(r, "torch") == ("1.11.0a0+17540c5", "jp4-cu102")
+    assert (r.platform, r.jetpack, r.cuda, r.python) == ("linux/arm64", "4.6.6", "10.2", "3.6")
+    assert r.base_image == "nvcr.io/nvidia/l4t-base:r32.7.1"
+
+
+def test_a_release_the_jetpack_cannot_run_is_refused_naming_the_jetpack_it_needs(real_graph: Provider) -> None:
+    e = unsat('[frameworks]\ntorch = "==2.5.*"\n[hardware]\ngpus = ["Jetson Nano"]', real_graph)
+    # 2.5.1 has no Jetson build of its own: its minor's (2.5.0's) tell the JetPack
+    assert "torch 2.5.1 needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: Jetson Nano's newest JetPack is 4.6.6" in str(e)
+    # a module that could run the JetPack needed is told to set it
+    e = unsat('[frameworks]\ntorch = "==2.5.*"\n[hardware]\ngpus = ["Jetson AGX Orin"]\njetpack = "5.1.2"', real_graph)
+    assert "needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: the target's JetPack is 5.1.2 (set jetpack = '6.2.1' to use it)" \
+        in str(e)
+    # a JetPack 6 build linked against another CUDA than the JetPack's (6.0 brings CUDA 12.2)
+    e = unsat('[frameworks]\ntorch = "==2.5.*"\n[hardware]\ngpus = ["Jetson AGX Orin"]\njetpack = "6.0"', real_graph)
+    assert ("torch 2.5.1 needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: the target's JetPack is 6.0 "
+            "(set jetpack = '6.2.1' to use it)") in str(e)
+
+
+def test_a_jetson_build_runs_only_on_the_jetpack_releases_it_names(real_graph: Provider) -> None:
+    """torch 2.0.0+nv23.05 is NVIDIA's for JetPack 5.1.x; on 5.0.2 (L4T 35.1) it is refused."""
+    r = one('[frameworks]\ntorch = "==2.0.*"\n[hardware]\ngpus = ["Jetson AGX Xavier"]\njetpack = "5.1.1"', real_graph)
+    assert pkg(r, "torch") == ("2.0.0+nv23.05", "jp5-cu114")
+    e = unsat('[frameworks]\ntorch = "==2.0.*"\n[hardware]\ngpus = ["Jetson AGX Xavier"]\njetpack = "5.0.2"',
+              real_graph)
+    assert ("torch 2.0.1 needs JetPack 5.1 (Jetson Linux 35.2.1) or newer of JetPack 5: the target's JetPack is "
+            "5.0.2 (set jetpack = '5.1.5' to use it)") in str(e)
+    e = unsat('[frameworks]\ntorch = "==2.0.0"\n[hardware]\ngpus = ["Jetson AGX Xavier"]\njetpack = "5.0.2"',
+              real_graph)
+    assert "no torch 2.0.0 build serves Jetson AGX Xavier (sm_72): jp5-cu114: built for JetPack 5.1 only, not 5.0.2" \
+        in str(e)
+
+
+def test_a_release_nvidia_built_for_no_jetpack_names_the_newest_that_runs(real_graph: Provider) -> None:
+    e = unsat('[frameworks]\ntorch = "==2.9.0"\n[hardware]\ngpus = ["Jetson Orin Nano"]', real_graph)
+    assert ("NVIDIA published no Jetson build of torch 2.9.0; for JetPack 6.2.1 the nearest is torch 2.8.0 "
+            "(jp6-cu126)") in str(e)

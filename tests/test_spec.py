@@ -162,8 +162,11 @@ def test_gpus_of_two_platforms_in_one_target_are_named(real_graph: Provider) -> 
      "hardware.platform: 'arm64' must be one of linux/amd64, linux/arm64 (Docker's names)"),
     ('[hardware]\ngpus = ["H100"]\njetpack = "6.2"\n',
      "hardware.jetpack: applies to Jetson modules only (e.g. gpus = ['Jetson AGX Orin'])"),
+    ('[hardware]\ngpus = ["Jetson AGX Orin"]\njetpack = "3.3"\n',
+     "hardware.jetpack: JetPack 3.3 is not in the data (known: 4.2 .. 4.6.6, 5.0 .. 5.1.5, 6.0 .. 6.2.1, 7.0 .. 7.1)"),
     ('[hardware]\ngpus = ["Jetson AGX Orin"]\njetpack = "4.6"\n',
-     "hardware.jetpack: JetPack 4.6 is not in the data (known: 5.1.2, 6.0, 6.1, 6.2, 7.0, 7.1)"),
+     "hardware.jetpack: JetPack 4.6 does not support Jetson AGX Orin (JetPack releases that do: 5.0 .. 5.1.5, "
+     "6.0 .. 6.2.1)"),
     ('[hardware]\ngpus = ["Jetson AGX Orin"]\ndriver = "540.4.0"\n',
      "hardware: a Jetson's driver and CUDA come with its JetPack release: write jetpack = '6.2' instead of driver "
      "or cuda"),
@@ -183,13 +186,13 @@ def test_a_jetson_target_takes_the_newest_jetpack_of_its_modules(real_graph: Pro
     s = parse_spec('[hardware]\ngpus = ["Jetson AGX Xavier"]\n[targets.thor]\ngpus = ["Jetson T4000"]\n',
                    "project.toml", real_graph)
     got = {t.name: (t.platform, t.jetpack.raw if t.jetpack else "") for t in s.targets}
-    assert got == {"default": ("linux/arm64", "5.1.2"), "thor": ("linux/arm64", "7.1")}
+    assert got == {"default": ("linux/arm64", "5.1.5"), "thor": ("linux/arm64", "7.1")}
 
 
 def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(real_graph: Provider) -> None:
     text = ('[hardware]\ngpus = ["A100", "B1000"]\nvendor = "intel"\ndriver = "535"\nrocm = "6.2"\nrocm_driver = "4.5"\n'
             'platform = "arm64"\njetpack = "6.2"\ncolour = "red"\n'
-            '[targets.jet]\ngpus = ["Jetson AGX Orin"]\njetpack = "5.0"\n[targets.cpu]\nvendor = "cpu"\ncuda = \"12.8\"\n')
+            '[targets.jet]\ngpus = ["Jetson AGX Orin"]\njetpack = "3.3"\n[targets.cpu]\nvendor = "cpu"\ncuda = \"12.8\"\n')
     assert _platform_errors(text, real_graph).splitlines() == [
         "14 problems:",
         "  project.toml: hardware.colour: unknown key (allowed: cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, "
@@ -209,7 +212,8 @@ def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(
         "  project.toml: targets.cpu: 'driver' and 'cuda' apply to NVIDIA GPUs only (set vendor or gpus)",
         "  project.toml: targets.cpu.platform: 'arm64' must be one of linux/amd64, linux/arm64 (Docker's names)",
         "  project.toml: targets.jet.driver: driver version '535' is not an NVIDIA driver version such as 535.104.05",
-        "  project.toml: targets.jet.jetpack: JetPack 5.0 is not in the data (known: 5.1.2, 6.0, 6.1, 6.2, 7.0, 7.1)",
+        "  project.toml: targets.jet.jetpack: JetPack 3.3 is not in the data (known: 4.2 .. 4.6.6, 5.0 .. 5.1.5, "
+        "6.0 .. 6.2.1, 7.0 .. 7.1)",
     ]
 
 
@@ -223,7 +227,8 @@ def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(
      "so 12.10 is 12.1"),
     ("[targets.mi]\ngpus = ['MI300X']\nrocm = 6.2\n", "targets.mi.rocm: must be a string such as '12.4', not float 6.2"),
     ("[indexes]\npytroch = 'https://mirror.example/whl'\n",
-     "indexes.pytroch: unknown key (allowed: jetson, nvidia, paddle, pypi, pytorch); did you mean 'pytorch'?"),
+     "indexes.pytroch: unknown key (allowed: jetson, jetson-redist, nvidia, paddle, pypi, pytorch); did you mean "
+     "'pytorch'?"),
     ("[container]\nos = 'windows11'\n", "container.os: 'windows11' is not an OS of the data's base images (known: "),
     ("[container]\nos = 'ubuntu22.4'\n", "did you mean 'ubuntu22.04'?"),
     ("[project]\nname = 'x'\ndescription = 5\n", "project.description: must be a string, not int 5"),

@@ -287,3 +287,17 @@ def test_onnxruntime_from_the_package_index_syncs_imports_at_the_locked_version_
     assert {k.lower(): v for k, v in _installed(venv).items()} == {k.lower(): v for k, v in locked.items()}
     assert _sync(lock, "--venv", str(venv)).stdout.startswith(f"environment 'default' ({len(locked)} packages) "
                                                               "is already in sync")
+
+
+def test_a_file_of_a_folder_of_wheels_finds_its_links_beside_the_default_index(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NVIDIA's JetPack wheel folders (rendered as --find-links) are no index: the framework is found
+    # there, its dependencies on the default index, as pip does in the image
+    from envsolve.sync import _index_args
+
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.invalid/simple")
+    text = ("--find-links https://developer.download.nvidia.com/compute/redist/jp/v461/tensorflow\n"
+            "tensorflow==2.7.0+nv22.1\n")
+    args, shown = _index_args(text)
+    assert args == ["--index-url", "https://mirror.invalid/simple"]
+    assert shown == "https://developer.download.nvidia.com/compute/redist/jp/v461/tensorflow"

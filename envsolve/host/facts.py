@@ -117,9 +117,10 @@ def _modules(facts: HostFacts, provider: Provider) -> tuple[list[GpuInfo], list[
 def _as_module(g: GpuInfo, facts: HostFacts, provider: Provider) -> tuple[GpuInfo | None, str]:
     """A Jetson's board (which names its module) as that module; None and a warning when the data
     has no module of that name; any other GPU as it is."""
-    if facts.platform != "jetson" or g.arch or provider.gpu(g.name) is not None:
+    if facts.platform != "jetson" or g.arch:
         return g, ""
-    module = jetson_module(g.name, provider)
+    model = provider.gpu(g.name)  # a board whose model is a module's name or alias
+    module = model.name if model is not None else jetson_module(g.name, provider)
     if module is None:
         return None, f"the board {g.name!r} names no Jetson module in envsolve's data"
     return msgspec.structs.replace(g, name=module), ""
@@ -159,10 +160,12 @@ def _from_floors(facts: HostFacts) -> bool:
 
 def jetson_module(board: str, provider: Provider) -> str | None:
     """The Jetson module a board's name contains ("NVIDIA Jetson Orin NX Engineering Reference
-    Developer Kit" -> "Jetson Orin NX"): the longest module name of the data found in it."""
+    Developer Kit" -> "Jetson Orin NX"; "Jetson-AGX", the AGX Xavier's board under L4T R32 ->
+    "Jetson AGX Xavier"): the longest module name or alias of the data found in it."""
     text = f" {board.casefold()} "
-    names = sorted((g.name for g in provider.m.gpus if provider.is_jetson(g.name)), key=len, reverse=True)
-    return next((n for n in names if f" {n.casefold()} " in text), None)
+    named = [(n, g.name) for g in provider.m.gpus if provider.is_jetson(g.name) for n in (g.name, *g.aliases)]
+    named.sort(key=lambda x: len(x[0]), reverse=True)
+    return next((module for n, module in named if f" {n.casefold()} " in text), None)
 
 
 def model_name(g: GpuInfo, provider: Provider) -> str:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 import msgspec.structs
 
-from ..domain import canonical_name, driver_text
+from ..domain import FLAT_INDEXES, canonical_name, driver_text
 from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError, SpecError
 from ..files import LOCK_CAP, check_output, read_text, write_all
 from ..provider import Provider
@@ -360,8 +360,8 @@ def _pins(env: lockfile.Environment) -> list[Pin]:
     """The frameworks as uv takes them: each of a non-default index routed to its URL alone."""
     from .resolve import Pin
 
-    return [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "")
-            for p in env.frameworks]
+    return [Pin(name=p.name, requirement=p.requirement, index_url=p.index_url if p.index != "pypi" else "",
+                flat=p.index in FLAT_INDEXES) for p in env.frameworks]
 
 
 # ---------------------------------------------------------------------------- the command

@@ -64,6 +64,7 @@ class Pin(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     requirement: str
     index_url: str = ""
+    flat: bool = False  # the index is a folder of wheel files (domain.FLAT_INDEXES): uv's flat format
 
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -101,10 +102,12 @@ def _explicit_indexes(pins: Sequence[Pin]) -> dict[str, Any]:
     """``[tool.uv]``: each routed name from its explicit index alone ({} when none is routed)."""
     routed = sorted({p.index_url for p in pins if p.index_url})
     names = {url: f"explicit-{i}" for i, url in enumerate(routed)}
+    flat = {p.index_url for p in pins if p.flat}
     if not routed:
         return {}
     return {"sources": {p.name: {"index": names[p.index_url]} for p in pins if p.index_url},
-            "index": [{"name": names[url], "url": url, "explicit": True} for url in routed]}
+            "index": [{"name": names[url], "url": url, "explicit": True, **({"format": "flat"} if url in flat else {})}
+                      for url in routed]}
 
 
 def _pyproject(python: str, pins: Sequence[Pin], pip: Sequence[str]) -> dict[str, Any]:

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from ..config import check_url, requirement_credentials, strip_credentials
-from ..domain import DEFAULT_PLATFORM, EXTRA_INDEXES, cuda_of_variant, driver_text, qualified_image
+from ..domain import (
+    DEFAULT_PLATFORM,
+    EXTRA_INDEXES,
+    FLAT_INDEXES,
+    cuda_of_variant,
+    driver_text,
+    qualified_image,
+)
 from ..errors import LockError
 from ..lock.model import Environment, Lock, Package, index_url
 from ..paths import templates_dir
@@ -154,13 +161,18 @@ def _arg(index: str) -> str:
     return "ENVSOLVE_INDEX_" + re.sub(r"[^A-Z0-9_]", "_", index.upper())
 
 
+# How pip takes an index other than its own: alone (--index-url), beside the default index
+# (--extra-index-url: nvidia-tensorflow), or as a folder of wheel files (--find-links: NVIDIA's JetPack wheels)
+_OPTION = {**dict.fromkeys(EXTRA_INDEXES, "--extra-index-url"), **dict.fromkeys(FLAT_INDEXES, "--find-links")}
+
+
 def _group(url: str, pkgs: list[PackagePin], roots: Mapping[str, str]) -> dict[str, Any]:
     """The builds of one non-default index URL. In the Dockerfile the URL is its index's root as a
     build argument (a mirror at build time) and the build's folder under it, when the URL is that."""
     index, path = pkgs[0].index, pkgs[0].index_path
     on_root = bool(roots.get(index)) and url == index_url(index, path, roots)
     return {"index": index, "url": url, "requirements": [p.requirement for p in pkgs],
-            "option": "--extra-index-url" if index in EXTRA_INDEXES else "--index-url",
+            "option": _OPTION.get(index, "--index-url"),
             "arg": _arg(index) if on_root else "", "sub": f"/{path}" if on_root and path else ""}
 
 

@@ -5,7 +5,7 @@ would work are :mod:`envsolve.solve.fixes`).
 
 from __future__ import annotations
 
-from ..data import Build, Release
+from ..data import Build, JetPack, Release
 from ..domain import ACCELERATOR
 from ..errors import Clash
 from ..provider import Provider
@@ -105,26 +105,89 @@ def _each(misfits: list[_Misfit]) -> list[str]:
 
 
 def _no_build_of(provider: Provider, t: Target, name: str, nos: list[_Misfit]) -> str:
-    """``torch 2.7.1 has no ROCm build (its builds: cpu, cu128)``; for a Jetson, ``no build for
-    JetPack 6`` and the nearest release that has one; for another machine, no CUDA build but Jetson ones."""
+    """``torch 2.7.1 has no ROCm build (its builds: cpu, cu128)``; for a Jetson, the JetPack the
+    release's Jetson builds need against the newest its modules run, or that NVIDIA published none
+    and the newest release that runs on its JetPack; for another machine, no CUDA build but Jetson ones."""
     have = ", ".join(sorted({b.variant for b, _ in nos})) or "none"
     jetson = any(n.code == "jetson" for _, n in nos)
     if jetson and t.jetpack is not None and nos:
-        return f"{name} has no build for JetPack {t.jetpack.major} ({_nearest_jetson(provider, nos[0][0], t.jetpack)})"
+        return _no_jetson_build(provider, t, name, nos[0][0], [b for b, _ in nos if b.jetpack])
     but = " but for Jetson modules" if jetson else ""
     return f"{name} has no {_STACK.get(t.vendor, 'CPU')} build{but} (its builds: {have})"
 
 
-def _nearest_jetson(provider: Provider, b: Build, jetpack: Dotted) -> str:
-    """``nearest: torch 2.8.0 jp6-cu126``: the build for ``jetpack``'s major of the release nearest
-    ``b``'s (the newest older one first), or that no release has one."""
-    major = str(jetpack.major)
-    found = [(r, x) for r in provider.releases(b.package) for x in provider.builds(r) if x.jetpack == major]
+def _no_jetson_build(provider: Provider, t: Target, name: str, b: Build, jetsons: list[Build]) -> str:
+    """``torch 2.5.0 needs JetPack 6 (Jetson Linux 36): ...; Jetson Nano's newest JetPack is 4.6.6``,
+    or, for a release NVIDIA built for no JetPack, that and the newest release the target's JetPack runs."""
+    jp = provider.jetpack(t.jetpack) if t.jetpack is not None else None
+    if jp is None:
+        return f"{name} has no build for JetPack {t.jetpack}"
+    jetsons = jetsons or _same_minor_jetson_builds(provider, b)
+    if not jetsons:
+        return f"NVIDIA published no Jetson build of {name}{_newest_jetson(provider, b, jp)}; " \
+               f"{_newest_for(provider, b, jp.version)}"
+    need = min((j for j in provider.m.jetpacks if any(_runs(x, j) for x in jetsons)), key=lambda j: j.version,
+               default=None)
+    if need is None:
+        return f"{name} has no build for JetPack {jp.version.major}"
+    return f"{name} needs JetPack {_jetpack_text(provider, need)}: {_jetpack_limit(provider, t, jp, need, jetsons)}"
+
+
+def _runs(b: Build, jp: JetPack) -> bool:
+    """Whether Jetson build ``b`` runs on JetPack ``jp``: one of its releases, and, linked against
+    the JetPack's CUDA, that very CUDA (as :func:`envsolve.solve.fit` requires)."""
+    same_cuda = b.cuda is not None and b.cuda.prefix(2) == jp.cuda.prefix(2)
+    return b.runs_on_jetpack(jp.version) and (not b.system_cuda or same_cuda)
+
+
+def _same_minor_jetson_builds(provider: Provider, b: Build) -> list[Build]:
+    """The Jetson builds of the releases of ``b``'s major.minor (torch 2.5.0's for torch 2.5.1)."""
+    minor = b.version.release[:2]
+    return [x for r in provider.releases(b.package) if r.version.release[:2] == minor
+            for x in provider.builds(r) if x.jetpack]
+
+
+def _jetpack_text(provider: Provider, need: JetPack) -> str:
+    """``6 (Jetson Linux 36)`` when the builds run from the first release of that major, else
+    ``6.1 (Jetson Linux 36.4.0) or newer of JetPack 6``."""
+    first = next(j for j in provider.m.jetpacks if j.version.major == need.version.major)
+    if first.version == need.version:
+        return f"{need.version.major} (Jetson Linux {need.l4t.split('.')[0]})"
+    return f"{need.version} (Jetson Linux {need.l4t}) or newer of JetPack {need.version.major}"
+
+def _jetpack_limit(provider: Provider, t: Target, jp: JetPack, need: JetPack, jetsons: list[Build]) -> str:
+    """``Jetson Nano's newest JetPack is 4.6.6``; or, when the modules run a JetPack the builds are
+    for, that the target's JetPack is another and which to set."""
+    names = [g.name for g in t.gpus]
+    fits = provider.jetpacks_for(names)
+    modules = ", ".join(dict.fromkeys(names))
+    runnable = [j for j in fits if any(_runs(x, j) for x in jetsons)]
+    if runnable:
+        return f"the target's JetPack is {jp.version} (set jetpack = '{runnable[-1].version}' to use it)"
+    newest = fits[-1] if fits else jp
+    if newest.version < need.version:
+        return f"{modules}'s newest JetPack is {newest.version} (Jetson Linux {newest.l4t})"
+    return f"no JetPack {modules} runs ({fits[0].version if fits else jp.version} .. {newest.version}) has one"
+
+def _newest_jetson(provider: Provider, b: Build, jp: JetPack) -> str:
+    """`` (its newest Jetson build: torch 2.11.0, for JetPack 6)`` when that build does not run on ``jp``."""
+    found = [(r, x) for r in provider.releases(b.package) for x in provider.builds(r) if x.jetpack]
+    if not found or any(x.runs_on_jetpack(jp.version) for r, x in found if r.version == found[0][0].version):
+        return ""
+    rel = found[0][0]
+    majors = sorted({x.jetpack for r, x in found if r.version == rel.version})
+    return f" (the newest with one: {rel.package} {rel.raw}, for JetPack {', '.join(majors)})"
+
+
+def _newest_for(provider: Provider, b: Build, jetpack: Dotted) -> str:
+    """``for JetPack 4.6.6 the newest is torch 2.7.0 (jp4-cu102)``: the newest release with a build
+    for ``jetpack``, or that no release has one."""
+    found = [(r, x) for r in provider.releases(b.package) for x in provider.builds(r) if x.runs_on_jetpack(jetpack)]
     if not found:
-        return f"no {b.package} release in the data has one"
+        return f"no {b.package} release in the data has a build for JetPack {jetpack}"
     older = [f for f in found if f[0].version < b.version]
     rel, build = older[0] if older else found[-1]
-    return f"nearest: {rel.package} {rel.raw} {build.variant}"
+    return f"for JetPack {jetpack} the nearest is {rel.package} {rel.raw} ({build.variant})"
 
 
 def _pin_text(t: Target) -> str:

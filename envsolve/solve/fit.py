@@ -239,9 +239,12 @@ def _jetpack(provider: Provider, t: Target) -> JetPack | None:
 
 
 def _jetpack_build(b: Build, jp: JetPack) -> No | None:
-    """Why ``b`` is not a build of NVIDIA's Jetson index for JetPack ``jp`` (None when it is)."""
-    if b.jetpack == str(jp.version.major):
+    """Why ``b`` is not one of NVIDIA's Jetson builds for JetPack ``jp`` (None when it is): a build
+    of another kind, or a Jetson build for other releases of the same JetPack major."""
+    if b.runs_on_jetpack(jp.version):
         return None
+    if b.jetpack == str(jp.version.major):
+        return No("jetpack", f"built for JetPack {', '.join(b.jetpacks)} only, not {jp.version}")
     return No("jetson", f"{b.variant} is not built for JetPack {jp.version.major}: a Jetson runs the "
               f"builds of NVIDIA's Jetson index for its JetPack ({jp.version}, CUDA {jp.cuda})")
 
