@@ -211,13 +211,11 @@ def test_tensorflow_115_on_ampere_is_nvidias_build_from_nvidias_index(real_graph
     assert (r.python, r.cuda) == ("3.8", "12.1")
 
 
-def test_onnxruntime_on_hopper_with_r535_takes_the_cuda_12_2_build_whose_ptx_the_driver_jits(
+def test_onnxruntime_on_hopper_with_r535_takes_a_cuda_12_8_build_with_sm_90a_sass_by_minor_version(
         real_graph: Provider) -> None:
     r = one('[frameworks]\nonnxruntime = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "535.104.05"', real_graph)
-    assert pkg(r, "onnxruntime-gpu") == ("1.23.2", "cuda12") and r.compat == "native"
-    e = unsat('[frameworks]\nonnxruntime = "==1.26.0"\n[hardware]\ngpus = ["H100"]\ndriver = "535.104.05"',
-              real_graph)
-    assert "H100 (sm_90) runs only through PTX JIT, which needs a driver that runs CUDA 12.8 natively" in str(e)
+    assert pkg(r, "onnxruntime-gpu") == ("1.26.0", "cuda12")
+    assert (r.cuda, r.compat, r.jit_archs) == ("12.8", "minor-version", ())
 
 
 def test_paddle_gpu_builds_come_from_paddles_index_by_cuda_version(real_graph: Provider) -> None:

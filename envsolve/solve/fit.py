@@ -60,8 +60,15 @@ def pythons(cache: Cache, spec: ProjectSpec, rel: Release, b: Build | None) -> f
 
 
 def _archs_text(b: Build) -> str:
+    """``sm_75, sm_80; PTX compute_80``: the build's SASS and PTX targets."""
     sass = ", ".join(b.archs) or "none"
-    return f"{sass}" + (f"; PTX {', '.join(b.ptx)}" if b.ptx else "")
+    return f"{sass}" + (f"; PTX {', '.join(map(_ptx_name, b.ptx))}" if b.ptx else "")
+
+
+def _ptx_name(arch: str) -> str:
+    """``compute_90a``: PTX for an arch as nvcc names it."""
+    a = parse_arch(arch)
+    return f"compute_{a.major}{a.minor}{a.suffix}"
 
 
 def _refused(no: No) -> _Fit:
@@ -133,8 +140,8 @@ def _no_kernels(provider: Provider, b: Build, cuda: Dotted, gpu: GpuReq, code: s
     none = f"no kernels for {gpu_text(gpu)}: compiled for {_archs_text(b)}"
     specific = _arch_specific_ptx(b)
     if specific:
-        return No("arch", f"{none}; its PTX {specific} is arch-specific (it JIT-compiles for that compute "
-                  f"capability only), and it has no SASS for {gpu.arch.name} and no plain PTX at or below it")
+        return No("arch", f"{none}, arch-specific PTX that JIT-compiles for {specific} only: no SASS for "
+                  f"{gpu.arch.name} and no plain PTX at or below it")
     none += f": no SASS for {gpu.arch.name} and no PTX at or below it"
     if provider.toolkit_knows(cuda, gpu.arch):
         return No("arch", none)
@@ -142,8 +149,8 @@ def _no_kernels(provider: Provider, b: Build, cuda: Dotted, gpu: GpuReq, code: s
 
 
 def _arch_specific_ptx(b: Build) -> str:
-    """``compute_90a``: the build's arch-specific PTX ("" when it has none)."""
-    return ", ".join(f"compute_{a.major}{a.minor}a" for a in map(parse_arch, b.ptx) if a.suffix == "a")
+    """``sm_90``: the archs the build's arch-specific PTX (``compute_90a``) JIT-compiles for ("" when none)."""
+    return ", ".join(f"sm_{a.major}{a.minor}" for a in map(parse_arch, b.ptx) if a.suffix == "a")
 
 
 def _unknown_to(provider: Provider, cuda: Dotted, gpu: GpuReq, none: str) -> No:
@@ -346,15 +353,16 @@ def jit_note(c: Candidate) -> str:
     ptx = ", ".join(_jit_ptx(c.build, a) for a in c.jit)
     return (f"{c.label} has no SASS for {', '.join(c.jit)}: the driver JIT-compiles its PTX ({ptx}), so the "
             "first run compiles its kernels, which can take minutes (cached in ~/.nv/ComputeCache; raise "
-            "CUDA_CACHE_MAXSIZE for a large build), and warnings that it was not built for this GPU "
-            "(ptxas, the framework's own) are expected")
+            "CUDA_CACHE_MAXSIZE for a large build), and warnings that it was not built for this GPU are "
+            f"expected (the framework's own; its CUDA's ptxas: \"Value '{c.jit[-1]}' is not defined\", "
+            "falling back to the driver)")
 
 
 def _jit_ptx(b: Build, arch: str) -> str:
     """``compute_80 -> sm_86``: the newest PTX of ``b`` that JIT-compiles for ``arch``."""
     gpu = parse_arch(arch)
     code = max((p for p in map(parse_arch, b.ptx) if p.ptx_jits_to(gpu)), key=lambda p: (p.major, p.minor))
-    return f"compute_{code.major}{code.minor}{code.suffix} -> {arch}"
+    return f"{_ptx_name(code.name)} -> {arch}"
 
 
 def _accelerator(b: Build, t: Target) -> No | None:
