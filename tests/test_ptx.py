@@ -142,3 +142,15 @@ def test_explain_says_a_jit_only_fit_in_text_and_json(tmp_path: Path) -> None:
     [t] = json.loads(out.stdout)["targets"]
     assert t["chosen"][0]["jit"] == ["sm_86"]
     assert any(w.startswith("tensorflow 2.4.1 (cuda) has no SASS for sm_86") for w in t["warnings"])
+
+
+def test_onnxruntime_1_23_2_is_forward_compatible_again_and_1_29_has_no_kernels_for_a_b200(real_graph: Provider) -> None:
+    # read off the wheels: 1.23.2 carries plain compute_90 PTX again; from 1.29 the CUDA 13 wheels carry
+    # sm_90a and sm_120a SASS but no sm_100 SASS and no PTX (https://github.com/microsoft/onnxruntime/pull/31992)
+    (r,) = resolve('[frameworks]\nonnxruntime = "==1.23.2"\n[hardware]\ngpus = ["RTX 5090"]', real_graph)
+    assert r.jit_archs == ("sm_120",)
+    (r,) = resolve('[frameworks]\nonnxruntime = "*"\n[hardware]\ngpus = ["B200"]', real_graph)
+    assert (pkg(r, "onnxruntime-gpu"), r.jit_archs) == (("1.28.0", "cuda13"), ())
+    e = unsat('[frameworks]\nonnxruntime = "==1.31.1"\n[hardware]\ngpus = ["B200"]', real_graph)
+    assert ("no kernels for B200 (sm_100): compiled for sm_75, sm_80, sm_86, sm_89, sm_90a, sm_120a: no SASS for "
+            "sm_100 and no PTX at or below it") in str(e)
