@@ -70,15 +70,21 @@ def test_a_compute_90a_only_build_runs_on_an_h100_by_jit_and_nowhere_newer(real_
 
 
 def test_tensorflow_2_4_and_2_5_with_one_arch_list_get_one_answer_on_an_rtx_3090(real_graph: Provider) -> None:
-    # both carry sm_35 .. sm_75 SASS and compute_80 PTX; CUDA 11.0 (2.4) cannot target sm_86, CUDA 11.2 (2.5) can
+    # both carry sm_35 .. sm_80 SASS and compute_80 PTX; CUDA 11.0 (2.4) cannot target sm_86, CUDA 11.2 (2.5) can:
+    # sm_80 SASS runs on 8.6 either way
     for version, cuda in (("2.4.1", "11.0"), ("2.5.0", "11.2")):
         (r,) = resolve(f'[frameworks]\ntensorflow = "=={version}"\n[hardware]\ngpus = ["RTX 3090"]', real_graph)
         assert pkg(r, "tensorflow") == (version, "cuda")
-        assert (r.cuda, r.compat, r.jit_archs) == (cuda, "native", ("sm_86",))
-        assert any("has no SASS for sm_86: the driver JIT-compiles its PTX (compute_80 -> sm_86)" in w
-                   for w in r.warnings)
+        assert (r.cuda, r.compat, r.jit_archs) == (cuda, "native", ())
     (r,) = resolve('[frameworks]\ntensorflow = "==2.4.1"\n[hardware]\ngpus = ["RTX 3090"]', real_graph)
     assert r.driver_min == "455.23"  # the first driver that knows sm_86 (CUDA 11.1's), above CUDA 11.0's own floor
+
+
+def test_tensorflow_2_4_reaches_an_h100_through_its_cuda_11_0_ptx(real_graph: Provider) -> None:
+    # CUDA 11.0 cannot target sm_90, but its compute_80 PTX JIT-compiles there on a driver that knows the H100
+    (r,) = resolve('[frameworks]\ntensorflow = "==2.4.1"\n[hardware]\ngpus = ["H100"]', real_graph)
+    assert (r.cuda, r.compat, r.jit_archs, r.driver_min) == ("11.0", "native", ("sm_90",), "520.61.05")
+    assert any("has no SASS for sm_90: the driver JIT-compiles its PTX (compute_80 -> sm_90)" in w for w in r.warnings)
 
 
 def test_a_driver_older_than_the_gpu_is_the_cause_not_the_builds_cuda(real_graph: Provider) -> None:
@@ -87,9 +93,11 @@ def test_a_driver_older_than_the_gpu_is_the_cause_not_the_builds_cuda(real_graph
 
 
 def test_the_jit_needs_a_driver_that_runs_the_builds_cuda_natively(real_graph: Provider) -> None:
-    e = unsat('[frameworks]\ntensorflow = "==2.12.0"\n[hardware]\ngpus = ["A100"]\ndriver = "470.82.01"', real_graph)
-    assert ("driver 470.82.01 runs CUDA 11.8 only by minor-version compatibility; needs >= 520.61.05 (A100 (sm_80) "
-            "runs only through PTX JIT, which needs a driver that runs CUDA 11.8 natively)") in str(e)
+    # TensorFlow 2.15 (CUDA 12.2) reaches an H100 only through compute_80 PTX; R525 runs CUDA 12.2 only by
+    # minor-version compatibility, which serves SASS but not the JIT
+    e = unsat('[frameworks]\ntensorflow = "==2.15.0"\n[hardware]\ngpus = ["H100"]\ndriver = "525.60.13"', real_graph)
+    assert ("driver 525.60.13 runs CUDA 12.2 only by minor-version compatibility; needs >= 535.54.03 (H100 (sm_90) "
+            "runs only through PTX JIT, which needs a driver that runs CUDA 12.2 natively)") in str(e)
 
 
 def test_onnxruntime_1_23s_arch_specific_ptx_is_the_true_cause_on_blackwell(real_graph: Provider) -> None:
@@ -115,33 +123,33 @@ def _case_lock(tmp_path: Path, name: str) -> str:
 
 
 def test_the_lock_records_jit_archs_and_reads_them_back(tmp_path: Path) -> None:
-    text = _case_lock(tmp_path, "rtx3090-tensorflow-2.4.1")
+    text = _case_lock(tmp_path, "rtx5090-onnxruntime-1.22")
     lock = lockfile.loads(text, "envsolve.lock")
-    assert lock.environments[0].jit_archs == ("sm_86",)
+    assert lock.environments[0].jit_archs == ("sm_120",)
     assert lockfile.dumps(lock) == text
 
 
 def test_a_lock_whose_jit_archs_are_not_its_gpus_is_refused(tmp_path: Path) -> None:
-    text = _case_lock(tmp_path, "rtx3090-tensorflow-2.4.1").replace('jit_archs = [\n    "sm_86",', 'jit_archs = [\n    "sm_90",')
+    text = _case_lock(tmp_path, "rtx5090-onnxruntime-1.22").replace('jit_archs = [\n    "sm_120",', 'jit_archs = [\n    "sm_90",')
     with pytest.raises(LockError, match=r"environments\[0\]\.jit_archs.*sm_90 is not one of the environment's gpu_archs"):
         lockfile.loads(text, "envsolve.lock")
-    bad = text.replace('jit_archs = [\n    "sm_90",', 'jit_archs = [\n    "sm_86; rm -rf /",')
+    bad = text.replace('jit_archs = [\n    "sm_90",', 'jit_archs = [\n    "sm_120; rm -rf /",')
     with pytest.raises(LockError, match=r"environments\[0\]\.jit_archs\[0\]"):
         lockfile.loads(bad, "envsolve.lock")
 
 
 def test_explain_says_a_jit_only_fit_in_text_and_json(tmp_path: Path) -> None:
     spec = tmp_path / "project.toml"
-    spec.write_bytes((CASES / "rtx3090-tensorflow-2.4.1" / "project.toml").read_bytes())
+    spec.write_bytes((CASES / "rtx5090-onnxruntime-1.22" / "project.toml").read_bytes())
     text = CliRunner().invoke(main, ["explain", str(spec)])
     assert text.exit_code == 0
-    assert ("  PTX JIT: tensorflow 2.4.1 (cuda) has no SASS for sm_86: the driver JIT-compiles its PTX (compute_80 -> "
-            "sm_86), so the first run compiles its kernels, which can take minutes") in text.stdout
-    assert "\"Value 'sm_86' is not defined\"" in text.stdout
+    assert ("  PTX JIT: onnxruntime 1.22.0 (cuda12) has no SASS for sm_120: the driver JIT-compiles its PTX "
+            "(compute_90 -> sm_120), so the first run compiles its kernels, which can take minutes") in text.stdout
+    assert "\"Value 'sm_120' is not defined\"" in text.stdout
     out = CliRunner().invoke(main, ["explain", "--format", "json", str(spec)])
     [t] = json.loads(out.stdout)["targets"]
-    assert t["chosen"][0]["jit"] == ["sm_86"]
-    assert any(w.startswith("tensorflow 2.4.1 (cuda) has no SASS for sm_86") for w in t["warnings"])
+    assert t["chosen"][0]["jit"] == ["sm_120"]
+    assert any(w.startswith("onnxruntime 1.22.0 (cuda12) has no SASS for sm_120") for w in t["warnings"])
 
 
 def test_onnxruntime_1_23_2_is_forward_compatible_again_and_1_29_has_no_kernels_for_a_b200(real_graph: Provider) -> None:
