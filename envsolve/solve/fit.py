@@ -3,7 +3,7 @@
 * A build serves a GPU when it carries SASS for the GPU's major at a minor at or below the
   GPU's, or PTX at or below it (:func:`envsolve.domain.kernels`; arch-specific PTX such as
   ``compute_90a`` only on its own compute capability). PTX runs by JIT whatever CUDA made the
-  build (TensorFlow 2.4's CUDA 11.0 compute_80 PTX runs on an RTX 3090), on a driver that knows
+  build (onnxruntime-gpu 1.22's CUDA 12.2 compute_90 PTX runs on an RTX 5090), on a driver that knows
   the GPU and runs the build's CUDA natively. Every GPU of a target must be served by the same
   build; a GPU served only by PTX is said in the lock and ``explain`` (:func:`jit_note`).
 * The driver runs the build's CUDA natively, or by minor-version compatibility within the
