@@ -418,9 +418,9 @@ def _build_info(text: str) -> dict[str, object]:
 
 
 def _compare_archs(ctx: _Ctx, label: str, b: Build, caps: list[object], cuda: str) -> None:
-    """``sm_NN`` is SASS, ``compute_NN`` PTX only."""
-    sass = [str(c) for c in caps if str(c).startswith("sm_")]
+    """``sm_NN`` is SASS, ``compute_NN`` SASS and PTX (TensorFlow builds both for it: the wheels' fatbins hold them)."""
     ptx = ["sm_" + str(c).split("_", 1)[1] for c in caps if str(c).startswith("compute_")]
+    sass = [str(c) for c in caps if str(c).startswith("sm_")] + [a for a in ptx if a not in map(str, caps)]
     ctx.compare(label, "SASS (build_info.py)", ", ".join(b.archs), ", ".join(sass))
     ctx.compare(label, "PTX (build_info.py)", ", ".join(b.ptx), ", ".join(ptx))
     ctx.compare(label, "CUDA (build_info.py)", ".".join(map(str, b.cuda.prefix(2))) if b.cuda else "", cuda)

@@ -153,9 +153,16 @@ class Arch:
         return self.minor <= gpu.minor
 
     def ptx_jits_to(self, gpu: Arch) -> bool:
-        """Whether PTX for this arch can be JIT-compiled for ``gpu`` (any newer arch)."""
-        if self.vendor != "nvidia" or gpu.vendor != "nvidia" or self.suffix:
+        """Whether PTX for this arch can be JIT-compiled for ``gpu``: plain PTX for its arch and any
+        newer one, whatever CUDA made it; arch-specific PTX (``compute_90a``) for exactly its
+        compute capability; family-specific PTX (``compute_100f``) for its major at an equal or
+        higher minor."""
+        if self.vendor != "nvidia" or gpu.vendor != "nvidia":
             return False
+        if self.suffix == "a":
+            return (self.major, self.minor) == (gpu.major, gpu.minor)
+        if self.suffix == "f":
+            return self.major == gpu.major and self.minor <= gpu.minor
         return (self.major, self.minor) <= (gpu.major, gpu.minor)
 
 

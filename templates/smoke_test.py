@@ -106,8 +106,13 @@ def _sass_runs(major: int, minor: int, suffix: str, gpu: tuple[int, int]) -> boo
 
 
 def _ptx_jits(major: int, minor: int, suffix: str, gpu: tuple[int, int]) -> bool:
-    """Plain PTX JIT-compiles for its arch and any newer one; arch- or family-specific PTX never."""
-    return not suffix and (major, minor) <= gpu
+    """Plain PTX JIT-compiles for its arch and any newer one; arch-specific (``a``) PTX only for
+    exactly its compute capability; family-specific (``f``) PTX for its major at an equal or higher minor."""
+    if suffix == "a":
+        return (major, minor) == gpu
+    if suffix == "f":
+        return major == gpu[0] and minor <= gpu[1]
+    return (major, minor) <= gpu
 
 
 def _kernels(arch_list: list[str], major: int, minor: int) -> str:

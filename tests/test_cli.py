@@ -147,7 +147,8 @@ def test_explain_unsatisfiable_lists_rejections_then_the_error(spec: Path) -> No
     spec.write_text('[frameworks]\ntorch = "==2.5.1"\n[hardware]\ngpus = ["RTX 5090"]\n')
     r = run("explain", "--all", str(spec))
     assert r.exit_code == 1
-    assert "torch 2.5.1 (cu124): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8" in r.output
+    assert "torch 2.5.1 (cu124): no kernels for RTX 5090 (sm_120): compiled for " in r.output
+    assert "no SASS for sm_120 and no PTX at or below it (sm_120 needs CUDA >= 12.8; this build is CUDA 12.4)" in r.output
     assert "ERROR: target 'default' cannot be satisfied:" in r.output
 
 

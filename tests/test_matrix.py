@@ -62,7 +62,7 @@ def test_hand_checked_cells_from_real_releases(real_graph: Provider) -> None:
     ok = res["py3_12-torch2_7_1-cu128-ubuntu22_04"].resolution
     assert ok is not None and ok.cuda == "12.8" and ok.base_image == "nvidia/cuda:12.8.1-base-ubuntu22.04"
     assert [(p.name, p.version, p.variant) for p in ok.packages] == [("torch", "2.7.1", "cu128")]
-    # CUDA 12.6 knows no sm_120, PTX or not
+    # the cu126 wheels carry no sm_120 SASS and no PTX, and CUDA 12.6 knows no sm_120
     assert res["py3_11-torch2_7_1-cu126-ubuntu22_04"].reason == (
         "torch 2.7.1 (cu126) has no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8")
     # torch 2.4.1 stopped at cu124; torch 2.9.1 dropped cu118
@@ -238,7 +238,8 @@ def test_check_images_reports_each_image_that_would_fail(tmp_path: Path) -> None
     assert r.exit_code == 1
     lines = r.output.splitlines()
     assert lines[0] == "  ok    good"
-    assert lines[1].startswith("  FAIL  old-torch-new-gpu: torch 2.5.1 (cu124): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8")
+    assert lines[1].startswith("  FAIL  old-torch-new-gpu: torch 2.5.1 (cu124): no kernels for RTX 5090 (sm_120): compiled for ")
+    assert lines[1].endswith(": no SASS for sm_120 and no PTX at or below it (sm_120 needs CUDA >= 12.8; this build is CUDA 12.4)")
     assert lines[2] == "  FAIL  wrong-cuda-label: torch 2.7.1 (cu126) is built for CUDA 12.6, the image says 12.8"
     assert "py-too-new: torch 2.4.1 (cu121): has no wheel for Python ==3.14.*" in lines[3]
     assert ("tf-and-torch: tensorflow 2.18.0 (cuda) bundles cuDNN 9.3.0.75 but torch 2.7.1 (cu126) bundles cuDNN "

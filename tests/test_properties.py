@@ -20,7 +20,7 @@ VERSIONS = {p: sorted({r.raw for r in G.m.releases if r.package == p}) for p in 
 
 
 def cc(name: str) -> tuple[int, int]:
-    digits = name.split("_")[1]
+    digits = name.split("_")[1].rstrip("af")
     return int(digits[:-1]), int(digits[-1])
 
 
@@ -46,11 +46,18 @@ def specs(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
-def serves(b: Build, gpu_arch: str, driver_native: bool, cuda_knows: bool) -> bool:
-    major, minor = cc(gpu_arch)
-    sass = any(cc(a)[0] == major and cc(a)[1] <= minor for a in b.archs)
-    ptx = any(cc(a) <= (major, minor) for a in b.ptx)
-    return sass or (ptx and driver_native and cuda_knows)
+def _sass(b: Build, gpu: tuple[int, int]) -> bool:
+    return any(cc(a) == gpu if a.endswith("a") else (cc(a)[0] == gpu[0] and cc(a)[1] <= gpu[1]) for a in b.archs)
+
+
+def _ptx(b: Build, gpu: tuple[int, int]) -> bool:
+    """PTX JIT-compiles for its arch and newer ones whatever CUDA made it; arch-specific PTX for its own only."""
+    return any(cc(a) == gpu if a.endswith("a") else cc(a) <= gpu for a in b.ptx)
+
+
+def serves(b: Build, gpu_arch: str, driver_native: bool) -> bool:
+    gpu = cc(gpu_arch)
+    return _sass(b, gpu) or (_ptx(b, gpu) and driver_native)
 
 
 def check(r: Resolution, text: str) -> None:
@@ -70,7 +77,6 @@ def check(r: Resolution, text: str) -> None:
         if b.accelerator == "cuda":
             assert b.cuda is not None
             native_min = min(tk.driver_min.key for tk in G.m.toolkits if tk.version.prefix(2) == b.cuda.prefix(2))
-            knows = {a for tk in G.m.toolkits if tk.version.prefix(2) == b.cuda.prefix(2) for a in tk.archs}
             if t.driver is not None:
                 native = t.driver.key >= native_min
                 floor = next(m.minor_compat_driver_min.key for m in G.m.cuda_majors if m.major == b.cuda.major)
@@ -81,7 +87,9 @@ def check(r: Resolution, text: str) -> None:
             else:
                 native = r.compat == "native"
             for gpu in t.gpus:
-                assert serves(b, gpu.arch.name, native, gpu.arch.name in knows), f"{b.variant} serves {gpu.name}"
+                assert serves(b, gpu.arch.name, native), f"{b.variant} serves {gpu.name}"
+                if not _sass(b, cc(gpu.arch.name)):
+                    assert gpu.arch.name in r.jit_archs, "a GPU a build reaches only through PTX is in jit_archs"
         if b.accelerator == "rocm":
             assert all(gpu.arch.name in b.gfx for gpu in t.gpus)
     if t.driver is not None:

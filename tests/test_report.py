@@ -38,7 +38,7 @@ def test_json_has_the_chosen_build_its_stack_python_image_and_rejections(spec: P
     assert (t["name"], t["satisfiable"], t["vendor"], t["platform"]) == ("default", True, "nvidia", "linux/amd64")
     assert t["gpus"] == [{"name": "H100", "arch": "sm_90"}]
     assert t["chosen"] == [{"framework": "torch", "version": "2.7.1", "variant": "cu126", "cuda": "12.6", "rocm": "",
-                            "driver_min": "560.28.03", "compat": "native",
+                            "driver_min": "560.28.03", "compat": "native", "jit": [],
                             "reason": "newest release that fits, the default build; driver >= 560.28.03 (native)"}]
     assert t["python"] == {"version": "3.13",
                            "reason": "the newest every framework supports; set [project] python to choose"}
@@ -83,8 +83,8 @@ def test_json_of_an_unsatisfiable_target_has_its_clashes_and_fixes_and_exits_1(s
                                          "and torch 2.5.1 builds stop at cu124 (CUDA 12.4)"}]
     assert bad["fixes"] == ["torch >= 2.7.1 works (for example torch 2.7.1 cu128)"]
     assert {"subject": "torch 2.5.1 (cu124)",
-            "reason": "no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8"} in [
-        {"subject": x["subject"], "reason": x["reason"].split(", and this build")[0]} for x in bad["rejected"]]
+            "reason": "no SASS for sm_120 and no PTX at or below it (sm_120 needs CUDA >= 12.8; this build is CUDA 12.4)"} in [
+        {"subject": x["subject"], "reason": x["reason"].split(": ", 2)[-1]} for x in bad["rejected"]]
     assert "chosen" not in bad and "python" not in bad
     assert (cpu["name"], cpu["satisfiable"], cpu["chosen"][0]["variant"]) == ("cpu", True, "cpu")
     assert r.stderr.startswith("ERROR: target 'default' cannot be satisfied:\n")

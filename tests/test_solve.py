@@ -53,7 +53,7 @@ def test_ptx_serves_a_newer_gpu_only_with_native_driver_support(fixture_graph: P
     assert pkg(r, "jax") == ("0.4.30", "cuda12") and r.compat == "native"
     e = unsat('[frameworks]\njax = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "528.24.02"', fixture_graph)
     assert "runs CUDA 12.1 only by minor-version compatibility; needs >= 530.30.02 " \
-           "(H100 (sm_90) runs only through PTX JIT, which needs native support)" in e.clashes[0].reason
+           "(H100 (sm_90) runs only through PTX JIT, which needs a driver that runs CUDA 12.1 natively)" in e.clashes[0].reason
     assert "a driver >= 530.30.02 (R530 or newer; with it: jax 0.4.30 cuda12)" in e.fixes
 
 
@@ -173,7 +173,9 @@ def test_explain_lists_choices_and_rejections(fixture_graph: Provider) -> None:
     rs = solve_explained(fixture_graph, spec_of('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]', fixture_graph), rep)
     text = rep.text(rs, verbose=True)
     assert "chose torch 2.7.1 (cu128): newest release that fits, the newest usable build (the default build does not fit)" in text
-    assert "torch 2.7.1 (cu126): no kernels for RTX 5090 (sm_120): sm_120 needs CUDA >= 12.8" in text
+    assert ("torch 2.7.1 (cu118): no kernels for RTX 5090 (sm_120): compiled for sm_50, sm_60, sm_70, sm_75, sm_80, "
+            "sm_86, sm_89, sm_90: no SASS for sm_120 and no PTX at or below it (sm_120 needs CUDA >= 12.8; this build "
+            "is CUDA 11.8)") in text
 
 
 # ---------------------------------------------------------------------------- legacy and data-only frameworks
@@ -196,7 +198,8 @@ def test_a_removed_image_and_a_driver_too_old_for_any_other_leave_no_image_and_s
 
 
 def test_a_system_cuda_build_whose_image_was_removed_has_no_image_and_says_so(real_graph: Provider) -> None:
-    r = one('[frameworks]\ntensorflow = "==1.15.*"\n[hardware]\ngpus = ["V100"]', real_graph)
+    # an R470 driver cannot run NVIDIA's CUDA 12.1 build, so the upstream one (compute_70 PTX: JIT)
+    r = one('[frameworks]\ntensorflow = "==1.15.*"\n[hardware]\ngpus = ["V100"]\ndriver = "470.82.01"', real_graph)
     assert pkg(r, "tensorflow-gpu") == ("1.15.5", "cuda") and r.cuda == "10.0"
     assert r.base_image == ""
     assert any("needs that CUDA and its cuDNN in the image: no image can be built" in w for w in r.warnings)
@@ -208,13 +211,11 @@ def test_tensorflow_115_on_ampere_is_nvidias_build_from_nvidias_index(real_graph
     assert (r.python, r.cuda) == ("3.8", "12.1")
 
 
-def test_onnxruntime_on_hopper_with_r535_takes_the_cuda_12_2_build_whose_ptx_the_driver_jits(
+def test_onnxruntime_on_hopper_with_r535_takes_a_cuda_12_8_build_with_sm_90a_sass_by_minor_version(
         real_graph: Provider) -> None:
     r = one('[frameworks]\nonnxruntime = "*"\n[hardware]\ngpus = ["H100"]\ndriver = "535.104.05"', real_graph)
-    assert pkg(r, "onnxruntime-gpu") == ("1.23.2", "cuda12") and r.compat == "native"
-    e = unsat('[frameworks]\nonnxruntime = "==1.26.0"\n[hardware]\ngpus = ["H100"]\ndriver = "535.104.05"',
-              real_graph)
-    assert "H100 (sm_90) runs only through PTX JIT, which needs native support" in str(e)
+    assert pkg(r, "onnxruntime-gpu") == ("1.26.0", "cuda12")
+    assert (r.cuda, r.compat, r.jit_archs) == ("12.8", "minor-version", ())
 
 
 def test_paddle_gpu_builds_come_from_paddles_index_by_cuda_version(real_graph: Provider) -> None:

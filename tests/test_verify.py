@@ -233,14 +233,14 @@ def test_tensorflow_arch_lists_are_checked_against_the_wheel_s_build_info(index:
     tf = matrices / "tensorflow.toml"
     text = tf.read_text()
     at = text.index('version = "2.21.0"\nvariant = "cuda"')
-    tf.write_text(text[:at] + text[at:].replace('archs = ["sm_60", "sm_70", "sm_80", "sm_89"]\nptx = ["sm_90"]',
-                                                'archs = ["sm_60", "sm_70", "sm_80", "sm_89", "sm_90"]\nptx = []', 1))
+    # compute_90 is SASS and PTX for 9.0: a row that reads it as PTX only is caught
+    tf.write_text(text[:at] + text[at:].replace('archs = ["sm_60", "sm_70", "sm_80", "sm_89", "sm_90"]\nptx = ["sm_90"]',
+                                                'archs = ["sm_60", "sm_70", "sm_80", "sm_89"]\nptx = ["sm_90"]', 1))
     r = verify(matrices, index.url_for("/simple"), "--package", "tensorflow")
     assert r.exit_code == 1, r.output
     assert table(r.stdout) == [
-        ["tensorflow.toml tensorflow 2.21.0 cuda", "SASS (build_info.py)", "sm_60, sm_70, sm_80, sm_89, sm_90",
-         "sm_60, sm_70, sm_80, sm_89"],
-        ["tensorflow.toml tensorflow 2.21.0 cuda", "PTX (build_info.py)", "-", "sm_90"]]
+        ["tensorflow.toml tensorflow 2.21.0 cuda", "SASS (build_info.py)", "sm_60, sm_70, sm_80, sm_89",
+         "sm_60, sm_70, sm_80, sm_89, sm_90"]]
     ranges = [req.headers.get("Range") for req, _ in index.log if req.path == f"/files/{TF_WHEEL.name}"]
     assert ranges and all(ranges)  # only byte ranges of the wheel were asked for
 

@@ -413,6 +413,7 @@ _ENV_CHECKS: dict[str, Check] = {
     "name": _name, "python": _python, **dict.fromkeys(("cuda", "rocm", "cudnn", "jetpack"), _dotted),
     "driver_min": _driver, "compat": _closed(COMPATS), "base_image": _image, "python_from": _closed(PYTHON_FROM),
     "keras_backend": _closed(("", *KERAS_BACKENDS)), "gpus": _listed(_label), "gpu_archs": _listed(_arch),
+    "jit_archs": _listed(_arch),
     **{key: _packages(key) for key in ("pip", "conda", "apt")},
     "accelerator": _closed(ACCELERATORS), "platform": _closed(PLATFORMS), "tools": _mapping(_name, _version)}
 
@@ -432,6 +433,9 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     jetpack: str  # a Jetson's JetPack release ("" elsewhere): its driver and CUDA
     gpus: tuple[str, ...]
     gpu_archs: tuple[str, ...]
+    # the GPU archs a framework build reaches only through PTX JIT: its first run compiles the
+    # kernels (not written when there is none)
+    jit_archs: tuple[str, ...] = ()
     gpu_models: tuple[GpuModel, ...]
     base_image: str
     python_from: str  # image (a python image brings it) | os (the base OS's python3) | uv (a pinned uv installs it)
@@ -461,13 +465,26 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
                   "frameworks": reader.each(at(where, "frameworks"), _pin_reader(roots)),
                   "packages": reader.each(at(where, "packages"), Package.from_dict),
                   "extensions": reader.each(at(where, "extensions"), _read_extension)}
-        checked = reader.row(v, where, checks, optional=("extensions",))
+        checked = reader.row(v, where, checks, optional=_UNLESS_EMPTY)
+        if checked is not None and (why := _jit_problem(checked)):
+            reader.bad(at(where, "jit_archs"), why)
+            return None
         return None if checked is None else cls(**checked)
 
     def to_dict(self) -> dict[str, Any]:
-        """The table the lock writes, keys in the fields' order (``extensions`` only when there are some)."""
+        """The table the lock writes, keys in the fields' order (``jit_archs`` and ``extensions``
+        only when there are some)."""
         return {f.name: _plain(f.name, getattr(self, f.name)) for f in msgspec.structs.fields(self)
-                if f.name != "extensions" or self.extensions}
+                if f.name not in _UNLESS_EMPTY or getattr(self, f.name)}
+
+
+_UNLESS_EMPTY = ("jit_archs", "extensions")  # an environment's keys written only when they hold something
+
+
+def _jit_problem(checked: Mapping[str, Any]) -> str:
+    """Why an environment's ``jit_archs`` cannot be: each must be one of its ``gpu_archs``."""
+    extra = [a for a in checked.get("jit_archs", ()) if a not in checked["gpu_archs"]]
+    return f"{', '.join(extra)} is not one of the environment's gpu_archs" if extra else ""
 
 
 def _plain(key: str, value: Any) -> Any:
@@ -574,7 +591,7 @@ def _environment(r: Resolution, pip: tuple[str, ...], conda: tuple[str, ...], ap
     return Environment(
         name=r.target.name, accelerator=r.accelerator, platform=r.platform, jetpack=r.jetpack, python=r.python,
         cuda=r.cuda, rocm=r.rocm, cudnn=r.cudnn,
-        driver_min=r.driver_min, compat=r.compat, gpus=r.gpus, gpu_archs=r.gpu_archs,
+        driver_min=r.driver_min, compat=r.compat, gpus=r.gpus, gpu_archs=r.gpu_archs, jit_archs=r.jit_archs,
         gpu_models=tuple(GpuModel.of(m) for m in r.models),
         base_image=r.base_image, python_from=r.python_from, keras_backend=r.keras_backend, tools=r.tools, pip=pip,
         conda=conda, apt=apt, frameworks=tuple(_located(p, urls) for p in r.packages), packages=packages,

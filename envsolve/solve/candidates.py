@@ -1,6 +1,6 @@
 """Each framework's candidates for one target: every (release, build) in the spec's range that
-fits the target on its own, in preference order (the default build, native driver support, the
-newest CUDA/ROCm), shared between solves through the cache when nobody traces the search.
+fits the target on its own, in preference order (SASS before PTX JIT, the default build, native
+driver support, the newest CUDA/ROCm), shared between solves through the cache when nobody traces the search.
 """
 
 from __future__ import annotations
@@ -83,12 +83,13 @@ def preferred(fitting: list[Candidate]) -> list[Candidate]:
     return sorted(fitting, key=_preference)
 
 
-def _preference(c: Candidate) -> tuple[bool, bool, tuple[int, ...], str]:
-    """The default build first, then native driver support, then the newest CUDA/ROCm, then by name."""
+def _preference(c: Candidate) -> tuple[bool, bool, bool, tuple[int, ...], str]:
+    """A build with SASS for every GPU before one that needs the PTX JIT, then the default build,
+    then native driver support, then the newest CUDA/ROCm, then by name."""
     assert c.build is not None  # a build's candidate
     version = c.build.cuda or c.build.rocm
     newest = tuple(-k for k in version.key) if version else ()
-    return not c.build.default, c.compat == "minor-version", newest, c.build.variant
+    return bool(c.jit), not c.build.default, c.compat == "minor-version", newest, c.build.variant
 
 
 def candidates_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq,

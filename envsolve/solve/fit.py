@@ -1,9 +1,11 @@
 """The fit rules: whether one build of a framework serves one target on its own.
 
 * A build serves a GPU when it carries SASS for the GPU's major at a minor at or below the
-  GPU's, or PTX at or below it (:func:`envsolve.domain.kernels`); PTX counts only when the
-  driver runs the build's CUDA natively and that CUDA release knows the GPU. Every GPU of a
-  target must be served by the same build.
+  GPU's, or PTX at or below it (:func:`envsolve.domain.kernels`; arch-specific PTX such as
+  ``compute_90a`` only on its own compute capability). PTX runs by JIT whatever CUDA made the
+  build (onnxruntime-gpu 1.22's CUDA 12.2 compute_90 PTX runs on an RTX 5090), on a driver that knows
+  the GPU and runs the build's CUDA natively. Every GPU of a target must be served by the same
+  build; a GPU served only by PTX is said in the lock and ``explain`` (:func:`jit_note`).
 * The driver runs the build's CUDA natively, or by minor-version compatibility within the
   major (never for PTX). A driver branch that dropped a GPU's generation cannot serve it.
 * The build is published for the target's platform (matrices/platforms.toml). A Jetson runs
@@ -26,11 +28,12 @@ from ..data import Build, JetPack, Release, Rocm
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, kernels, serves
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
-from ..versions import Dotted
+from ..versions import Dotted, parse_arch
 from .cache import Cache
 from .model import Candidate, No
 
-__all__ = ["families_text", "fit", "fit_drivers", "gpu_driver_floor", "gpu_families", "gpu_text", "pythons"]
+__all__ = ["families_text", "fit", "fit_drivers", "gpu_driver_floor", "gpu_families", "gpu_text", "jit_note",
+           "pythons"]
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
@@ -59,8 +62,15 @@ def pythons(cache: Cache, spec: ProjectSpec, rel: Release, b: Build | None) -> f
 
 
 def _archs_text(b: Build) -> str:
+    """``sm_75, sm_80; PTX compute_80``: the build's SASS and PTX targets."""
     sass = ", ".join(b.archs) or "none"
-    return f"{sass}" + (f"; PTX {', '.join(b.ptx)}" if b.ptx else "")
+    return f"{sass}" + (f"; PTX {', '.join(map(_ptx_name, b.ptx))}" if b.ptx else "")
+
+
+def _ptx_name(arch: str) -> str:
+    """``compute_90a``: PTX for an arch as nvcc names it."""
+    a = parse_arch(arch)
+    return f"compute_{a.major}{a.minor}{a.suffix}"
 
 
 def _refused(no: No) -> _Fit:
@@ -123,29 +133,39 @@ def _kernels(provider: Provider, b: Build, cuda: Dotted, t: Target) -> list[GpuR
 
 
 def _no_kernels(provider: Provider, b: Build, cuda: Dotted, gpu: GpuReq, code: str) -> No | None:
-    """Why ``b`` (CUDA ``cuda``, carrying ``code`` for the GPU) has no kernels for ``gpu``: its CUDA
-    does not know the GPU (too old, or no longer), or it carries neither SASS nor PTX for it."""
-    if code == "sass":
+    """Why ``b`` (CUDA ``cuda``, carrying ``code`` for the GPU) has no kernels for ``gpu``: neither
+    SASS for it nor PTX at or below it (PTX JIT-compiles for a newer GPU whatever CUDA made it),
+    told with what the build carries: its PTX arch-specific, or, when its CUDA cannot target the
+    GPU, the CUDA whose builds could carry SASS for it."""
+    if code:
         return None
-    if not provider.toolkit_knows(cuda, gpu.arch):
-        return _unknown_to(provider, b, cuda, gpu)
-    if code != "ptx":
-        return No("arch", f"no kernels for {gpu_text(gpu)}: compiled for {_archs_text(b)}, "
-                  f"none of which runs on {gpu.arch.name}")
-    return None
+    none = f"no kernels for {gpu_text(gpu)}: compiled for {_archs_text(b)}"
+    specific = _arch_specific_ptx(b)
+    if specific:
+        return No("arch", f"{none}, arch-specific PTX that JIT-compiles for {specific} only: no SASS for "
+                  f"{gpu.arch.name} and no plain PTX at or below it")
+    none += f": no SASS for {gpu.arch.name} and no PTX at or below it"
+    if provider.toolkit_knows(cuda, gpu.arch):
+        return No("arch", none)
+    return _unknown_to(provider, cuda, gpu, none)
 
 
-def _unknown_to(provider: Provider, b: Build, cuda: Dotted, gpu: GpuReq) -> No:
-    """CUDA ``cuda`` cannot target ``gpu``: no CUDA in the data does, it stopped, or it came later."""
+def _arch_specific_ptx(b: Build) -> str:
+    """``sm_90``: the archs the build's arch-specific PTX (``compute_90a``) JIT-compiles for ("" when none)."""
+    return ", ".join(f"sm_{a.major}{a.minor}" for a in map(parse_arch, b.ptx) if a.suffix == "a")
+
+
+def _unknown_to(provider: Provider, cuda: Dotted, gpu: GpuReq, none: str) -> No:
+    """No kernels for ``gpu``, and CUDA ``cuda`` cannot target it: no CUDA in the data does, it
+    stopped, or it came later (``arch-cuda``: a build of a newer CUDA may carry them)."""
     first, last = provider.first_toolkit_for(gpu.arch), provider.last_toolkit_for(gpu.arch)
     if first is None or last is None:
-        return No("arch", f"no CUDA release in the data targets {gpu_text(gpu)}")
+        return No("arch", f"{none} (no CUDA release in the data targets {gpu.arch.name})")
     if last.version < cuda:
-        return No("arch", f"no kernels for {gpu_text(gpu)}: CUDA {cuda} no longer targets "
-                  f"{gpu.arch.name} (the last CUDA that does is {last.version})")
+        return No("arch", f"{none} (CUDA {cuda} no longer targets {gpu.arch.name}; the last CUDA that does "
+                  f"is {last.version})")
     need = "{}.{}".format(*first.version.prefix(2))
-    return No("arch-cuda", f"no kernels for {gpu_text(gpu)}: {gpu.arch.name} needs CUDA >= {need}, "
-              f"and this build is CUDA {cuda} (compiled for {_archs_text(b)})", need)
+    return No("arch-cuda", f"{none} ({gpu.arch.name} needs CUDA >= {need}; this build is CUDA {cuda})", need)
 
 
 def _cudnn(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list[GpuReq]) -> No | None:
@@ -174,10 +194,13 @@ def _driver(provider: Provider, cuda: Dotted, t: Target, native: Dotted, floor: 
     return _newest_branch(provider, cuda, t, native, floor, ptx_only)
 
 
-def _ptx_note(ptx_only: list[GpuReq]) -> str:
+def _ptx_note(cuda: Dotted, ptx_only: list[GpuReq]) -> str:
+    """Why a GPU reached only through PTX needs more of the driver: its JIT compiles PTX of the
+    build's CUDA ``cuda``, so it must run that CUDA natively (never by minor-version compatibility)."""
     if not ptx_only:
         return ""
-    return f" ({', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, which needs native support)"
+    return (f" ({', '.join(gpu_text(x) for x in ptx_only)} runs only through PTX JIT, which needs a driver "
+            f"that runs CUDA {cuda} natively)")
 
 
 def _given_driver(driver: Dotted, cuda: Dotted, native: Dotted, floor: Dotted | None,
@@ -190,7 +213,7 @@ def _given_driver(driver: Dotted, cuda: Dotted, native: Dotted, floor: Dotted | 
         return "minor-version", floor, None
     if by_minor:
         return _refused(No("driver", f"driver {driver} runs CUDA {cuda} only by minor-version "
-                           f"compatibility; needs >= {native}{_ptx_note(ptx_only)}"))
+                           f"compatibility; needs >= {native}{_ptx_note(cuda, ptx_only)}"))
     alt = _or_minor_version(native, floor, ptx_only)
     return _refused(No("driver", f"driver {driver} is too old for CUDA {cuda}: needs >= {native}{alt}"))
 
@@ -212,7 +235,7 @@ def _newest_branch(provider: Provider, cuda: Dotted, t: Target, native: Dotted, 
     if floor is not None and floor.major <= limit and not ptx_only:
         return "minor-version", floor, None
     return _refused(No("driver", f"{families_text(families)} GPUs are supported by drivers up to R{limit}, "
-                       f"which cannot run CUDA {cuda} (needs >= {native}){_ptx_note(ptx_only)}"))
+                       f"which cannot run CUDA {cuda} (needs >= {native}){_ptx_note(cuda, ptx_only)}"))
 
 
 def families_text(families: set[str]) -> str:
@@ -365,7 +388,32 @@ def fit(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Rel
     if b.find_links:
         return _only_on_a_page(b, compat, driver_min)
     return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=driver_min,
-                     shared=provider.shared(rel, b))
+                     jit=_jit(b, t), shared=provider.shared(rel, b))
+
+
+def _jit(b: Build, t: Target) -> tuple[str, ...]:
+    """The archs of ``t``'s GPUs that ``b`` reaches only through PTX JIT (no SASS for them)."""
+    return tuple(sorted({x.arch.name for x in t.gpus if kernels(b, x.arch) == "ptx"}))
+
+
+def jit_note(c: Candidate) -> str:
+    """What a build that reaches a GPU only through PTX JIT means for its user ("" for none): the
+    driver compiles the kernels on the first run, which takes minutes, and warns."""
+    if not c.jit or c.build is None:
+        return ""
+    ptx = ", ".join(_jit_ptx(c.build, a) for a in c.jit)
+    return (f"{c.label} has no SASS for {', '.join(c.jit)}: the driver JIT-compiles its PTX ({ptx}), so the "
+            "first run compiles its kernels, which can take minutes (cached in ~/.nv/ComputeCache; raise "
+            "CUDA_CACHE_MAXSIZE for a large build), and warnings that it was not built for this GPU are "
+            f"expected (the framework's own; its CUDA's ptxas: \"Value '{c.jit[-1]}' is not defined\", "
+            "falling back to the driver)")
+
+
+def _jit_ptx(b: Build, arch: str) -> str:
+    """``compute_80 -> sm_86``: the newest PTX of ``b`` that JIT-compiles for ``arch``."""
+    gpu = parse_arch(arch)
+    code = max((p for p in map(parse_arch, b.ptx) if p.ptx_jits_to(gpu)), key=lambda p: (p.major, p.minor))
+    return f"{_ptx_name(code.name)} -> {arch}"
 
 
 def _only_on_a_page(b: Build, compat: str, driver_min: Dotted | None) -> No:

@@ -36,6 +36,7 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     pythons: frozenset[str]
     compat: str = ""  # native | minor-version ("" off NVIDIA)
     driver_min: Dotted | None = None
+    jit: tuple[str, ...] = ()  # the archs of the target's GPUs the build reaches only through PTX JIT
     # the requirements other frameworks also have (ml-dtypes, numpy, nvidia-*): name -> specifier
     # (:meth:`~envsolve.provider.Provider.shared`); together.clash intersects two candidates' ranges
     shared: tuple[tuple[str, str], ...] = ()
@@ -128,6 +129,7 @@ class Resolution:
     driver_min: str
     compat: str
     gpu_archs: tuple[str, ...]
+    jit_archs: tuple[str, ...] = ()  # the GPU archs a chosen build reaches only through PTX JIT
     gpus: tuple[str, ...]
     base_image: str
     keras_backend: str

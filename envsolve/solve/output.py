@@ -14,7 +14,7 @@ from ..provider import Provider
 from ..spec import ProjectSpec, Target
 from ..versions import Dotted, admits_any, parse_python_minor
 from .cache import Cache
-from .fit import gpu_families
+from .fit import gpu_families, jit_note
 from .images import BaseImage, base_image, offers_os
 from .model import Candidate, PackagePin, PythonWhy, Resolution
 
@@ -48,9 +48,10 @@ class _Fixed(msgspec.Struct, frozen=True, kw_only=True):
     python_why: PythonWhy
     stack: _Stack
     packages: tuple[PackagePin, ...]
-    notes: tuple[str, ...]  # the choices resting on low-confidence rows, an uncertain driver floor
+    notes: tuple[str, ...]  # the choices resting on low-confidence rows or on the PTX JIT, an uncertain driver floor
     models: tuple[Gpu, ...]
     gpu_archs: tuple[str, ...]
+    jit_archs: tuple[str, ...]  # the GPU archs a chosen build reaches only through PTX JIT
     tools: tuple[tuple[str, str], ...]
 
 
@@ -73,9 +74,11 @@ def _fixed(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found
     stack = _stack(t, found)
     packages = [pin for c in found for pin in _pins(provider, spec, t, c, python, stack.accel)]
     low = [f"{c.label} rests on data marked confidence = low" for c in found if _rests_on_low(c)]
+    jit = [jit_note(c) for c in found]
     return _Fixed(python=python, python_why=why, stack=stack, packages=tuple(sorted(packages, key=lambda p: p.name)),
-                  notes=tuple(filter(None, (*low, _floor_note(provider, stack)))), models=_models(provider, t),
+                  notes=tuple(filter(None, (*low, *jit, _floor_note(provider, stack)))), models=_models(provider, t),
                   gpu_archs=tuple(sorted({x.arch.name for x in t.gpus})),
+                  jit_archs=tuple(sorted({a for c in found for a in c.jit})),
                   tools=tuple((tool.name, tool.version) for tool in provider.m.tools))
 
 
@@ -104,6 +107,7 @@ def _resolution(provider: Provider, t: Target, found: list[Candidate], backend: 
         driver_min=stack.driver_min,
         compat=stack.compat,
         gpu_archs=fixed.gpu_archs,
+        jit_archs=fixed.jit_archs,
         gpus=tuple(x.name for x in t.gpus),
         base_image=ref,
         python_from=_python_from(provider, image, python),

@@ -15,7 +15,7 @@ from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
 from ..versions import Dotted
-from .fit import gpu_text
+from .fit import gpu_text, jit_note
 from .fixes import solve_explained
 from .model import Candidate, ExtensionPin, PackagePin, Reporter, Resolution
 from .output import python_reason
@@ -52,17 +52,20 @@ class Chosen(msgspec.Struct, frozen=True, kw_only=True):
     rocm: str = ""
     driver_min: str = ""
     compat: str = ""
+    jit: tuple[str, ...] = ()  # the GPU archs the build reaches only through PTX JIT
+    jit_note: str = ""  # what that means on the first run (:func:`~envsolve.solve.fit.jit_note`)
 
     @classmethod
     def of(cls, c: Candidate, reason: str) -> Chosen:
         b = c.build
         return cls(subject=c.label, reason=reason, framework=c.package, version=c.release.raw,
                    variant=b.variant if b else "", cuda=_raw(b.cuda) if b else "", rocm=_raw(b.rocm) if b else "",
-                   driver_min=_raw(c.driver_min), compat=c.compat)
+                   driver_min=_raw(c.driver_min), compat=c.compat, jit=c.jit, jit_note=jit_note(c))
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return {"framework": self.framework, "version": self.version, "variant": self.variant, "cuda": self.cuda,
-                "rocm": self.rocm, "driver_min": self.driver_min, "compat": self.compat, "reason": self.reason}
+                "rocm": self.rocm, "driver_min": self.driver_min, "compat": self.compat, "jit": list(self.jit),
+                "reason": self.reason}
 
 
 class TargetReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -84,6 +87,7 @@ class TargetReport(msgspec.Struct, frozen=True, kw_only=True):
         if r is None:
             return [f"target {self.target.name}: no resolution", *self._rejections(limit)]
         out = [*_hardware_lines(self.target), *(f"  chose {c.subject}: {c.reason}" for c in self.chosen)]
+        out += [f"  PTX JIT: {c.jit_note}" for c in self.chosen if c.jit_note]
         out += [f"  extension {x.name} {x.version} ({_INSTALLED[x.install]}): {x.reason}" for x in r.extensions]
         out.append(f"  python {r.python}: {self.python_why}")
         out += _driver_lines(r)
