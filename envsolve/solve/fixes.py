@@ -99,7 +99,20 @@ def version_fix_text(provider: Provider, name: str, versions: list[str], best: R
     """``torch >= 2.7.0 works (for example torch 2.9.1 cu128)``: the releases of ``name`` with which
     the target resolves (oldest first) and the resolution of the newest of them."""
     example = f" (for example {_variant(best, name)})" if best else ""
-    return f"{_span(name, versions, provider.releases(name)[0].raw)} works{example}"
+    return f"{_span(name, _newest_run(provider, name, versions), provider.releases(name)[0].raw)} works{example}"
+
+
+def _newest_run(provider: Provider, name: str, versions: list[str]) -> list[str]:
+    """The newest of ``versions`` with every release between them (oldest first): working releases
+    need not be one run (torch 1.3 .. 1.5 reach an RTX 5090 by PTX JIT, 2.0 .. 2.6 do not), and
+    a span tells one run only."""
+    works, run = set(versions), []
+    for release in provider.releases(name):  # newest first
+        if release.raw in works:
+            run.append(release.raw)
+        elif run:
+            break
+    return run[::-1]
 
 
 def _driver_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
