@@ -164,6 +164,8 @@ class Watched:
     def open(self, url: str) -> None:
         self.page.goto(url)
         self.page.wait_for_load_state("load")
+        if self.page.locator("#site-data").count():  # the selector: its tables are inflated after load
+            self.page.wait_for_selector("#platform option", state="attached")
 
 
 DESKTOP: ViewportSize = {"width": 1280, "height": 900}
