@@ -18,6 +18,7 @@ hold the driver as ``{driver}``: that is what keeps the tables small.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import multiprocessing
@@ -633,29 +634,37 @@ def _work(provider: Provider, classes: list[_Class], jobs: list[_Job], take: Cal
     return _Part(tables=out, texts=b.texts.items, answers=b.answers.items, blobs=b.blobs)
 
 
-_WORKER: dict[str, Any] = {}  # what a forked worker inherits: the provider, classes, jobs and the next job's index
+_WORKER: dict[str, Any] = {}  # what a forked worker inherits: the provider, classes, jobs and the queue's ends
 
 
-def _next_job() -> int:
-    """The index of the next job no worker took yet (the counter is shared by the workers)."""
-    counter = _WORKER["next"]
-    with counter.get_lock():
-        k: int = counter.value
-        counter.value = k + 1
-    return k
+def _next_job(end: int) -> int:
+    """The index of the next job no worker took yet, from the queue's front (``end`` 0) or back
+    (1); past the end when none is left (the ends are shared by the workers)."""
+    ends = _WORKER["ends"]
+    with ends.get_lock():
+        if ends[0] >= ends[1]:
+            return len(_WORKER["jobs"])
+        if end == 0:
+            ends[0] += 1
+            return int(ends[0] - 1)
+        ends[1] -= 1
+        return int(ends[1])
 
 
-def _forked(_: int) -> _Part:
-    return _work(_WORKER["provider"], _WORKER["classes"], _WORKER["jobs"], _next_job)
+def _forked(worker: int) -> _Part:
+    return _work(_WORKER["provider"], _WORKER["classes"], _WORKER["jobs"], functools.partial(_next_job, worker % 2))
 
 
 def _parts(provider: Provider, classes: list[_Class], jobs: list[_Job], workers: int) -> list[_Part]:
     """The jobs shared out, each worker a forked process taking the next job when it is done with
-    one (the tables differ a lot in cost: an NVIDIA class on linux/amd64 has the most builds)."""
+    one: one from the front of a queue (the first platform's tables, the costly ones: an NVIDIA
+    class there has the most builds), the other from its back (the other platforms', then the first
+    platform's from the last), so that a worker meets few platforms (its caches serve one)."""
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [_work(provider, classes, jobs, itertools.count().__next__)]
+    queue = [j for j in jobs if j[1] == PLATFORMS[0]] + [j for j in reversed(jobs) if j[1] != PLATFORMS[0]]
     fork = multiprocessing.get_context("fork")
-    _WORKER.update(provider=provider, classes=classes, jobs=jobs, next=fork.Value("i", 0))
+    _WORKER.update(provider=provider, classes=classes, jobs=queue, ends=fork.Array("i", [0, len(queue)]))
     try:
         with ProcessPoolExecutor(workers, mp_context=fork) as pool:
             return list(pool.map(_forked, range(workers)))
