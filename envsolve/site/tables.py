@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -183,11 +182,11 @@ class _Builder(msgspec.Struct):
     answered: dict[tuple[int, str], int] = msgspec.field(default_factory=dict)
     fix_texts: dict[tuple[int, ...], int] = msgspec.field(default_factory=dict)
     blobs: list[list[Any]] = msgspec.field(default_factory=list)
-    blob_ids: dict[str, int] = msgspec.field(default_factory=dict)
+    blob_ids: dict[bytes, int] = msgspec.field(default_factory=dict)
 
     def blob(self, value: list[Any]) -> int:
         """The id of a list of the tables (each list once)."""
-        key = json.dumps(value, separators=(",", ":"))
+        key = msgspec.json.encode(value)
         if key not in self.blob_ids:
             self.blob_ids[key] = len(self.blobs)
             self.blobs.append(value)
