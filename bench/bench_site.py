@@ -86,6 +86,7 @@ def answer_times(index: Path, changes: int, seed: int) -> tuple[list[float], lis
         browser = launch(p, executable)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(index.as_uri())
+        page.wait_for_selector("#platform option", state="attached")  # the tables inflated
         for _ in range(changes):
             options = page.evaluate(OPTIONS, list(CONTROLS))
             i = rng.randrange(len(CONTROLS))

@@ -52,8 +52,8 @@ COMBOS: tuple[Combo, ...] = (
     C(gpu="NVIDIA A100-SXM4-80GB", driver="525.85.12", low="2.0.0", high="2.4.1"),
     C(gpu="V100", driver="470.82.01"),
     C(gpu="Tesla V100-SXM2-16GB", low="2.9.0"),
-    C(gpu="P100", driver="580.126.20", framework="tensorflow"),
-    C(gpu="B200", driver="570.211.01", low="2.6.0", high="2.6.0"),
+    C(gpu="P100", driver="580.95.05", framework="tensorflow"),
+    C(gpu="B200", driver="570.124.06", low="2.6.0", high="2.6.0"),
     C(gpu="B200", framework="jax"),
     C(gpu="GB200", platform="linux/arm64", framework="jax"),
     C(gpu="GH200", driver="535.104.05", platform="linux/arm64"),
@@ -69,7 +69,7 @@ COMBOS: tuple[Combo, ...] = (
     C(gpu="NVIDIA GeForce RTX 5090", driver="535.104.05"),
     C(gpu="RTX 5090", driver="575.57.08", low="2.0.0", high="2.5.1"),
     C(gpu="RTX 5090", framework="jax"),
-    C(gpu="RTX 5080", driver="580.126.20", framework="tensorflow"),
+    C(gpu="RTX 5080", driver="580.95.05", framework="tensorflow"),
     C(gpu="NVIDIA GeForce RTX 4090", driver="560.35.05"),
     C(gpu="NVIDIA GeForce RTX 3060", framework="tensorflow"),
     C(gpu="RTX 3090", driver="450.80.02", framework="cupy"),
@@ -164,6 +164,8 @@ class Watched:
     def open(self, url: str) -> None:
         self.page.goto(url)
         self.page.wait_for_load_state("load")
+        if self.page.locator("#site-data").count():  # the selector: its tables are inflated after load
+            self.page.wait_for_selector("#platform option", state="attached")
 
 
 DESKTOP: ViewportSize = {"width": 1280, "height": 900}

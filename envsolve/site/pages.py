@@ -5,8 +5,10 @@ per driver branch, every fact linked to its ``source`` and low-confidence facts 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,7 +21,7 @@ from ..paths import templates_dir
 from ..provider import Provider
 from .tables import ANSWER_FIELDS, CPU_ONLY, Choice, project_toml
 
-__all__ = ["COMMANDS", "LABELS", "pages", "slug"]
+__all__ = ["COMMANDS", "LABELS", "packed", "pages", "slug"]
 
 LABELS = {"release": "Release", "build": "Build", "cuda": "CUDA", "rocm": "ROCm", "python": "Python",
           "driver-min": "Driver floor", "compat": "How the driver runs CUDA", "base-image": "Base image",
@@ -58,10 +60,15 @@ def _jinja() -> Any:
     return env
 
 
-def _json_script(data: Mapping[str, Any]) -> str:
-    """The data as a JSON text safe inside ``<script>`` (no ``</`` can close it)."""
+DATA_LEVEL = 9  # zlib's level for the embedded data: fixed, so the same data gives the same bytes
+
+
+def packed(data: Mapping[str, Any]) -> str:
+    """The data as the page embeds it: its JSON text (keys sorted, UTF-8) deflated (the zlib format,
+    which the browser's ``DecompressionStream("deflate")`` reads) and written in base64, which no
+    ``</`` can close inside ``<script>``. The texts repeat a lot: this is about a tenth of the JSON."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return base64.b64encode(zlib.compress(text.encode("utf-8"), DATA_LEVEL)).decode("ascii")
 
 
 def pages(provider: Provider, data: dict[str, Any]) -> dict[str, str]:
@@ -76,13 +83,15 @@ def pages(provider: Provider, data: dict[str, Any]) -> dict[str, str]:
     def page(name: str, root: str, **kw: Any) -> str:
         return str(env.get_template(name).render(root=root, **kw))
 
-    out["index.html"] = page("index.html.j2", "", data=_json_script(data), fields=ANSWER_FIELDS[:8],
+    out["index.html"] = page("index.html.j2", "", data=packed(data), fields=ANSWER_FIELDS[:8],
                              labels=LABELS, project=project_toml(DEFAULT), commands=COMMANDS,
                              default_gpu=DEFAULT.gpu)
     gpus = sorted(provider.m.gpus, key=lambda g: g.name)
     out["gpus/index.html"] = page("gpus.html.j2", "../", gpus=gpus, arch=_arch_of(provider))
+    entries = {x["name"]: x for x in data["gpus"]}
+    runs: dict[int, dict[str, Any]] = {}  # by table: the GPU models of a class on a platform share it
     for g in gpus:
-        out[f"gpus/{slug(g.name)}.html"] = page("gpu.html.j2", "../", **_gpu(provider, data, g))
+        out[f"gpus/{slug(g.name)}.html"] = page("gpu.html.j2", "../", **_gpu(provider, data, g, entries[g.name], runs))
     rels = [r for f in data["frameworks"] for r in provider.releases(f)]
     out["releases/index.html"] = page("releases.html.j2", "../", releases=rels)
     for r in rels:
@@ -97,17 +106,18 @@ def _arch_of(provider: Provider) -> Callable[[Gpu], Any]:
     return lambda g: provider.arch_info(g.arch)
 
 
-def _gpu(provider: Provider, data: dict[str, Any], g: Gpu) -> dict[str, Any]:
+def _gpu(provider: Provider, data: dict[str, Any], g: Gpu, entry: dict[str, Any],
+         runs: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """A GPU's page: its record, its arch, the newest driver branch that supports it, and what it
-    runs with the newest driver on its platform (the selector's own answers)."""
+    runs with the newest driver on its platform (the selector's own answers, once per table in ``runs``)."""
     info = provider.arch_info(g.arch)
     family = info.family if info else ""
     limit = provider.newest_branch_for({family}) if family else None
-    entry = next(x for x in data["gpus"] if x["name"] == g.name)
     platform = g.platform or DEFAULT_PLATFORM
-    table = data["tables"][data["classes"][entry["cls"]][platform]]
-    runs = {f: _runnable(data, table, f) for f in data["frameworks"]}
-    return {"gpu": g, "info": info, "limit": limit, "platform": platform, "runs": runs,
+    k = data["classes"][entry["cls"]][platform]
+    if k not in runs:
+        runs[k] = {f: _runnable(data, data["tables"][k], f) for f in data["frameworks"]}
+    return {"gpu": g, "info": info, "limit": limit, "platform": platform, "runs": runs[k],
             "limit_row": next((b for b in provider.m.branches if b.branch == limit), None),
             "branches": provider.m.branches, "fields": ANSWER_FIELDS}
 
@@ -120,12 +130,19 @@ def _at(runs: list[int], j: int) -> int:
     return runs[-1]
 
 
-def _runnable(data: dict[str, Any], table: dict[str, Any], framework: str) -> list[list[str]]:
-    """Each release the GPU runs with the newest driver: the answer of the release alone."""
+def _runnable(data: dict[str, Any], table: dict[str, Any], framework: str) -> list[tuple[list[str], str]]:
+    """Each release the GPU runs with the newest driver (the answer of the release alone), newest
+    first, neighbours that take the same build together: ([release, ...], build)."""
     if _at(table["t"], 0):
         return []
     outcomes = (_at(r, 0) for r in data["blobs"][table["f"][framework]["r"]])
-    return [data["answers"][o] for o in outcomes if o >= 0]
+    out: list[tuple[list[str], str]] = []
+    for release, build, *_ in (data["answers"][o] for o in outcomes if o >= 0):
+        if out and out[-1][1] == build:
+            out[-1][0].append(release)
+        else:
+            out.append(([release], build))
+    return out
 
 
 def _release(provider: Provider, r: Release) -> dict[str, Any]:

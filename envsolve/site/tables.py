@@ -7,7 +7,8 @@ framework's candidates are its releases newest first, so the lock of a range is 
 newest release in range with a candidate; Keras comes with its backend (TensorFlow), whose
 candidates the search takes first, so Keras' range takes the release whose own solve took the
 earliest backend candidate (its ``rank``), the newest of those. A refused range is told by its
-newest release (``explain.why_none``); its nearest fixes are the versions that work (range free)
+newest release with a build of the GPU's kind, else its newest (``explain.why_none``: the tables
+flag those releases, ``h``); its nearest fixes are the versions that work (range free)
 and the oldest driver floor with which some release in range works (``fixes``).
 
 The GPU models of one class (same architecture, family, vendor, implied platform and JetPack)
@@ -17,7 +18,8 @@ hold the driver as ``{driver}``: that is what keeps the tables small.
 
 from __future__ import annotations
 
-import json
+import functools
+import itertools
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -34,7 +36,7 @@ from ..errors import SpecError, Unsatisfiable
 from ..provider import Provider
 from ..solve.cache import Cache
 from ..solve.candidates import preferred
-from ..solve.explain import why_misfits, why_none
+from ..solve.explain import has_kind, why_misfits, why_none
 from ..solve.fit import fit_drivers, gpu_text, pythons
 from ..solve.fixes import driver_fix_text, driver_floors, packages_text, version_fix_text
 from ..solve.model import Candidate, No, Resolution
@@ -180,11 +182,11 @@ class _Builder(msgspec.Struct):
     answered: dict[tuple[int, str], int] = msgspec.field(default_factory=dict)
     fix_texts: dict[tuple[int, ...], int] = msgspec.field(default_factory=dict)
     blobs: list[list[Any]] = msgspec.field(default_factory=list)
-    blob_ids: dict[str, int] = msgspec.field(default_factory=dict)
+    blob_ids: dict[bytes, int] = msgspec.field(default_factory=dict)
 
     def blob(self, value: list[Any]) -> int:
         """The id of a list of the tables (each list once)."""
-        key = json.dumps(value, separators=(",", ":"))
+        key = msgspec.json.encode(value)
         if key not in self.blob_ids:
             self.blob_ids[key] = len(self.blobs)
             self.blobs.append(value)
@@ -267,11 +269,19 @@ class _Fw(msgspec.Struct):
     releases: list[_Release] = msgspec.field(default_factory=list)
     candidates: list[list[Candidate]] = msgspec.field(default_factory=list)  # per target, in the search's order
     keep: list[Candidate] = msgspec.field(default_factory=list)  # Keras' candidates, alive as long as the table
+    kind: list[int] = msgspec.field(default_factory=list)  # per release: 1 when it has a build of the GPU's kind
+
+
+def _told(kind: list[int]) -> int:
+    """The release that tells why a range of all releases is refused: the newest with a build of the
+    GPU's kind (:func:`explain.has_kind`), else the newest."""
+    return next((i for i, k in enumerate(kind) if k), 0)
 
 
 def _framework(b: _Builder, tab: _Table, name: str) -> _Fw:
     fw = _Fw(name=name, candidates=[[] for _ in tab.targets])
     spec = b.spec(name, tab.targets[0])
+    fw.kind = [int(has_kind(b.provider, rel, tab.targets[0])) for rel in b.provider.releases(name)]
     for rel in b.provider.releases(name):
         fw.releases.append(_release(b, tab, spec, rel, fw))
     return fw
@@ -359,6 +369,7 @@ def _keras(b: _Builder, tab: _Table, backend: _Fw) -> _Fw:
     """Keras' releases: each with the first backend candidate it shares an environment with."""
     fw = _Fw(name=KERAS, keep=[])
     spec = b.spec(KERAS, tab.targets[0])
+    fw.kind = [int(has_kind(b.provider, rel, tab.targets[0])) for rel in b.provider.releases(KERAS)]
     clashes: dict[tuple[int, int], str] = {}
     lists: dict[tuple[int, ...], int] = {}
     same = [lists.setdefault(tuple(map(id, cs)), len(lists)) for cs in backend.candidates]  # equal lists, equal ids
@@ -423,8 +434,9 @@ def _keras_outcome(b: _Builder, spec: ProjectSpec, t: Target, k: Candidate, foun
 
 
 def _backend_refusal(b: _Builder, backend: _Fw, choice: int) -> int:
-    """The backend's refusal for a selector choice, told for its newest release (``why_none``)."""
-    text = b.texts.items[-1 - backend.releases[0].outcome[choice]]
+    """The backend's refusal for a selector choice, told for its newest release with a build of
+    the GPU's kind (``why_none``)."""
+    text = b.texts.items[-1 - backend.releases[_told(backend.kind)].outcome[choice]]
     return b.texts.held(text.replace(RANGE, f"{BACKEND} *"))
 
 
@@ -507,7 +519,7 @@ def _fw_json(b: _Builder, tab: _Table, fw: _Fw, backend: _Fw | None) -> dict[str
     out: dict[str, Any] = {
         "r": b.blob([_runs(r.outcome) for r in fw.releases]), "x": b.blob([_runs(x) for x, _ in fixes]),
         "xt": b.blob([_runs(t) for _, t in fixes]), "v": _runs(_version_fixes(b, tab, fw)),
-        "e": _runs(_empty_range(b, tab, fw, backend))}
+        "e": _runs(_empty_range(b, tab, fw, backend)), "h": b.blob(fw.kind)}
     if fw.name == KERAS:
         out["k"] = b.blob([_runs([r.rank[i] for i in tab.positions]) for r in fw.releases])
     else:
@@ -536,13 +548,23 @@ def _frameworks(b: _Builder) -> list[str]:
     return [f for f in FRAMEWORKS if b.provider.releases(f)]
 
 
-def _classes(provider: Provider) -> tuple[list[_Class], dict[str, int]]:
-    """The GPU classes (CPU only first) and each GPU model's class."""
+class _Models(msgspec.Struct, frozen=True):
+    """The GPU classes (CPU only first), each GPU model's class and its GPU as the spec reads it."""
+
+    classes: list[_Class]
+    of: dict[str, int]
+    reqs: dict[str, GpuReq]
+
+
+def _classes(provider: Provider) -> _Models:
+    """The GPU classes (CPU only first) and each GPU model's class (read once, before the workers
+    start: they inherit it)."""
     classes = [_Class(key=("cpu",), gpu=None, vendor="cpu")]
     index: dict[tuple[str, ...], int] = {}
     of: dict[str, int] = {}
+    reqs: dict[str, GpuReq] = {}
     for g in sorted(provider.m.gpus, key=lambda g: g.name):
-        gpu = _gpu_req(provider, g.name)
+        gpu = reqs[g.name] = _gpu_req(provider, g.name)
         jp = provider.jetpacks_for([g.name])
         key = (gpu.arch.name, gpu.family, gpu.vendor, gpu.platform,
                jp[-1].version.raw if jp and provider.is_jetson(g.name) else "")
@@ -550,7 +572,7 @@ def _classes(provider: Provider) -> tuple[list[_Class], dict[str, int]]:
             index[key] = len(classes)
             classes.append(_Class(key=key, gpu=gpu, vendor=gpu.vendor))
         of[g.name] = index[key]
-    return classes, of
+    return _Models(classes=classes, of=of, reqs=reqs)
 
 
 def _gpu_req(provider: Provider, name: str) -> GpuReq:
@@ -564,9 +586,10 @@ def selector_data(provider: Provider, workers: int = 2) -> dict[str, Any]:
     data is the same bytes whatever the number of workers."""
     floors = driver_floors(provider)
     choices = _choices(floors)
-    classes, of = _classes(provider)
+    models = _classes(provider)
+    classes = models.classes
     jobs: list[_Job] = [(c, platform) for c in range(len(classes)) for platform in PLATFORMS]
-    parts = _parts(provider, jobs, workers)
+    parts = _parts(provider, classes, jobs, workers)
     b = _Builder(_Memo(provider), floors=floors, choices=choices)
     found = {job: (table, part) for part in parts for job, table in part.tables}
     tables: list[dict[str, Any]] = []
@@ -578,7 +601,7 @@ def selector_data(provider: Provider, workers: int = 2) -> dict[str, Any]:
             tables.append(_merged(b, part, table))
     drivers = [floors[i - 1].raw for i in choices[1:]]
     return {"format": FORMAT, "drivers": drivers, "platforms": list(PLATFORMS),
-            "frameworks": _framework_lists(b), "gpus": _gpus(b, of, drivers), "classes": by_class,
+            "frameworks": _framework_lists(b), "gpus": _gpus(b, models, drivers), "classes": by_class,
             "tables": tables, "blobs": b.blobs, "texts": b.texts.items, "answers": b.answers.items,
             "fields": list(ANSWER_FIELDS)}
 
@@ -596,33 +619,54 @@ class _Part(msgspec.Struct, frozen=True):
     blobs: list[list[Any]]
 
 
-def _work(provider: Provider, jobs: list[_Job]) -> _Part:
-    """The tables of ``jobs``, with registries of their own."""
+def _work(provider: Provider, classes: list[_Class], jobs: list[_Job], take: Callable[[], int]) -> _Part:
+    """The tables of the jobs ``take`` hands out (an index of ``jobs`` each time, till past the
+    end), with registries of their own. A table does not depend on which worker made it, nor on
+    the tables made before it there: the merge gives the same data however the jobs were shared."""
     floors = driver_floors(provider)
     b = _Builder(_Memo(provider), floors=floors, choices=_choices(floors))
-    classes, _ = _classes(provider)
     out: list[tuple[_Job, dict[str, Any] | None]] = []
-    for c, platform in jobs:
+    while (k := take()) < len(jobs):
+        c, platform = jobs[k]
         targets = _targets(b, classes[c], platform)
         out.append(((c, platform), _table(b, targets) if targets is not None else None))
     return _Part(tables=out, texts=b.texts.items, answers=b.answers.items, blobs=b.blobs)
 
 
-_WORKER: dict[str, Provider] = {}  # the provider a forked worker inherits
+_WORKER: dict[str, Any] = {}  # what a forked worker inherits: the provider, classes, jobs and the queue's ends
 
 
-def _forked(jobs: list[_Job]) -> _Part:
-    return _work(_WORKER["provider"], jobs)
+def _next_job(end: int) -> int:
+    """The index of the next job no worker took yet, from the queue's front (``end`` 0) or back
+    (1); past the end when none is left (the ends are shared by the workers)."""
+    ends = _WORKER["ends"]
+    with ends.get_lock():
+        if ends[0] >= ends[1]:
+            return len(_WORKER["jobs"])
+        if end == 0:
+            ends[0] += 1
+            return int(ends[0] - 1)
+        ends[1] -= 1
+        return int(ends[1])
 
 
-def _parts(provider: Provider, jobs: list[_Job], workers: int) -> list[_Part]:
-    """The jobs shared out (every ``workers``-th to one worker), each worker a forked process."""
+def _forked(worker: int) -> _Part:
+    return _work(_WORKER["provider"], _WORKER["classes"], _WORKER["jobs"], functools.partial(_next_job, worker % 2))
+
+
+def _parts(provider: Provider, classes: list[_Class], jobs: list[_Job], workers: int) -> list[_Part]:
+    """The jobs shared out, each worker a forked process taking the next job when it is done with
+    one: one from the front of a queue (the first platform's tables, the costly ones: an NVIDIA
+    class there has the most builds), the other from its back (the other platforms', then the first
+    platform's from the last), so that a worker meets few platforms (its caches serve one)."""
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [_work(provider, jobs)]
-    _WORKER["provider"] = provider
+        return [_work(provider, classes, jobs, itertools.count().__next__)]
+    queue = [j for j in jobs if j[1] == PLATFORMS[0]] + [j for j in reversed(jobs) if j[1] != PLATFORMS[0]]
+    fork = multiprocessing.get_context("fork")
+    _WORKER.update(provider=provider, classes=classes, jobs=queue, ends=fork.Array("i", [0, len(queue)]))
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_forked, [jobs[k::workers] for k in range(workers)]))
+        with ProcessPoolExecutor(workers, mp_context=fork) as pool:
+            return list(pool.map(_forked, range(workers)))
     finally:
         _WORKER.clear()
 
@@ -658,7 +702,7 @@ def _merged(b: _Builder, part: _Part, table: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"t": _mapped(table["t"], m.plus), "tt": _mapped(table["tt"], m.plus), "f": {}}
     for name, f in table["f"].items():
         g = {"r": m.blob(f["r"], m.outcome), "x": m.blob(f["x"]), "xt": m.blob(f["xt"], m.plus),
-             "v": _mapped(f["v"], m.plus), "e": _mapped(f["e"], m.text)}
+             "v": _mapped(f["v"], m.plus), "e": _mapped(f["e"], m.text), "h": m.blob(f["h"])}
         if "k" in f:
             g["k"] = m.blob(f["k"])
         else:
@@ -685,16 +729,22 @@ def _framework_lists(b: _Builder) -> dict[str, Any]:
             for f in _frameworks(b)}
 
 
-def _gpus(b: _Builder, of: dict[str, int], drivers: list[str]) -> list[dict[str, Any]]:
+def _gpus(b: _Builder, models: _Models, drivers: list[str]) -> list[dict[str, Any]]:
     """Each GPU model: its names (the model's, nvidia-smi's and rocm-smi's), its class, its text
     in answers, and which choices the spec refuses (a driver for a GPU that takes none, a platform
-    it does not run on)."""
+    it does not run on). What the spec refuses follows from the class (vendor, implied platform,
+    JetPack): a class whose first model the spec takes everywhere is taken everywhere; the models
+    of other classes are read each, for the message names the model."""
     out = [{"name": CPU_ONLY, "names": [CPU_ONLY], "text": "", "cls": 0,
             "invalid": _invalid(b, CPU_ONLY, drivers[-1])}]
+    taken: set[int] = set()  # the classes the spec takes with every choice
     for g in sorted(b.provider.m.gpus, key=lambda g: g.name):
-        gpu = _gpu_req(b.provider, g.name)
-        out.append({"name": g.name, "names": sorted({g.name, *g.aliases}), "text": gpu_text(gpu), "cls": of[g.name],
-                    "invalid": _invalid(b, g.name, drivers[-1])})
+        cls = models.of[g.name]
+        invalid = [0] * (2 * len(PLATFORMS)) if cls in taken else _invalid(b, g.name, drivers[-1])
+        if not any(invalid):
+            taken.add(cls)
+        out.append({"name": g.name, "names": sorted({g.name, *g.aliases}), "text": gpu_text(models.reqs[g.name]),
+                    "cls": cls, "invalid": invalid})
     return out
 
 

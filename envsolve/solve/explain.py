@@ -16,7 +16,7 @@ from .candidates import companion_problem, memo_key
 from .fit import fit, gpu_text
 from .model import Candidate, No
 
-__all__ = ["why_chosen", "why_misfits", "why_none", "why_none_shared"]
+__all__ = ["has_kind", "why_chosen", "why_misfits", "why_none", "why_none_shared"]
 
 _Misfit = tuple[Build, No]  # a build and why it does not fit
 _STACK = {"nvidia": "CUDA", "amd": "ROCm"}  # the software stack a vendor's builds name
@@ -39,11 +39,11 @@ def why_none(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req
     rels = [r for r in provider.releases(req.name) if cache.contains(req.raw, r.version)]
     if not rels:
         return Clash(subject=subject, reason=f"no release matches (known: {_span(provider, req)})")
-    told = next((r for r in rels if _has_kind(provider, r, t)), rels[0])
+    told = next((r for r in rels if has_kind(provider, r, t)), rels[0])
     return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, told))
 
 
-def _has_kind(provider: Provider, rel: Release, t: Target) -> bool:
+def has_kind(provider: Provider, rel: Release, t: Target) -> bool:
     """Whether ``rel`` has a build of the accelerator ``t``'s GPUs need: the release whose misfits
     tell the true cause (the newest release in range may have no ROCm build at all)."""
     return any(b.accelerator == ACCELERATOR[t.vendor] for b in provider.builds(rel))

@@ -1,5 +1,6 @@
 /* envsolve's compatibility explorer: the selector. It holds no compatibility rule: every answer
-   is looked up in the tables `envsolve site` computed with envsolve's solver (site-data), and the
+   is looked up in the tables `envsolve site` computed with envsolve's solver (site-data: their
+   JSON deflated and in base64, inflated here by the browser's own DecompressionStream), and the
    texts are the solver's own, with {gpu}, {driver} and {range} filled in. The answer's
    [data-field=reason] elements are the lines `envsolve lock --frameworks-only` prints after
    "cannot be satisfied:" (without "  - "), [data-field=tip] the text after "TIP: ". */
@@ -7,12 +8,16 @@
   "use strict";
   var node = document.getElementById("site-data");
   if (!node) { return; }
-  var D = JSON.parse(node.textContent);
+  var D = null, byName = {};
   var $ = function (id) { return document.getElementById(id); };
-  var byName = {};
-  D.gpus.forEach(function (g, i) {
-    g.names.forEach(function (n) { byName[n.toLowerCase()] = i; });
-  });
+
+  /* the embedded data: base64 of the deflated (zlib format) JSON text */
+  function inflate(text) {
+    var bin = atob(text.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).text();
+  }
 
   /* the value of a run-length list ([count, value, ...]) at position j */
   function at(runs, j) {
@@ -26,7 +31,13 @@
   /* a framework's tables for one GPU class and platform, its shared lists looked up */
   function tables(tab, fw) {
     var F = tab.f[fw], blob = function (k) { return F[k] === undefined ? null : D.blobs[F[k]]; };
-    return {r: blob("r"), x: blob("x"), xt: blob("xt"), k: blob("k"), b: blob("b"), v: F.v, e: F.e};
+    return {r: blob("r"), x: blob("x"), xt: blob("xt"), k: blob("k"), b: blob("b"), h: blob("h"), v: F.v, e: F.e};
+  }
+
+  /* the release whose refusal tells a refused range: the first in range flagged (h), else the first */
+  function told(F, idx) {
+    for (var k = 0; k < idx.length; k++) { if (F.h[idx[k]]) { return idx[k]; } }
+    return idx[0];
   }
 
   function fill(text, ctx) {
@@ -102,7 +113,7 @@
       D.fields.forEach(function (f, k) { out[f] = a[k]; });
       return out;
     }
-    return refused(D.texts[-1 - at(F.r[idx[0]], j)], tip(F, idx, s, j, ctx), ctx, tab, s, j);
+    return refused(D.texts[-1 - at(F.r[told(F, idx)], j)], tip(F, idx, s, j, ctx), ctx, tab, s, j);
   }
 
   /* the TIP of a refused range: the versions that work (a range was written), the oldest newer driver */
@@ -221,18 +232,33 @@
     showProject(s);
   }
 
-  D.drivers.forEach(function (d) { option($("driver"), d, d); });
-  D.platforms.forEach(function (p) { option($("platform"), p, p); });
-  Object.keys(D.frameworks).forEach(function (f) { option($("framework"), f, f); });
-  var list = $("gpu-names");
-  D.gpus.forEach(function (g) { g.names.forEach(function (n) { option(list, n, ""); }); });
-  $("framework").value = D.defaults.framework;
-  $("gpu").value = $("gpu").value || D.defaults.gpu;
-  fillVersions();
-  $("framework").addEventListener("change", function () { fillVersions(); update(); });
-  ["gpu", "driver", "platform", "version-min", "version-max"].forEach(function (id) {
-    $(id).addEventListener("input", update);
-    $(id).addEventListener("change", update);
-  });
-  update();
+  function start(data) {
+    D = data;
+    D.gpus.forEach(function (g, i) {
+      g.names.forEach(function (n) { byName[n.toLowerCase()] = i; });
+    });
+    D.drivers.forEach(function (d) { option($("driver"), d, d); });
+    D.platforms.forEach(function (p) { option($("platform"), p, p); });
+    Object.keys(D.frameworks).forEach(function (f) { option($("framework"), f, f); });
+    var list = $("gpu-names");
+    D.gpus.forEach(function (g) { g.names.forEach(function (n) { option(list, n, ""); }); });
+    $("framework").value = D.defaults.framework;
+    $("gpu").value = $("gpu").value || D.defaults.gpu;
+    fillVersions();
+    $("framework").addEventListener("change", function () { fillVersions(); update(); });
+    ["gpu", "driver", "platform", "version-min", "version-max"].forEach(function (id) {
+      $(id).addEventListener("input", update);
+      $(id).addEventListener("change", update);
+    });
+    update();
+  }
+
+  /* a browser without DecompressionStream (before Chrome 80, Firefox 113, Safari 16.4) is told so */
+  function unreadable() {
+    $("answer").textContent = "This browser cannot read the selector's tables (it lacks DecompressionStream); " +
+      "the GPU, release and driver pages do not need it.";
+  }
+
+  if (typeof DecompressionStream === "undefined") { unreadable(); return; }
+  inflate(node.textContent).then(function (text) { start(JSON.parse(text)); }, unreadable);
 }());
