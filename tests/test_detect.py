@@ -424,12 +424,18 @@ def test_an_old_driver_that_does_not_say_the_capability_gets_it_from_the_model(r
     assert [g.compute_capability for g in facts.gpus] == ["3.0", "5.0"]
 
 
+def _host_archs(graph: Provider, smi_csv: str) -> tuple[list[str], list[str]]:
+    """The archs `lock --host` solves for on a host whose nvidia-smi query printed ``smi_csv``, and its warnings."""
+    driver, gpus = det.parse_smi_csv(smi_csv)
+    facts = complete(HostFacts(vendor="nvidia", driver=driver, source="nvidia-smi", gpus=tuple(gpus)), graph)
+    got, warnings = for_host(parse_spec('[frameworks]\ntorch = "*"\n', "p.toml", graph), facts, graph)
+    return [g.arch.name for g in got.targets[0].gpus], list(warnings)
+
+
 def test_a_name_of_two_architectures_is_solved_for_the_capability_the_driver_reports(real_graph: Provider) -> None:
     # "GeForce GT 730" is a Fermi, a GK107 or a GK208 card: the name alone cannot say which
-    driver, gpus = det.parse_smi_csv("NVIDIA GeForce GT 730, 470.256.02, 3.5, 2002, GPU-0a23\n")
-    facts = complete(HostFacts(vendor="nvidia", driver=driver, source="nvidia-smi", gpus=tuple(gpus)), real_graph)
-    got, warnings = for_host(parse_spec('[frameworks]\ntorch = "*"\n', "p.toml", real_graph), facts, real_graph)
-    assert [g.arch.name for g in got.targets[0].gpus] == ["sm_35"]
+    archs, warnings = _host_archs(real_graph, "NVIDIA GeForce GT 730, 470.256.02, 3.5, 2002, GPU-0a23\n")
+    assert archs == ["sm_35"]
     assert warnings == ["GPU 0 'NVIDIA GeForce GT 730' is not in envsolve's data; solving for its architecture "
                         "sm_35 as the driver reported it"]
 
@@ -437,12 +443,12 @@ def test_a_name_of_two_architectures_is_solved_for_the_capability_the_driver_rep
 def test_the_architecture_the_driver_reports_wins_over_a_catalog_row_that_disagrees(real_graph: Provider) -> None:
     # the catalog's row of a name is a fact about most GPUs of that name; the driver knows this one
     # (GeForce 910M: NVIDIA's legacy page lists 5.2, the PCI ID repository a GK208, 3.5)
-    driver, gpus = det.parse_smi_csv("NVIDIA GeForce 910M, 470.256.02, 3.5, 2048, GPU-0a24\n")
-    facts = complete(HostFacts(vendor="nvidia", driver=driver, source="nvidia-smi", gpus=tuple(gpus)), real_graph)
-    got, warnings = for_host(parse_spec('[frameworks]\ntorch = "*"\n', "p.toml", real_graph), facts, real_graph)
-    assert [g.arch.name for g in got.targets[0].gpus] == ["sm_35"]
+    archs, warnings = _host_archs(real_graph, "NVIDIA GeForce 910M, 470.256.02, 3.5, 2048, GPU-0a24\n")
+    assert archs == ["sm_35"]
     assert warnings == ["GPU 0 'NVIDIA GeForce 910M' is GeForce 910M (sm_52) in envsolve's data but the driver "
                         "reports sm_35; solving for sm_35"]
+
+
 def test_a_jetson_nano_board_on_jetpack_4_names_its_module_and_jetpack(real_graph: Provider) -> None:
     """A Nano (JetPack 4.6.1, L4T R32.7.1) is known by /etc/nv_tegra_release and its board's model:
     a linux/arm64 Jetson whose JetPack is 4.6.1, never an x86 GPU."""
