@@ -362,6 +362,8 @@ def test_a_target_never_supported_says_so(real_graph: Provider) -> None:
 def test_a_target_whose_support_ended_names_the_last_release(real_graph: Provider) -> None:
     e = unsat('[frameworks]\ntorch = ">=2"\n[hardware]\ngpus = ["RX 580"]', real_graph)
     assert "ROCm 3.10 was the last release to support gfx803" in e.clashes[0].reason
+
+
 # ---------------------------------------------------------------------------- the Jetson family
 
 def test_a_jetson_nano_never_gets_an_x86_or_default_index_cuda_build(real_graph: Provider) -> None:
