@@ -92,6 +92,10 @@ COMBOS: tuple[Combo, ...] = (
     C(gpu=CPU_ONLY, framework="keras"),
     C(gpu=CPU_ONLY, framework="paddlepaddle"),
     C(gpu=CPU_ONLY, platform="linux/arm64", framework="onnxruntime"),
+    # issue 21's edges: a JetPack that cannot run a release, a ROCm window that closed, a Kepler GK10x card
+    C(gpu="Jetson Nano", platform="linux/arm64", low="2.5.0"),
+    C(gpu="MI50", low="2.10.0"),
+    C(gpu="NVIDIA GeForce GTX 660 Ti"),
     C(gpu="NVIDIA Foo 9000"),
 )
 
@@ -199,8 +203,12 @@ def _answer_when_settled(page: Page, expected: dict[str, Any], wait_s: float = 2
 
 def _of_release(version: str, release: str) -> bool:
     """A locked version is of a release: the same, or the release's own build of it (tensorflow-rocm
-    2.14.0.600 and NVIDIA's 1.15.5+nv23.3 are builds of tensorflow 2.14.0 and 1.15.5)."""
-    return version == release or version.startswith((release + ".", release + "+"))
+    2.14.0.600, NVIDIA's 1.15.5+nv23.3 and its Jetson torch 1.11.0a0+17540c5 are builds of
+    2.14.0, 1.15.5 and 1.11.0)."""
+    from packaging.version import Version
+
+    return version == release or version.startswith((release + ".", release + "+")) \
+        or Version(version).base_version == release
 
 
 def _current(page: Page) -> Combo:

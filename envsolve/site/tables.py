@@ -30,7 +30,7 @@ import msgspec
 import msgspec.structs
 from packaging.specifiers import SpecifierSet
 
-from ..data import Build, Release
+from ..data import Build, Gpu, Release
 from ..domain import FRAMEWORKS, KERAS_BACKENDS, PLATFORMS
 from ..errors import SpecError, Unsatisfiable
 from ..provider import Provider
@@ -743,9 +743,19 @@ def _gpus(b: _Builder, models: _Models, drivers: list[str]) -> list[dict[str, An
         invalid = [0] * (2 * len(PLATFORMS)) if cls in taken else _invalid(b, g.name, drivers[-1])
         if not any(invalid):
             taken.add(cls)
-        out.append({"name": g.name, "names": sorted({g.name, *g.aliases}), "text": gpu_text(models.reqs[g.name]),
+        out.append({"name": g.name, "names": _names(b.provider, g), "text": gpu_text(models.reqs[g.name]),
                     "cls": cls, "invalid": invalid})
     return out
+
+
+def _names(provider: Provider, g: Gpu) -> list[str]:
+    """A model's names in the selector: its own, its aliases, and for an NVIDIA alias without the
+    prefix the drivers since R470 print ("NVIDIA GeForce GTX 660 Ti") that spelling too, where the
+    solver's look-up takes it to the same model."""
+    names = {g.name, *g.aliases}
+    if g.vendor == "nvidia":
+        names |= {f"NVIDIA {a}" for a in g.aliases if not a.startswith("NVIDIA ") and provider.gpu(f"NVIDIA {a}") == g}
+    return sorted(names)
 
 
 def _invalid(b: _Builder, gpu: str, driver: str) -> list[int]:
