@@ -382,13 +382,13 @@ def test_h200_recorded_on_the_lent_gpu_machine(real_graph: Provider, tmp_path: P
     ("AMD Instinct MI308X", "MI308X", "gfx942"),
     ("AMD Radeon PRO W7600", "Radeon PRO W7600", "gfx1102"),
 ])
-
-
 def test_amd_names_the_tools_print_are_known_with_their_target(printed: str, model: str, gfx: str,
                                                                real_graph: Provider) -> None:
     # a tool that names the GPU but not its target (rocm-smi's product name, an old amd-smi's market_name)
     f = complete(HostFacts(vendor="amd", gpus=(GpuInfo(index=0, name=printed),), source="rocm-smi"), real_graph)
     assert f.gpus[0].gfx == gfx and hardware_table(f, real_graph)["gpus"] == [model]
+
+
 # `nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,uuid --format=csv,noheader,nounits`
 # on old and new GPUs, with the names and capabilities users posted (the URLs say where)
 @pytest.mark.parametrize("row,model,arch", [
@@ -408,8 +408,6 @@ def test_amd_names_the_tools_print_are_known_with_their_target(printed: str, mod
     # https://github.com/pytorch/pytorch/issues/150733
     ("NVIDIA GeForce RTX 5090 D, 572.83, 12.0, 32607, GPU-0a22", "RTX 5090 D", "sm_120"),
 ])
-
-
 def test_nvidia_smi_names_of_old_and_new_gpus_are_models_of_the_data(row: str, model: str, arch: str,
                                                                       real_graph: Provider) -> None:
     driver, gpus = det.parse_smi_csv(row + "\n")
