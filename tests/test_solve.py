@@ -406,3 +406,14 @@ def test_a_release_nvidia_built_for_no_jetpack_names_the_newest_that_runs(real_g
     e = unsat('[frameworks]\ntorch = "==2.9.0"\n[hardware]\ngpus = ["Jetson Orin Nano"]', real_graph)
     assert ("NVIDIA published no Jetson build of torch 2.9.0; for JetPack 6.2.1 the nearest is torch 2.8.0 "
             "(jp6-cu126)") in str(e)
+
+
+def test_explain_says_when_a_release_has_no_default_build(real_graph: Provider) -> None:
+    """CuPy is always cupy-cudaXXx: no build is what `pip install cupy` alone gets, so its choice is
+    not "the default build does not fit" (as explain said on an H200)."""
+    rep = ExplainReporter()
+    spec = spec_of('[frameworks]\ncupy = "==14.2.0"\n[hardware]\ngpus = ["H200"]\ndriver = "580.159.04"', real_graph)
+    text = rep.text(solve_explained(real_graph, spec, rep), verbose=True)
+    assert ("chose cupy 14.2.0 (cuda12x): newest release that fits, the first usable build (none is the default: "
+            "native driver support first, then the newest CUDA/ROCm)") in text
+    assert "the default build does not fit" not in text

@@ -222,11 +222,16 @@ def _stack_version(b: Build) -> tuple[tuple[int, ...], str]:
     return (version.key, version.raw) if version else ((), "")
 
 
-def why_chosen(c: Candidate) -> str:
+def why_chosen(provider: Provider, c: Candidate) -> str:
     """Why the search took ``c``: the newest release that fits, which build, driver, distribution."""
     if c.build is None:
         return "newest release that fits"
-    how = "the default build" if c.build.default else "the newest usable build (the default build does not fit)"
+    if c.build.default:
+        how = "the default build"
+    elif any(b.default for b in provider.builds(c.release)):
+        how = "the newest usable build (the default build does not fit)"
+    else:  # no build is what `pip install` alone gets (CuPy's cupy-cudaXXx, jax's extras)
+        how = "the first usable build (none is the default: native driver support first, then the newest CUDA/ROCm)"
     drv = f"; driver >= {c.driver_min} ({c.compat})" if c.compat and c.driver_min else ""
     return f"newest release that fits, {how}{drv}{_installs(c.build)}"
 

@@ -138,7 +138,8 @@ def try_solve_target(provider: Provider, spec: ProjectSpec, t: Target, reporter:
     found, backend = got
     if type(rep) is not Reporter:  # the plain reporter keeps nothing: say nothing to it
         for c in found:
-            rep.chosen(t.name, c.label, why_chosen(c) + extensions.wheel_note(provider, exts, t, c) + _asked(spec, c))
+            why = why_chosen(provider, c) + extensions.wheel_note(provider, exts, t, c) + _asked(spec, c)
+            rep.chosen(t.name, c.label, why)
     return _with_extensions(provider, cache, spec, t, found, backend, exts)
 
 
