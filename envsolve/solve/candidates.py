@@ -13,7 +13,7 @@ from .cache import Cache
 from .fit import fit, pythons
 from .model import Candidate, No, Reporter
 
-__all__ = ["candidates", "candidates_shared", "companion_problem", "memo_key", "preferred"]
+__all__ = ["BUILD_ORDER", "candidates", "candidates_shared", "companion_problem", "memo_key", "preferred"]
 
 
 def memo_key(spec: ProjectSpec, t: Target, req: FrameworkReq) -> tuple[object, ...]:
@@ -83,9 +83,13 @@ def preferred(fitting: list[Candidate]) -> list[Candidate]:
     return sorted(fitting, key=_preference)
 
 
+# how :func:`_preference` orders the builds other than the default, as ``explain`` tells it
+BUILD_ORDER = "SASS for every GPU before PTX JIT, then native driver support, then the newest CUDA/ROCm"
+
+
 def _preference(c: Candidate) -> tuple[bool, bool, bool, tuple[int, ...], str]:
     """A build with SASS for every GPU before one that needs the PTX JIT, then the default build,
-    then native driver support, then the newest CUDA/ROCm, then by name."""
+    then native driver support, then the newest CUDA/ROCm, then by name (:data:`BUILD_ORDER`)."""
     assert c.build is not None  # a build's candidate
     version = c.build.cuda or c.build.rocm
     newest = tuple(-k for k in version.key) if version else ()

@@ -12,7 +12,7 @@ from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from ..versions import Dotted
 from .cache import Cache
-from .candidates import companion_problem, memo_key
+from .candidates import BUILD_ORDER, companion_problem, memo_key
 from .fit import fit, gpu_text
 from .model import Candidate, No
 
@@ -231,7 +231,7 @@ def why_chosen(provider: Provider, c: Candidate) -> str:
     elif any(b.default for b in provider.builds(c.release)):
         how = "the newest usable build (the default build does not fit)"
     else:  # no build is what `pip install` alone gets (CuPy's cupy-cudaXXx, jax's extras)
-        how = "the first usable build (none is the default: native driver support first, then the newest CUDA/ROCm)"
+        how = f"the first usable build (none is the default: {BUILD_ORDER})"
     drv = f"; driver >= {c.driver_min} ({c.compat})" if c.compat and c.driver_min else ""
     return f"newest release that fits, {how}{drv}{_installs(c.build)}"
 

@@ -423,9 +423,9 @@ def _only_on_a_page(b: Build, compat: str, driver_min: Dotted | None) -> No:
     by_minor = " by minor-version compatibility" if compat == "minor-version" else ""
     runs = f"it would run (driver >= {driver_min}{by_minor})" if driver_min else "it would run"
     pins = " ".join(f"{name}=={version}" for name, version in b.pins)
+    install = " ".join(filter(None, (f"{b.package}=={b.raw}", pins)))
     return No("find-links", f"{runs}, but {pins or 'it'} is on no index, only on a find-links page (by hand: "
-                            f"pip install {b.package}=={b.raw} {pins} -f {b.find_links}; envsolve locks builds "
-                            "of an index)".replace("  ", " "))
+                            f"pip install {install} -f {b.find_links}; envsolve locks builds of an index)")
 
 
 def _accelerator(b: Build, t: Target) -> No | None:
