@@ -58,10 +58,10 @@ def _matrices() -> Path | None:
 
 
 def _provider() -> Provider:
-    from .data import data_dir, load
-    from .provider import Provider
+    from .data import data_dir
+    from .provider import load_provider
 
-    provider = Provider(load(_matrices()))
+    provider = load_provider(_matrices())
     ui.console().detail(f"matrices: {_matrices() or data_dir()} (data {provider.data_version}, {provider.digest})")
     return provider
 

@@ -83,13 +83,12 @@ def plain_lock(argv: list[str], environ: Mapping[str, str] | None = None) -> boo
 
 def _run(spec_path: Path, chosen: Mapping[str, Any], typed: Collection[str], console: ui.Console) -> None:
     """The lock, its errors as the click command line reports them: ERROR, TIP and the exit code."""
-    from .data import load
     from .errors import EnvsolveError
-    from .provider import Provider
+    from .provider import load_provider
     from .voice import Voice
 
     try:
-        provider = Provider(load())
+        provider = load_provider()
         lock(provider, spec_path, chosen, typed, render=_never,
              voice=Voice(progress=lambda line: console.progress(f"lock: {line}"), detail=console.detail,
                          warn=console.warn))

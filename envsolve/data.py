@@ -6,7 +6,8 @@ file is collected and reported at once (file, row, key) as one :class:`MatrixErr
 Parsing 500 KB of TOML costs more than everything else `envsolve lock` does, so the validated
 records are kept in a compiled cache (a pickle in the user's cache folder) keyed by the digest
 of the matrix files and of the code that reads them: a change to either rebuilds it, a corrupt or
-unwritable cache is ignored, and nothing ever requires it. Reads package data and that cache only.
+unwritable cache is ignored, and nothing ever requires it. :func:`compiled` keeps what is made of
+the records the same way (the provider with its indexes). Reads package data and that cache only.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pickle
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 from packaging.version import InvalidVersion, Version
@@ -65,6 +66,7 @@ __all__ = [
     "Tool",
     "Toolkit",
     "cache_dir",
+    "compiled",
     "data_dir",
     "fold",
     "load",
@@ -1211,26 +1213,29 @@ def fold(name: str) -> str:
 # the code that reads and checks the rows: a change to any of it rebuilds the cache
 _CODE = tuple(Path(__file__).parent / name for name in ("data.py", "tables.py", "versions.py", "domain.py"))
 
-
-def _cache_path(digest: str, folder: Path) -> Path:
-    code = hashlib.sha256(b"".join(p.read_bytes() for p in _CODE) + sys.version.encode()).hexdigest()[:16]
-    return folder / "data" / f"{digest.removeprefix('sha256:')[:32]}-{code}.pickle"
+Made = TypeVar("Made")
 
 
-def _cached(path: Path, digest: str) -> Matrices | None:
+def _cache_path(digest: str, folder: Path, kind: str, code: tuple[Path, ...]) -> Path:
+    blob = b"".join(p.read_bytes() for p in (*_CODE, *code)) + sys.version.encode()
+    code_digest = hashlib.sha256(blob).hexdigest()[:16]
+    return folder / "data" / f"{digest.removeprefix('sha256:')[:32]}-{kind}-{code_digest}.pickle"
+
+
+def _cached(path: Path, kind: type[Made], digest: str) -> Made | None:
     try:
         with path.open("rb") as f:
-            m = pickle.load(f)
+            made = pickle.load(f)
     except Exception:  # absent, unreadable, corrupt or from another envsolve: rebuild
         return None
-    return m if isinstance(m, Matrices) and m.digest == digest else None
+    return made if isinstance(made, kind) and getattr(made, "digest", None) == digest else None
 
 
-def _store(path: Path, m: Matrices) -> None:
+def _store(path: Path, made: object) -> None:
     from .files import write_atomic
 
     try:
-        write_atomic(path, pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomic(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:  # a read-only or full cache folder costs speed, never an answer
         pass
 
@@ -1238,6 +1243,18 @@ def _store(path: Path, m: Matrices) -> None:
 def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:
     """Load the matrices under ``root`` (default: the shipped ones) through the compiled cache
     in ``cache`` (default :func:`cache_dir`; ``ENVSOLVE_NO_CACHE=1`` turns it off)."""
+    return compiled(_same, Matrices, root, cache=cache)
+
+
+def _same(m: Matrices) -> Matrices:
+    return m
+
+
+def compiled(make: Callable[[Matrices], Made], kind: type[Made], root: Path | None = None, *,
+             cache: Path | None = None, code: tuple[Path, ...] = ()) -> Made:
+    """What ``make`` makes of the matrices under ``root`` (a :class:`Matrices`, a provider with its
+    indexes), kept in the compiled cache by the matrices' digest, the loader's ``code`` and
+    ``kind``: made again when either changes. ``kind`` must carry the matrices' ``digest``."""
     path = (root or data_dir()).resolve()
     if not path.is_dir():
         raise MatrixError([Problem(str(path), "", "no such matrices folder")],
@@ -1245,10 +1262,10 @@ def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:
     files = _files(path)
     digest = _digest(files)
     if os.environ.get("ENVSOLVE_NO_CACHE"):
-        return _parse(path, files, digest)
-    where = _cache_path(digest, cache or cache_dir())
-    m = _cached(where, digest)
-    if m is None:
-        m = _parse(path, files, digest)
-        _store(where, m)
-    return m
+        return make(_parse(path, files, digest))
+    where = _cache_path(digest, cache or cache_dir(), kind.__name__, code)
+    made = _cached(where, kind, digest)
+    if made is None:
+        made = make(_parse(path, files, digest))
+        _store(where, made)
+    return made

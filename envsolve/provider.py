@@ -13,6 +13,7 @@ import itertools
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
+from pathlib import Path
 from typing import TypeVar
 
 import msgspec
@@ -37,13 +38,14 @@ from .data import (
     Release,
     Rocm,
     Toolkit,
+    compiled,
     fold,
     shared_of,
 )
 from .domain import DEFAULT_PLATFORM, JETSON_PLATFORM, Accelerator
 from .versions import Arch, Dotted, parse_arch, parse_driver
 
-__all__ = ["Provider"]
+__all__ = ["Provider", "load_provider"]
 
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
@@ -408,3 +410,10 @@ class Provider:
         """The prebuilt wheel rows of ``package`` at ``version`` outside the default index."""
         return [w for w in self._extension_wheels.get(package, ())
                 if SpecifierSet(w.versions).contains(version, prereleases=True)]
+
+
+def load_provider(root: Path | None = None) -> Provider:
+    """The provider of the matrices under ``root`` (default: the shipped ones), its indexes
+    included, through the compiled cache (:func:`envsolve.data.compiled`): building the indexes
+    cost a changed spec's lock as much as loading the records."""
+    return compiled(Provider, Provider, root, code=(Path(__file__),))

@@ -10,6 +10,7 @@ from envsolve.cli import main
 from envsolve.data import load, load_dir
 from envsolve.lock import replay
 from envsolve.paths import data_dir
+from envsolve.provider import Provider, load_provider
 
 CASES = Path(__file__).parent / "cases"
 HELD = sorted(p.name for p in CASES.iterdir() if (p / "expected.lock").is_file())
@@ -102,6 +103,23 @@ def test_the_compiled_data_cache_gives_the_same_records(tmp_path: Path) -> None:
         assert load(cache=ro / "sub") == fresh  # unwritable: still answers
     finally:
         ro.chmod(0o700)
+
+
+def test_the_compiled_cache_keeps_the_provider_with_its_indexes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path))
+    fresh = Provider(load_dir(data_dir()))
+
+    def answers(p: Provider) -> object:
+        return ([(r.raw, [b.variant for b in p.builds(r)]) for r in p.releases("torch")],
+                p.gpu("Tesla V100-SXM2-32GB"), p.gpu_suggestions("RTX 3090 Super"), p.m == fresh.m)
+
+    first = load_provider()  # built and stored beside the records' own cache
+    stored = list((tmp_path / "data").glob("*-Provider-*.pickle"))
+    assert len(stored) == 1
+    again = load_provider()  # read back: another object, the same answers
+    assert again is not first and answers(again) == answers(first) == answers(fresh)
+    stored[0].write_bytes(b"not a pickle")
+    assert answers(load_provider()) == answers(fresh)  # corrupt: rebuilt
 
 
 @pytest.mark.parametrize("args", [
