@@ -1,7 +1,7 @@
 """The solver's one cache: memo tables of pure computations, owned by whoever solves.
 
 A matrix of a hundred thousand cells asks the same few thousand questions (a range's parse, the
-Pythons a range admits, a framework's candidates for one target), so :class:`Cache` remembers
+Pythons and the releases a range admits, a framework's candidates for one target), so :class:`Cache` remembers
 them by their text. One cache serves any number of solves over the same provider; it never
 outlives them and is never shared between providers. Hashing a ``SpecifierSet`` costs more than
 answering, so ranges are keyed by the text the user wrote.
@@ -9,11 +9,12 @@ answering, so ranges are keyed by the text the user wrote.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
+from ..data import Release
 from ..versions import parse_range, python_admits_minor
 
 __all__ = ["Cache"]
@@ -25,7 +26,7 @@ class Cache:
     def __init__(self) -> None:
         self._ranges: dict[str, SpecifierSet] = {}
         self._subsets: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
-        self._contains: dict[tuple[str, Version], bool] = {}
+        self._in_range: dict[tuple[str, str], tuple[Release, ...]] = {}
         self.tables: dict[str, dict[Any, Any]] = {}  # named tables of the solver's sub-problems
 
     def range(self, raw: str) -> SpecifierSet:
@@ -44,12 +45,14 @@ class Cache:
             got = self._subsets[key] = frozenset(p for p in pys if python_admits_minor(spec, p))
         return got
 
-    def contains(self, raw: str, version: Version) -> bool:
-        """Whether the range ``raw`` admits ``version``."""
-        key = (raw, version)
-        got = self._contains.get(key)
+    def in_range(self, raw: str, name: str, releases: Sequence[Release]) -> tuple[Release, ...]:
+        """The releases of ``name`` (``releases``, the provider's list of them, in its order) that
+        the range ``raw`` admits."""
+        key = (name, raw)
+        got = self._in_range.get(key)
         if got is None:
-            got = self._contains[key] = self.range(raw).contains(version)
+            spec = self.range(raw)
+            got = self._in_range[key] = tuple(r for r in releases if spec.contains(r.version))
         return got
 
     def table(self, name: str) -> dict[Any, Any]:

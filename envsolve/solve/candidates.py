@@ -38,9 +38,8 @@ def candidates(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, r
                reporter: Reporter) -> list[Candidate]:
     """Every (release, build) of ``req`` that fits ``t`` alone, in preference order."""
     out: list[Candidate] = []
-    for rel in provider.releases(req.name):
-        if cache.contains(req.raw, rel.version):
-            out += _of_release(provider, cache, spec, t, rel, reporter)
+    for rel in cache.in_range(req.raw, req.name, provider.releases(req.name)):
+        out += _of_release(provider, cache, spec, t, rel, reporter)
     return out
 
 

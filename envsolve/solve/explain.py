@@ -36,7 +36,7 @@ def why_none_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Targ
 def why_none(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
     """The clash that leaves ``req`` with no candidate, told for its newest matching release."""
     subject = f"{req.name} {req.raw}" + (f" (asked by {req.asked_by})" if req.asked_by else "")
-    rels = [r for r in provider.releases(req.name) if cache.contains(req.raw, r.version)]
+    rels = cache.in_range(req.raw, req.name, provider.releases(req.name))
     if not rels:
         return Clash(subject=subject, reason=f"no release matches (known: {_span(provider, req)})")
     told = next((r for r in rels if has_kind(provider, r, t)), rels[0])
