@@ -335,9 +335,25 @@ def test_the_catalog_knows_every_generation_by_the_names_nvidia_smi_prints(smi: 
 
 def test_a_name_the_driver_gives_gpus_of_two_architectures_is_no_row(real_graph: Provider) -> None:
     # GeForce GT 730 is Fermi (GF108), Kepler GK107 (3.0) and Kepler GK208 (3.5) under one name, and
-    # GTX 860M Kepler or Maxwell: a row would give some of them the wrong kernels
-    for name in ("GeForce GT 730", "NVIDIA GeForce GT 730", "GeForce GTX 860M", "GeForce GT 1030"):
+    # GTX 860M Kepler or Maxwell, GeForce 710A GF117M, GK107M or GK208M by subsystem: a row would give
+    # some of them the wrong kernels
+    for name in ("GeForce GT 730", "NVIDIA GeForce GT 730", "GeForce GTX 860M", "GeForce GT 1030", "GeForce 710A"):
         assert real_graph.gpu(name) is None
+
+
+def test_a_row_settled_by_a_device_log_quotes_the_compute_capability_of_its_architecture() -> None:
+    # a Kepler or Maxwell product NVIDIA's CUDA GPUs pages leave out is settled by a public log of the
+    # device's own CUDA report; the quoted capability must be its architecture's
+    m = load_dir(data_dir())
+    cc = {a.name: a.compute_capability for a in m.archs if a.vendor == "nvidia"}
+    logged = [g for g in m.gpus if "reports its compute capability itself" in g.note]
+    assert len(logged) >= 5
+    for g in logged:
+        assert g.source.startswith("https://github.com/") and g.confidence != "low", g.name
+        quoted = re.findall(r"major: (\d+) minor: (\d+)|computeCapability: (\d+\.\d+)|compute capability (\d+\.\d+)",
+                            g.note or "")
+        values = {f"{a}.{b}" if a else c or d for a, b, c, d in quoted}
+        assert values == {cc[g.arch]}, (g.name, values, g.arch)
 
 
 def test_every_nvidia_gpu_row_has_an_architecture_with_its_compute_capability() -> None:
