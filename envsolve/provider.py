@@ -301,6 +301,10 @@ class Provider:
         """The ROCm releases that support target ``gfx`` (AMD's lists), oldest first: its window."""
         return [r for r in self.m.rocm if gfx in r.gfx]
 
+    def compiled_for(self, gfx: str) -> bool:
+        """Whether some framework build in the data is compiled for target ``gfx`` (its ``gfx`` list)."""
+        return any(gfx in b.gfx for b in self.m.builds)
+
     def rocm_shipping(self, gfx: str) -> list[Rocm]:
         """The ROCm releases whose libraries ship kernels for ``gfx``, supported or not, oldest first."""
         return [r for r in self.m.rocm if gfx in r.shipped]

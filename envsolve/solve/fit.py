@@ -339,8 +339,10 @@ def _not_compiled(provider: Provider, rocm: Dotted, targets: tuple[str, ...], gp
     window = provider.rocm_supporting(gfx)
     head = f"no kernels for {gpu_text(gpu)}: "
     if not window:
-        return No("arch", f"{head}{gfx} was never a supported target of AMD's official ROCm releases, "
-                          "and no official framework build is compiled for it")
+        never = f"{head}{gfx} was never a supported target of AMD's official ROCm releases"
+        if provider.compiled_for(gfx):  # some builds carry it all the same (RX 7600 XT's gfx1102)
+            return No("arch", f"{never}, and this build (ROCm {rocm}) is not compiled for it (compiled for {listed})")
+        return No("arch", f"{never}, and no official framework build is compiled for it")
     first, last = window[0].version, window[-1].version
     if rocm.prefix(2) > last.prefix(2):
         return No("arch", f"{head}ROCm {last} was the last release to support {gfx}, "
