@@ -92,6 +92,36 @@ def test_jax_reaches_back_to_0_3_and_of_its_old_jaxlibs_only_0_4_13_s_cpu_one_is
     assert {b.variant for b in cuda if b.raw == "0.4.12"} == {"cuda12.cudnn89", "cuda11.cudnn86", "cuda11.cudnn82"}
 
 
+def test_tensorrt_rows_take_the_cuda_the_tensorrt_sdist_requires() -> None:
+    """The tensorrt sdist requires tensorrt_cu12 up to 10.13.0.35 and tensorrt_cu13 (Linux) from 10.13.2.6
+    (setup.py / PKG-INFO of each sdist on the index): a plain pip line of 10.13.2+ gets CUDA 13."""
+    from packaging.specifiers import SpecifierSet
+
+    m = load_dir(data_dir())
+    rows = [e for e in m.extensions if e.package == "tensorrt"]
+
+    def row(version: str) -> SpecifierSet:
+        (cuda,) = [SpecifierSet(e.cuda) for e in rows if Version(version) in SpecifierSet(e.versions)]
+        return cuda
+
+    for version in ("10.0.1", "10.9.0.34", "10.13.0.35"):
+        assert "12.8" in row(version) and "13.0" not in row(version), version
+    for version in ("10.13.2.6", "10.13.3.9", "10.16.1.11"):
+        assert "13.0" in row(version) and "12.8" not in row(version), version
+    assert {e.newest for e in rows} >= {"10.13.0.35", "10.16.1.11"}
+
+
+def test_paddle_3_cuda_builds_carry_sm_86_as_cuda_cmake_appends_it_for_cuda_11_2_and_12() -> None:
+    """cmake/cuda.cmake appends 86 to the release arch list for CUDA 11.2+ and 12.x, as the 2.6.2 wheel
+    read off the default index carries (SASS sm_61, sm_70, sm_75, sm_80, sm_86)."""
+    m = load_dir(data_dir())
+    builds = [b for b in m.builds if b.package == "paddlepaddle" and b.accelerator == "cuda"]
+    assert builds
+    for b in builds:
+        assert "sm_86" in b.archs, (b.raw, b.variant)
+        assert ("sm_90" in b.archs) == (b.cuda is not None and b.cuda.major == 12), (b.raw, b.variant)
+
+
 def test_every_problem_is_reported_at_once_with_file_row_and_key(tmp_path: Path) -> None:
     src = Path(__file__).parent / "fixtures" / "matrices"
     for f in src.glob("*.toml"):
