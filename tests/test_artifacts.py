@@ -215,7 +215,7 @@ def test_a_pip_only_cpu_spec_renders_a_dockerfile_that_parses(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("hardware", "image"), [
-    ('gpus = ["A100"]', "nvidia/cuda:13.1.0-base-ubuntu24.04"),
+    ('gpus = ["A100"]', "nvidia/cuda:13.3.1-base-ubuntu26.04"),
     ('gpus = ["A100"]\ndriver = "470.57.02"', "nvidia/cuda:11.4.3-base-ubuntu20.04"),
     ('gpus = ["K80"]', "nvidia/cuda:11.4.3-base-ubuntu20.04"),  # R470 is the newest branch for Kepler
 ])
