@@ -144,7 +144,7 @@ REFUSED = [
     ("flash-attn-3", '"A100"', "flash-attn-3 3.0.0b1 needs sm_90 exactly (its sm_90a code runs on no other GPU); "
      "A100 is sm_80"),
     ("flash-attn-3", '"B200"', "flash-attn-3 3.0.0b1 has kernels for sm_90a only; B200 is sm_100"),
-    ("tensorrt", '"GTX 1080"', "tensorrt 10.13.3.9 needs sm_75 or newer; GTX 1080 is sm_61"),
+    ("tensorrt", '"GTX 1080"', "tensorrt 10.16.1.11 needs sm_75 or newer; GTX 1080 is sm_61"),
     ("vllm", '"P100"', "vllm 0.33.0 needs sm_75 or newer; P100 is sm_60"),
     ("flash-attn", '"MI300X"', "flash-attn 2.8.3.post1 has no build for MI300X (gfx942)"),
     ("flash-attn", "", "flash-attn 2.8.3.post1 needs a GPU (it has no CPU build); target 'default' has none"),

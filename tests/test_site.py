@@ -203,6 +203,10 @@ def test_the_tables_answer_as_the_lock_does(provider: Provider, data: dict[str, 
     Choice(gpu="V100", driver="418.87.00", framework="cupy"),
     Choice(gpu="A100", driver="450.80.02", framework="onnxruntime"),
     Choice(gpu="T4", framework="paddlepaddle", driver="525.85.12"),
+    # jaxlib 0.3.15's CUDA wheels are only on JAX's find-links page: a driver too old for them is told
+    # first, as the lock tells it; a new enough one gets the find-links refusal with its floor
+    Choice(gpu="GT 1010", driver="440.33", framework="jax", high="0.3.19"),
+    Choice(gpu="GT 1010", driver="535.104.05", framework="jax", high="0.3.19"),
     # refused, told by the newest release with a ROCm build (2.14.0), not the newest in range
     Choice(gpu="RX Vega 64", platform="linux/arm64", framework="tensorflow", low="2.5.0"),
 ])

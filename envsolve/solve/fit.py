@@ -473,6 +473,8 @@ def fit_drivers(provider: Provider, cache: Cache, spec: ProjectSpec, targets: Se
     if t.vendor != "nvidia" or t.jetpack is not None:
         return [fit(provider, cache, spec, x, rel, b) for x in targets]
     first = fit(provider, cache, spec, _with_any_driver(t), rel, b)
+    if isinstance(first, No) and first.code == "find-links":  # refused after the driver is asked
+        return [fit(provider, cache, spec, x, rel, b) for x in targets]
     if isinstance(first, No) or first.build is None or first.build.cuda is None:
         return [first] * len(targets)  # refused before the driver is asked, or no CUDA to run
     return _each_driver(provider, targets, first, first.build, first.build.cuda)
