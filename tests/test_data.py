@@ -81,6 +81,20 @@ def test_old_torch_arch_lists_follow_the_builder_scripts_of_their_time() -> None
     assert {b.raw for b in m.builds if b.package == "torch" and b.variant == "cu113"} >= {"1.10.0", "1.10.1", "1.10.2"}
 
 
+def test_tensorflow_2_3_wheels_hold_ptx_only_for_sm_70_as_their_fatbins_do() -> None:
+    """TF 2.3 dropped the PTX of older archs (its release notes; the wheels' fatbins: SASS 3.5 .. 7.0,
+    PTX 7.0), so a compute capability 5.0 GPU has nothing to run there (tensorflow#42467); 2.1/2.2
+    held PTX for all six archs."""
+    m = load_dir(data_dir())
+    cuda = {b.raw: b for b in m.builds if b.package == "tensorflow" and b.accelerator == "cuda" and b.default
+            and Version("2.1") <= b.version < Version("2.4")}
+    six = ["sm_35", "sm_37", "sm_52", "sm_60", "sm_61", "sm_70"]
+    assert {v for v in cuda if v.startswith("2.3.")} == {f"2.3.{n}" for n in range(5)}
+    for raw, b in cuda.items():
+        assert [str(a) for a in b.archs] == six, raw
+        assert [str(a) for a in b.ptx] == (["sm_70"] if raw.startswith("2.3.") else six), raw
+
+
 def test_jax_reaches_back_to_0_3_and_of_its_old_jaxlibs_only_0_4_13_s_cpu_one_is_on_the_default_index() -> None:
     m = load_dir(data_dir())
     old = [b for b in m.builds if b.package == "jax" and b.version < Version("0.4.18")]
