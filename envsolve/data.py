@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 SCHEMA = 1
-_GPU_VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")  # the vendors of GPUs and architectures
+_GPU_VENDORS: tuple[Vendor, ...] = ("nvidia", "amd", "intel", "apple")  # the vendors of GPUs and architectures
 
 
 # ---------------------------------------------------------------------------- records
@@ -108,12 +108,14 @@ class Gpu(_Row, frozen=True, kw_only=True):
 class CudaMajor(_Row, frozen=True, kw_only=True):
     major: int
     minor_compat_driver_min: Dotted | None = None  # None: no minor-version compatibility (CUDA 10 and older)
+    minor_compat_driver_min_windows: Dotted | None = None  # the same on Windows (and WSL2: the Windows driver)
 
 
 class Toolkit(_Row, frozen=True, kw_only=True):
     version: Dotted
     driver_min: Dotted
     archs: tuple[str, ...]
+    driver_min_windows: Dotted | None = None  # NVIDIA's Windows column (WSL2 runs the Windows driver); None: none
 
 
 class DriverBranch(_Row, frozen=True, kw_only=True):
@@ -170,6 +172,8 @@ class Build(_Row, frozen=True, kw_only=True):
     archs: tuple[str, ...] = ()
     ptx: tuple[str, ...] = ()
     gfx: tuple[str, ...] = ()
+    xpu: tuple[str, ...] = ()  # Intel AOT targets (ocloc names: bmg, dg2, pvc); SPIR-V covers the rest by JIT
+    platforms: tuple[Platform, ...] = ()  # published for these only (macOS, Windows); (): linux/amd64 + platforms.toml
     index_path: str = ""
     dist: str = ""
     extra: str = ""
@@ -277,6 +281,7 @@ class PlatformWheel(_Row, frozen=True, kw_only=True):
     dist: str = ""
     archs: tuple[str, ...] = ()  # SASS compiled in there, when it differs from the default platform's build
     ptx: tuple[str, ...] = ()
+    xpu: tuple[str, ...] = ()  # Intel AOT targets there, when they differ (torch's Windows XPU builds)
     sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
@@ -322,6 +327,8 @@ class Extension(_Row, frozen=True, kw_only=True):
     archs: tuple[str, ...] = ()  # SASS its kernels carry
     ptx: tuple[str, ...] = ()  # code that compiles for any newer arch (embedded PTX, a JIT such as Triton's)
     gfx: tuple[str, ...] = ()  # AMD targets (none curated yet)
+    xpu: tuple[str, ...] = ()  # Intel targets (none: the extensions carried are CUDA's)
+    accelerator: str = "cuda"  # what its kernels are for (as a build's)
     torch: str = ""  # PEP 440 specifier of the torch it works with ("" for any)
     cuda: str = ""  # PEP 440 specifier of the CUDA of the torch build it needs ("" for any)
     python: str = ""  # PEP 440 specifier of the Pythons it installs on ("" for any)
@@ -505,6 +512,14 @@ def _archs(v: Any) -> tuple[str, ...]:
     return names
 
 
+def _platforms(v: Any) -> tuple[str, ...]:
+    names = _strs(v)
+    for n in names:
+        if n not in PLATFORMS:
+            raise ValueError(f"{n!r} is not a platform: {', '.join(PLATFORMS)}")
+    return names
+
+
 def _pythons(v: Any) -> tuple[str, ...]:
     names = _strs(v)
     for n in names:
@@ -577,11 +592,12 @@ _KINDS: dict[str, dict[str, _Rows]] = {
         ),
     },
     "cuda": {
-        "major": _Rows(CudaMajor, {"major": _int}, {"minor_compat_driver_min": _driver}),
+        "major": _Rows(CudaMajor, {"major": _int}, {"minor_compat_driver_min": _driver,
+                                                     "minor_compat_driver_min_windows": _driver}),
         "toolkit": _Rows(
             Toolkit,
             {"version": _dotted, "driver_min": _driver, "archs": _archs},
-            {},
+            {"driver_min_windows": _driver},
         ),
     },
     "drivers": {
@@ -620,6 +636,8 @@ _KINDS: dict[str, dict[str, _Rows]] = {
                 "archs": _archs,
                 "ptx": _archs,
                 "gfx": _archs,
+                "xpu": _archs,
+                "platforms": _platforms,
                 "index_path": _str,
                 "dist": _str,
                 "extra": _str,
@@ -647,7 +665,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             PlatformWheel,
             {"package": _one_of(*FRAMEWORKS), "platform": _one_of(*_OTHER_PLATFORMS),
              "index": _one_of("pypi", "pytorch", "jetson"), "versions": _specifier, "variants": _strs},
-            {"python": _pythons, "dist": _str, "archs": _archs, "ptx": _archs},
+            {"python": _pythons, "dist": _str, "archs": _archs, "ptx": _archs, "xpu": _archs},
         ),
         "image": _Rows(PlatformImage,
                        {"repository": _str, "platform": _one_of(*_OTHER_PLATFORMS), "versions": _specifier}, {}),
@@ -1154,7 +1172,7 @@ class _BuildChecks:
                              f"of JetPack {bd.jetpack or '(jetpack missing)'}")
 
     def _archs(self, bd: Build, file: str, where: str) -> None:
-        for key, names in (("archs", bd.archs), ("ptx", bd.ptx), ("gfx", bd.gfx)):
+        for key, names in (("archs", bd.archs), ("ptx", bd.ptx), ("gfx", bd.gfx), ("xpu", bd.xpu)):
             for name in _unknown_archs(names, self.arch_names):
                 self.out.add(file, f"{where}.{key}", f"arch {name!r} has no [[arch]] row in gpus.toml")
 

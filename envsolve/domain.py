@@ -2,7 +2,7 @@
 
 Everything that can be data lives in ``matrices/``; what is here are names and rules the code
 itself branches on: the closed words (platform, vendor, accelerator) and the default platform, a
-platform's wheel machine and GitHub runner, which frameworks the solver resolves and in which
+platform's wheel tags, markers, uv platform and GitHub runner, which frameworks the solver resolves and in which
 order, which packages follow a framework (companions), Keras' backends, which accelerator a vendor
 needs, how a build variant names its CUDA or ROCm version, an image reference's registry, how a
 GPU container is started, the pip requirement of a locked package, and the one rule for whether a
@@ -32,7 +32,11 @@ __all__ = [
     "COMPANIONS_OF",
     "DEFAULT_INDEXES",
     "DOCKER_PLATFORM",
-    "WHEEL_MACHINE",
+    "LINUX_PLATFORMS",
+    "APPLE_PLATFORM",
+    "MARKERS",
+    "PYTHON_PLATFORM",
+    "WHEEL_TAGS",
     "EXTRA_INDEXES",
     "FLAT_INDEXES",
     "GITHUB_RUNNER",
@@ -49,6 +53,7 @@ __all__ = [
     "gpu_run_flags",
     "image_problem",
     "kernels",
+    "os_of",
     "qualified_image",
     "registry_of",
     "requirement",
@@ -77,9 +82,9 @@ SHARED_PREFIXES = ("nvidia-",)  # the CUDA libraries' wheels (nvidia-cudnn-cu12,
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 # The closed words every record uses (spec, solver, lock, host, matrix): a platform is Docker's name
 # of it, a vendor makes the GPUs (``cpu``: none), an accelerator is the software stack that drives them.
-Platform = Literal["linux/amd64", "linux/arm64"]
-Vendor = Literal["nvidia", "amd", "cpu"]
-Accelerator = Literal["cuda", "rocm", "cpu"]
+Platform = Literal["linux/amd64", "linux/arm64", "windows/amd64", "windows/arm64", "darwin/arm64", "darwin/amd64"]
+Vendor = Literal["nvidia", "amd", "intel", "apple", "cpu"]
+Accelerator = Literal["cuda", "rocm", "xpu", "mps", "cpu"]
 PLATFORMS: tuple[Platform, ...] = get_args(Platform)
 VENDORS: tuple[Vendor, ...] = get_args(Vendor)
 ACCELERATORS: tuple[Accelerator, ...] = get_args(Accelerator)
@@ -87,8 +92,14 @@ ACCELERATORS: tuple[Accelerator, ...] = get_args(Accelerator)
 DEFAULT_PLATFORM: Platform = "linux/amd64"
 # A Jetson module is an Arm computer: its builds and images are for this platform only.
 JETSON_PLATFORM: Platform = "linux/arm64"
-# Vendor -> the accelerator its GPUs need.
-ACCELERATOR: dict[str, Accelerator] = {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}
+# The platforms containers run: a target on one of these can have a Dockerfile (Docker Desktop on
+# Windows runs them under WSL2); Windows and macOS targets get requirements and a smoke test.
+LINUX_PLATFORMS: tuple[Platform, ...] = ("linux/amd64", "linux/arm64")
+# Apple silicon: its GPU (MPS) is the only GPU of this platform, and it is on no other.
+APPLE_PLATFORM: Platform = "darwin/arm64"
+# Vendor -> the accelerator its GPUs need: Intel GPUs run PyTorch's XPU builds (SYCL, Level Zero),
+# Apple's GPU runs Metal Performance Shaders (MPS).
+ACCELERATOR: dict[str, Accelerator] = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu", "apple": "mps", "cpu": "cpu"}
 
 
 def canonical_name(name: str) -> str:
@@ -118,10 +129,45 @@ DEFAULT_INDEXES = {"pytorch": "https://download.pytorch.org/whl",
 # The machine name ``uname -m`` prints -> Docker's name of the platform.
 DOCKER_PLATFORM: dict[str, Platform] = {"x86_64": "linux/amd64", "amd64": "linux/amd64",
                                         "aarch64": "linux/arm64", "arm64": "linux/arm64"}
-# Docker's name of a platform -> the machine its Linux wheels are tagged for (manylinux_2_28_x86_64).
-WHEEL_MACHINE: dict[Platform, str] = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
-# Docker's name of a platform -> the GitHub-hosted runner that builds it natively (the CI workflow).
-GITHUB_RUNNER: dict[Platform, str] = {"linux/amd64": "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"}
+# Docker's name of a platform -> the environment markers (PEP 508) of a Python on it: what a wheel's
+# Requires-Dist is evaluated against (platform_machine as that OS's Python reports it).
+_LINUX = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix"}
+_WINDOWS = {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt"}
+_DARWIN = {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix"}
+MARKERS: dict[Platform, dict[str, str]] = {
+    "linux/amd64": {**_LINUX, "platform_machine": "x86_64"}, "linux/arm64": {**_LINUX, "platform_machine": "aarch64"},
+    "windows/amd64": {**_WINDOWS, "platform_machine": "AMD64"},
+    "windows/arm64": {**_WINDOWS, "platform_machine": "ARM64"},
+    "darwin/arm64": {**_DARWIN, "platform_machine": "arm64"}, "darwin/amd64": {**_DARWIN, "platform_machine": "x86_64"},
+}
+# Docker's name of a platform -> the wheel platform tags of it: (prefixes, suffixes) of a tag such as
+# manylinux_2_28_x86_64 or macosx_11_0_arm64 (musllinux is not what the images run).
+WHEEL_TAGS: dict[Platform, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "linux/amd64": (("manylinux", "linux_"), ("_x86_64",)),
+    "linux/arm64": (("manylinux", "linux_"), ("_aarch64",)),
+    "windows/amd64": (("win_amd64",), ("win_amd64",)),
+    "windows/arm64": (("win_arm64",), ("win_arm64",)),
+    "darwin/arm64": (("macosx_",), ("_arm64", "_universal2")),
+    "darwin/amd64": (("macosx_",), ("_x86_64", "_universal2", "_intel", "_universal")),
+}
+# Docker's name of a platform -> uv's --python-platform for a full lock: manylinux_2_28 (glibc 2.28+,
+# as the images are), Windows (MSVC), macOS 11+ on Apple silicon, 10.12+ on Intel (uv's defaults).
+PYTHON_PLATFORM: dict[Platform, str] = {
+    "linux/amd64": "x86_64-manylinux_2_28", "linux/arm64": "aarch64-manylinux_2_28",
+    "windows/amd64": "x86_64-pc-windows-msvc", "windows/arm64": "aarch64-pc-windows-msvc",
+    "darwin/arm64": "aarch64-apple-darwin", "darwin/amd64": "x86_64-apple-darwin",
+}
+# Docker's name of a platform -> the GitHub-hosted runner that builds or tests it natively (the CI
+# workflow): GitHub's Arm runners for linux/arm64 and windows/arm64, macos-15 on Apple silicon,
+# macos-15-intel the last Intel-Mac image.
+GITHUB_RUNNER: dict[Platform, str] = {"linux/amd64": "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm",
+                                      "windows/amd64": "windows-latest", "windows/arm64": "windows-11-arm",
+                                      "darwin/arm64": "macos-15", "darwin/amd64": "macos-15-intel"}
+
+
+def os_of(platform: str) -> str:
+    """``windows/amd64`` -> ``windows``: the operating system of a platform (Docker's first half)."""
+    return platform.partition("/")[0]
 
 # Indexes that hold a framework but not its dependencies (nvidia-tensorflow's nvidia-*-cu12 wheels and numpy
 # are on the default index): their builds are installed with --extra-index-url, pinned to a local version
@@ -201,6 +247,8 @@ def gpu_run_flags(accelerator: Accelerator, *, jetson: bool = False) -> tuple[st
         return ("--runtime", "nvidia") if jetson else ("--gpus", "all")
     if accelerator == "rocm":
         return ("--device=/dev/kfd", "--device=/dev/dri", "--group-add", "video", "--group-add", "render")
+    if accelerator == "xpu":  # Intel's GPUs: the render nodes (Intel's Docker instructions for the XPU builds)
+        return ("--device=/dev/dri", "--group-add", "render")
     return ()
 
 
@@ -216,7 +264,7 @@ def requirement(name: str, version: str, *, variant: str = "", index: str = "pyp
 
 class Kernels(Protocol):
     """What :func:`kernels` reads of a build (``data.Build`` is one): the architectures it carries
-    SASS for, those it carries PTX for, and its AMD code objects."""
+    SASS for, those it carries PTX for, its AMD code objects, its Intel AOT targets, its accelerator."""
 
     @property
     def archs(self) -> tuple[str, ...]: ...
@@ -226,6 +274,12 @@ class Kernels(Protocol):
 
     @property
     def gfx(self) -> tuple[str, ...]: ...
+
+    @property
+    def xpu(self) -> tuple[str, ...]: ...
+
+    @property
+    def accelerator(self) -> str: ...
 
 
 def kernels(build: Kernels, gpu: Arch) -> str:

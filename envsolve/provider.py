@@ -184,6 +184,21 @@ class Provider:
             self._native[key] = self._native_driver_min(cuda)
         return self._native[key]
 
+    def windows_driver_min(self, cuda: Dotted) -> Dotted | None:
+        """The oldest Windows driver (WSL2's too: the host's) that runs CUDA ``major.minor`` natively:
+        NVIDIA's Windows column where cuda.toml has it, else the Linux floor (the same branch; NVIDIA
+        publishes no Windows minimum for CUDA 13)."""
+        own = [t.driver_min_windows for t in self.toolkits(cuda) if t.driver_min_windows is not None]
+        return min(own) if own else self.native_driver_min(cuda)
+
+    def minor_compat_driver_min(self, major: int, *, windows: bool = False) -> Dotted | None:
+        """The oldest driver that runs CUDA ``major``'s later minors by minor-version compatibility
+        (None: none does), on Windows from NVIDIA's Windows column where cuda.toml has it."""
+        row = self.cuda_major(major)
+        if row is None:
+            return None
+        return (row.minor_compat_driver_min_windows if windows else None) or row.minor_compat_driver_min
+
     def _native_driver_min(self, cuda: Dotted) -> Dotted | None:
         ts = self.toolkits(cuda)
         own = min((t.driver_min for t in ts), default=None)
@@ -319,13 +334,18 @@ class Provider:
         """``b`` as published for ``platform``: the kernels of that platform's build where
         matrices/platforms.toml lists them (PyTorch's aarch64 CUDA builds target other archs)."""
         w = self.platform_wheel(b, platform) if platform != DEFAULT_PLATFORM else None
-        if w is None or not w.archs:
+        if w is None or not (w.archs or w.xpu):
             return b
+        if w.xpu:
+            return msgspec.structs.replace(b, xpu=w.xpu)
         return msgspec.structs.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
 
     def on_platform(self, b: Build, platform: str) -> bool:
-        """Whether ``b`` is published for ``platform``: every non-Jetson build for linux/amd64, a
-        Jetson build for linux/arm64 only, the rest for linux/arm64 as matrices/platforms.toml says."""
+        """Whether ``b`` is published for ``platform``: a build that names its platforms (the macOS
+        and Windows builds of the default index) for those; a Jetson build for linux/arm64 only;
+        every other for linux/amd64, and elsewhere as matrices/platforms.toml says."""
+        if b.platforms:
+            return platform in b.platforms
         if b.jetpack:
             return platform == JETSON_PLATFORM
         return platform == DEFAULT_PLATFORM or self.platform_wheel(b, platform) is not None

@@ -20,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from .config import Credential, check_url, index_credentials, requirement_credentials
 from .domain import (
+    APPLE_PLATFORM,
     COMPANIONS,
     DEFAULT_INDEXES,
     DEFAULT_PLATFORM,
@@ -30,6 +31,7 @@ from .domain import (
     Platform,
     Vendor,
     canonical_name,
+    os_of,
 )
 from .errors import SpecError
 from .tables import TableReader, closest, load_toml, unknown_key, word
@@ -87,16 +89,22 @@ class Target:
     platform: Platform = DEFAULT_PLATFORM
     jetpack: Dotted | None = None  # a Jetson target: the JetPack release (its driver and CUDA)
     rocm_driver: Dotted | None = None  # the ROCm release of the host's amdgpu kernel driver
+    wsl: bool = False  # Linux under WSL2 on a Windows host: ``driver`` is the Windows driver's number
     platform_why: str = field(default="", compare=False)  # why this platform (envsolve explain)
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the solver keys its memo tables by target: hash the GPUs once, not on every look-up
         object.__setattr__(self, "_hash", hash((self.name, self.vendor, self.gpus, self.driver, self.cuda, self.rocm,
-                                                self.platform, self.jetpack, self.rocm_driver)))
+                                                self.platform, self.jetpack, self.rocm_driver, self.wsl)))
 
     def __hash__(self) -> int:
         return self._hash
+
+    @property
+    def windows_driver(self) -> bool:
+        """Whether the NVIDIA driver is Windows' (native Windows, or WSL2's, which is the host's)."""
+        return self.wsl or os_of(self.platform) == "windows"
 
 
 class ProjectSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,7 +129,8 @@ class ProjectSpec(msgspec.Struct, frozen=True, kw_only=True):
         return next((f for f in self.frameworks if f.name == name), None)
 
 
-_HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm", "platform", "jetpack", "rocm_driver"}
+_VENDOR_NAME = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple", "cpu": "no"}
+_HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm", "platform", "jetpack", "rocm_driver", "wsl"}
 # a [hardware] key -> the vendor it applies to; a target of another vendor does not inherit it
 _KEY_VENDOR = {"driver": "nvidia", "cuda": "nvidia", "rocm": "amd", "rocm_driver": "amd", "jetpack": "nvidia"}
 _SECTIONS = {
@@ -350,8 +359,48 @@ class _ProjectParser(SectionParser):
         driver, cuda, rocm, rocm_driver = self._stack(merged, where, vendor)
         platform, why = self._platform(merged, gpus, where, inherited)
         jetpack = self._jetpack(merged, gpus, where, driver, cuda)
+        wsl = self._wsl(merged, where, platform, jetpack)
+        vendor = self._host_vendor(merged, where, platform, vendor, wsl)
         return Target(name=name, vendor=word(vendor, VENDORS) or "cpu", gpus=tuple(gpus), driver=driver, cuda=cuda,
-                      rocm=rocm, platform=platform, jetpack=jetpack, rocm_driver=rocm_driver, platform_why=why)
+                      rocm=rocm, platform=platform, jetpack=jetpack, rocm_driver=rocm_driver, wsl=wsl,
+                      platform_why=why)
+
+    def _wsl(self, table: dict[str, Any], where: str, platform: Platform, jetpack: Dotted | None) -> bool:
+        """``wsl = true``: Linux under WSL2, which is x86_64 Linux on a Windows host's driver."""
+        raw: object = table.get("wsl", False)
+        if not isinstance(raw, bool):
+            self.bad(f"{where}.wsl", f"{raw!r} must be true or false (true: Linux under WSL2 on a Windows host)")
+            return False
+        if raw and platform != DEFAULT_PLATFORM:
+            self.bad(f"{where}.wsl", f"is true but the platform is {platform!r}: WSL2 runs {DEFAULT_PLATFORM} "
+                     f"Linux (set platform = '{DEFAULT_PLATFORM}', or drop wsl)")
+        if raw and jetpack is not None:
+            self.bad(f"{where}.wsl", "is true but the GPUs are Jetson modules, which run JetPack's Linux, not WSL2")
+        return raw
+
+    def _host_vendor(self, table: dict[str, Any], where: str, platform: Platform, vendor: str, wsl: bool) -> str:
+        """The vendor, checked against what the host's OS drives: Apple's GPU on Apple silicon only
+        (implied there when no vendor or GPU is written), no GPU stack on an Intel Mac or Windows on
+        Arm, no ROCm on native Windows; the keys of a stack the host lacks are errors too."""
+        if platform == APPLE_PLATFORM and "vendor" not in table and "gpus" not in table:
+            vendor = "apple"
+        why = _host_problem(platform, vendor)
+        if why:
+            key = "gpus" if "gpus" in table and "vendor" not in table else "vendor"
+            self.bad(f"{where}.{key}", f"{table.get(key, vendor)!r} on {platform}: {why}")
+        host = os_of(platform)
+        for key in ("driver", "cuda", "rocm", "rocm_driver"):
+            if key not in table or vendor not in ("nvidia", "amd"):
+                continue
+            if host == "darwin":
+                self.bad(f"{where}.{key}", f"{table[key]!r}: macOS has no CUDA or ROCm; drop the key (a Mac's GPU "
+                         "is Apple's, through MPS)")
+            elif host == "windows" and key.startswith("rocm"):
+                self.bad(f"{where}.{key}", f"{table[key]!r}: ROCm builds of these frameworks are for Linux; drop the "
+                         "key, or use WSL2 (platform = 'linux/amd64', wsl = true)")
+        if wsl and vendor == "amd" and "rocm_driver" in table:
+            self.bad(f"{where}.rocm_driver", "does not apply under WSL2, which runs the Windows host's AMD driver")
+        return vendor
 
     def _target_gpus(self, table: dict[str, Any], where: str) -> list[GpuReq]:
         raw = table.get("gpus", [])
@@ -368,7 +417,8 @@ class _ProjectParser(SectionParser):
         vendor = self._written_vendor(table, where)
         vendors = {g.vendor for g in gpus}
         if len(vendors) > 1:
-            self.bad(f"{where}.gpus", "mixes NVIDIA and AMD GPUs; put each vendor in its own [targets.NAME]")
+            names = " and ".join(_VENDOR_NAME[v] for v in VENDORS if v in vendors)
+            self.bad(f"{where}.gpus", f"mixes {names} GPUs; put each vendor in its own [targets.NAME]")
             return None
         if not vendor:
             return vendors.pop() if vendors else "cpu"
@@ -425,7 +475,8 @@ class _ProjectParser(SectionParser):
             return self._written_platform(table["platform"], implied, where, "hardware" if inherits else where)
         if implied:
             ((p, names),) = implied.items()
-            return p, f"{', '.join(names)} {_agree(names, 'comes', 'come')} with an Arm CPU ({p})"
+            kind = "Apple silicon" if p == APPLE_PLATFORM else "an Arm CPU"
+            return p, f"{', '.join(names)} {_agree(names, 'comes', 'come')} with {kind} ({p})"
         return DEFAULT_PLATFORM, f"{DEFAULT_PLATFORM}, the default (no GPU listed implies another platform)"
 
     def _written_platform(self, raw: Any, implied: dict[Platform, list[str]], where: str,
@@ -556,6 +607,24 @@ def _merged(table: dict[str, Any], base: dict[str, Any]) -> tuple[dict[str, Any]
     if table.get("vendor") == "cpu" and "gpus" not in table:
         merged.pop("gpus", None)
     return merged, set(base) - set(table)
+
+
+def _host_problem(platform: Platform, vendor: str) -> str:
+    """Why ``platform`` cannot drive ``vendor``'s GPUs ("" when it can): what each OS's frameworks run on."""
+    host = os_of(platform)
+    if vendor == "apple" and platform != APPLE_PLATFORM:
+        return f"Apple's GPU (MPS) is on Apple silicon only: set platform = '{APPLE_PLATFORM}'"
+    if host == "darwin" and vendor not in ("apple", "cpu"):
+        return ("macOS has no CUDA, ROCm or XPU builds of these frameworks; on Apple silicon the GPU is "
+                f"vendor = 'apple' (platform = '{APPLE_PLATFORM}'), else vendor = 'cpu'")
+    if platform == "darwin/amd64" and vendor != "cpu":
+        return "PyTorch's MPS builds need Apple silicon; an Intel Mac runs vendor = 'cpu'"
+    if platform == "windows/arm64" and vendor != "cpu":
+        return "no framework publishes GPU builds for Windows on Arm; use vendor = 'cpu'"
+    if host == "windows" and vendor == "amd":
+        return ("the ROCm builds of these frameworks are Linux wheels; use WSL2 (platform = 'linux/amd64', "
+                "wsl = true), or vendor = 'cpu'")
+    return ""
 
 
 def _implied_platforms(gpus: list[GpuReq]) -> dict[Platform, list[str]]:

@@ -32,6 +32,12 @@ _DOTTED = re.compile(r"^\d+(\.\d+){0,3}$")
 _SM = re.compile(r"^(?:sm|compute)_(\d+)(\d)([af]?)$")
 _CC = re.compile(r"^(\d{1,2})\.(\d)([af]?)$")
 _GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+# Intel's GPU targets as its offline compiler (ocloc) names them and torch.xpu.get_arch_list() prints
+# them: pvc (Data Center GPU Max), dg2 (Arc A), bmg (Arc B), mtl-h / arl-h / lnl-m / ptl-h (Core Ultra
+# graphics), ats-m150 (Flex 170), xe2-hpg and the like.
+_INTEL = re.compile(r"^(?:pvc|dg2|bmg|cri|ats-m\d+|(?:mtl|arl|lnl|ptl|wcl|nvl)(?:-[a-z])?|xe\d?-[a-z]+)$")
+# Apple's GPUs by chip generation (apple-m1 ... apple-m5): Metal compiles for each at run time.
+_APPLE = re.compile(r"^apple-m\d+$")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -66,8 +72,13 @@ def parse_dotted(text: str, what: str = "version") -> Dotted:
 
 
 def parse_driver(text: str) -> Dotted:
-    """Parse an NVIDIA driver version such as ``"535.104.05"`` (branch.minor[.patch])."""
+    """Parse an NVIDIA driver version such as ``"535.104.05"`` (branch.minor[.patch]); Windows'
+    own form of it (``32.0.15.7216``, as Device Manager shows it) is read as NVIDIA writes it
+    (``572.16``: the last five digits of the last two fields)."""
     d = parse_dotted(text, "driver version")
+    if len(d.key) == 4 and 10 <= d.key[0] < 100:
+        digits = f"{d.key[2]}{d.key[3]:04d}"[-5:]
+        d = parse_dotted(f"{int(digits[:3])}.{digits[3:]}", "driver version")
     if len(d.key) < 2 or d.key[0] < 100:
         raise ValueError(
             f"driver version {text!r} is not an NVIDIA driver version such as 535.104.05"
@@ -124,7 +135,8 @@ def _patches_to_try(spec: SpecifierSet, minor: str) -> set[int]:
 
 @dataclass(frozen=True, slots=True, order=True)
 class Arch:
-    """A GPU architecture: ``sm_XY`` (NVIDIA compute capability X.Y) or ``gfxNNN`` (AMD).
+    """A GPU architecture: ``sm_XY`` (NVIDIA compute capability X.Y), ``gfxNNN`` (AMD), an Intel
+    AOT target (``bmg``) or an Apple chip generation (``apple-m4``).
 
     ``suffix`` is ``"a"`` for arch-specific code (runs on exactly that compute capability) or
     ``"f"`` for family-specific code; plain SASS runs on the same major at an equal or higher
@@ -174,7 +186,7 @@ def arch_from_compute_capability(major: int, minor: int, suffix: str = "") -> Ar
 
 @functools.lru_cache(maxsize=1024)
 def parse_arch(text: str) -> Arch:
-    """Parse ``sm_80``, ``compute_90``, ``8.0``, ``9.0a`` or ``gfx942`` into an :class:`Arch`.
+    """Parse ``sm_80``, ``compute_90``, ``8.0``, ``9.0a``, ``gfx942``, ``bmg`` or ``apple-m4`` into an :class:`Arch`.
 
     ``compute_XY`` names the same architecture as ``sm_XY`` (whether the code is PTX is the
     caller's business). Remembered by its text: the data names a few dozen archs ten thousand
@@ -192,7 +204,11 @@ def parse_arch(text: str) -> Arch:
         digits = raw[3:]
         return Arch(vendor="amd", major=int(digits[:-2], 16), minor=int(digits[-2:], 16),
                     suffix="", name=raw)
+    if _INTEL.match(raw):
+        return Arch(vendor="intel", major=0, minor=0, suffix="", name=raw)
+    if _APPLE.match(raw):
+        return Arch(vendor="apple", major=int(raw[7:]), minor=0, suffix="", name=raw)
     raise ValueError(
         f"{text!r} is not a GPU architecture: write sm_80, a compute capability such as 8.0, "
-        "or an AMD target such as gfx942"
+        "an AMD target such as gfx942, an Intel one such as bmg, or apple-m4"
     )

@@ -218,14 +218,14 @@ def test_an_arch_row_whose_name_is_no_architecture_is_named_not_a_traceback(tmp_
     with pytest.raises(MatrixError) as e:
         load_dir(tmp_path)
     assert ("  gpus.toml: arch[0] (kepler).name: 'kepler' is not a GPU architecture: write sm_80, a compute capability "
-            "such as 8.0, or an AMD target such as gfx942") in e.value.message.splitlines()
+            "such as 8.0, an AMD target such as gfx942, an Intel one such as bmg, or apple-m4") in e.value.message.splitlines()
 
 
 def test_closed_words_of_the_data_are_refused_with_the_words(tmp_path: Path) -> None:
     torch = _fixture_copy(tmp_path) / "torch.toml"
     torch.write_text(torch.read_text().replace('accelerator = "cuda"', 'accelerator = "tpu"', 1))
     with pytest.raises(MatrixError, match=r"torch.toml: build\[1\] \(version 2.3.1\).accelerator: must be one of "
-                                          r"cuda, rocm, cpu"):
+                                          r"cuda, rocm, xpu, mps, cpu"):
         load_dir(tmp_path)
 
 

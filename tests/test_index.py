@@ -34,12 +34,12 @@ def test_one_rule_reads_tags_for_every_question() -> None:
              wheel("x-1.0-cp311-cp311-manylinux_2_28_aarch64.whl"), wheel("x-1.0-cp37-cp37m-manylinux1_x86_64.whl")]
     known = ("3.7", "3.11", "3.12", "3.13")
     assert ix.cpython_minors(files, known) == ("3.7", "3.12")
-    assert ix.cpython_minors(files, known, machine="aarch64") == ("3.11",)
+    assert ix.cpython_minors(files, known, platform="linux/arm64") == ("3.11",)
     assert ix.cpython_tag_minors(files) == {"3.7", "3.11", "3.12"}  # any platform, free-threaded aside
     assert ix.has_cpython_wheels(files) and not ix.has_cpython_wheels([wheel("k-3.0-py3-none-any.whl")])
     assert ix.wheel_python(files[0], "3.9") == "3.12" and ix.wheel_python(wheel("k-3.0-py3-none-any.whl"), "3.9") == "3.9"
-    assert ix.installable_pythons(files, known, "", ["x86_64", "aarch64"]) == ()
-    assert ix.installable_pythons([wheel("x-1.0.tar.gz")], known, ">=3.12", ["x86_64"]) == ("3.12", "3.13")
+    assert ix.installable_pythons(files, known, "", ["linux/amd64", "linux/arm64"]) == ()
+    assert ix.installable_pythons([wheel("x-1.0.tar.gz")], known, ">=3.12", ["linux/amd64"]) == ("3.12", "3.13")
 
 
 def test_a_release_whose_pythons_are_another_packages() -> None:

@@ -101,8 +101,8 @@ def test_a_lock_read_back_is_the_lock_that_was_built(fixture_graph: Provider) ->
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
-    ("accelerator", "tpu", r'environments\[0\]\.accelerator must be "cuda", "rocm" or "cpu", not \'tpu\''),
-    ("platform", "linux/riscv64", r'environments\[0\]\.platform must be "linux/amd64" or "linux/arm64"'),
+    ("accelerator", "tpu", r'environments\[0\]\.accelerator must be "cuda", "rocm", "xpu", "mps" or "cpu", not \'tpu\''),
+    ("platform", "linux/riscv64", r'environments\[0\]\.platform must be "linux/amd64", "linux/arm64", "windows/amd64", "windows/arm64", "darwin/arm64" or "darwin/amd64"'),
 ])
 def test_closed_words_of_a_lock_are_checked_on_read(fixture_graph: Provider, key: str, value: str,
                                                     message: str) -> None:

@@ -73,7 +73,7 @@ def problems(text: str, graph: Provider) -> str:
     ('[packages]\npip = ["numpy\\n--index-url http://evil"]\n', "packages.pip[0]: 'numpy\\n--index-url http://evil' contains a line break"),
     ("[packages]\napt = ['Lib GL']\n", "packages.apt[0]: 'Lib GL' is not a Debian package name"),
     ("[hardware]\ngpus = ['A100', 'MI300X']\n", "hardware.gpus: mixes NVIDIA and AMD GPUs"),
-    ("[hardware]\nvendor = 'intel'\n", "hardware.vendor: 'intel' must be one of nvidia, amd, cpu"),
+    ("[hardware]\nvendor = 'qualcomm'\n", "hardware.vendor: 'qualcomm' must be one of nvidia, amd, intel, apple, cpu"),
     ("[container]\nflavor = 'fat'\n", "container.flavor: 'fat' must be one of base, runtime, devel"),
     ("[frameworks]\nkeras = { version = '>=3', backend = 'mxnet' }\n", "frameworks.keras.backend: 'mxnet' is not a Keras backend"),
     ("[hardware]\ngpus = ['sm_81']\n", "architecture 'sm_81' (sm_81) is not in the data"),
@@ -159,7 +159,7 @@ def test_gpus_of_two_platforms_in_one_target_are_named(real_graph: Provider) -> 
     ('[hardware]\ngpus = ["GB200"]\nplatform = "linux/amd64"\n',
      "hardware.platform: is 'linux/amd64' but GB200 runs on linux/arm64; drop the key or move those GPUs"),
     ('[hardware]\ngpus = ["H100"]\nplatform = "arm64"\n',
-     "hardware.platform: 'arm64' must be one of linux/amd64, linux/arm64 (Docker's names)"),
+     "hardware.platform: 'arm64' must be one of linux/amd64, linux/arm64, windows/amd64, windows/arm64, darwin/arm64, darwin/amd64 (Docker's names)"),
     ('[hardware]\ngpus = ["H100"]\njetpack = "6.2"\n',
      "hardware.jetpack: applies to Jetson modules only (e.g. gpus = ['Jetson AGX Orin'])"),
     ('[hardware]\ngpus = ["Jetson AGX Orin"]\njetpack = "3.3"\n',
@@ -190,27 +190,27 @@ def test_a_jetson_target_takes_the_newest_jetpack_of_its_modules(real_graph: Pro
 
 
 def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(real_graph: Provider) -> None:
-    text = ('[hardware]\ngpus = ["A100", "B1000"]\nvendor = "intel"\ndriver = "535"\nrocm = "6.2"\nrocm_driver = "4.5"\n'
+    text = ('[hardware]\ngpus = ["A100", "B1000"]\nvendor = "qualcomm"\ndriver = "535"\nrocm = "6.2"\nrocm_driver = "4.5"\n'
             'platform = "arm64"\njetpack = "6.2"\ncolour = "red"\n'
             '[targets.jet]\ngpus = ["Jetson AGX Orin"]\njetpack = "3.3"\n[targets.cpu]\nvendor = "cpu"\ncuda = \"12.8\"\n')
     assert _platform_errors(text, real_graph).splitlines() == [
         "14 problems:",
         "  project.toml: hardware.colour: unknown key (allowed: cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, "
-        "vendor)",
+        "vendor, wsl)",
         "  project.toml: hardware.gpus[1]: unknown GPU 'B1000'; did you mean 'B100' or 'T1000'? (or write an architecture: "
         "sm_80, "
         "8.0, gfx942)",
-        "  project.toml: hardware.vendor: 'intel' must be one of nvidia, amd, cpu",
-        "  project.toml: hardware.vendor: is 'intel' but the GPUs listed are nvidia",
+        "  project.toml: hardware.vendor: 'qualcomm' must be one of nvidia, amd, intel, apple, cpu",
+        "  project.toml: hardware.vendor: is 'qualcomm' but the GPUs listed are nvidia",
         "  project.toml: hardware.driver: driver version '535' is not an NVIDIA driver version such as 535.104.05",
         "  project.toml: hardware.rocm: applies to AMD GPUs only (set vendor = 'amd' or AMD gpus)",
         "  project.toml: hardware.rocm_driver: applies to AMD GPUs only (the ROCm release of the amdgpu kernel driver)",
         "  project.toml: hardware.rocm_driver: '4.5': the data has no kernel-driver row for it (known: 5.3, 5.4, 5.5, "
         "5.6, 5.7, 6.0, 6.1, 6.2, 6.3, 6.4, 7.0, 7.1, 7.2); write the ROCm release of the amdgpu driver, e.g. '6.4'",
-        "  project.toml: hardware.platform: 'arm64' must be one of linux/amd64, linux/arm64 (Docker's names)",
+        "  project.toml: hardware.platform: 'arm64' must be one of linux/amd64, linux/arm64, windows/amd64, windows/arm64, darwin/arm64, darwin/amd64 (Docker's names)",
         "  project.toml: hardware.jetpack: applies to Jetson modules only (e.g. gpus = ['Jetson AGX Orin'])",
         "  project.toml: targets.cpu: 'driver' and 'cuda' apply to NVIDIA GPUs only (set vendor or gpus)",
-        "  project.toml: targets.cpu.platform: 'arm64' must be one of linux/amd64, linux/arm64 (Docker's names)",
+        "  project.toml: targets.cpu.platform: 'arm64' must be one of linux/amd64, linux/arm64, windows/amd64, windows/arm64, darwin/arm64, darwin/amd64 (Docker's names)",
         "  project.toml: targets.jet.driver: driver version '535' is not an NVIDIA driver version such as 535.104.05",
         "  project.toml: targets.jet.jetpack: JetPack 3.3 is not in the data (known: 4.2 .. 4.6.6, 5.0 .. 5.1.5, "
         "6.0 .. 6.2.1, 7.0 .. 7.1)",

@@ -16,7 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from ..domain import DEFAULT_PLATFORM, WHEEL_MACHINE, Platform
+from ..domain import DEFAULT_PLATFORM, MARKERS, Platform
 from .pages import IndexFormatError
 
 __all__ = [
@@ -62,9 +62,8 @@ def parse_metadata(text: str) -> Metadata:
 
 
 def marker_environment(python: str, platform: Platform = DEFAULT_PLATFORM, extra: str = "") -> dict[str, str]:
-    """The PEP 508 marker environment of a CPython ``python`` install on Linux ``platform``."""
-    return {"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux",
-            "platform_machine": WHEEL_MACHINE[platform], "implementation_name": "cpython",
+    """The PEP 508 marker environment of a CPython ``python`` install on ``platform``."""
+    return {**MARKERS[platform], "implementation_name": "cpython",
             "platform_python_implementation": "CPython", "python_version": python,
             "python_full_version": f"{python}.0", "implementation_version": f"{python}.0", "extra": extra}
 

@@ -25,6 +25,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from ..domain import DEFAULT_PLATFORM, WHEEL_TAGS
 from ..versions import parse_python_minor, python_admits_minor
 
 __all__ = [
@@ -234,11 +235,11 @@ def _tags(f: DistFile) -> frozenset[Tag]:
         return frozenset()
 
 
-def _linux_wheel(tag: Tag, machine: str = "x86_64") -> bool:
-    """A glibc Linux wheel tag for ``machine`` (x86_64 unless said), or a pure one (musllinux is
-    not what the images run)."""
-    return tag.platform == "any" or (tag.platform.startswith(("manylinux", "linux_"))
-                                     and tag.platform.endswith(f"_{machine}"))
+def _linux_wheel(tag: Tag, platform: str = DEFAULT_PLATFORM) -> bool:
+    """A wheel tag for ``platform`` (linux/amd64 unless said: a glibc Linux one), or a pure one
+    (:data:`~envsolve.domain.WHEEL_TAGS`)."""
+    prefixes, suffixes = WHEEL_TAGS[platform]  # type: ignore[index]
+    return tag.platform == "any" or (tag.platform.startswith(prefixes) and tag.platform.endswith(suffixes))
 
 
 def _own_abi(tag: Tag) -> bool:
@@ -274,21 +275,21 @@ def _tag_minors(tag: Tag, known: Sequence[str], requires_python: str) -> set[str
 
 
 def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
-                   requires_python: str = "", machine: str = "x86_64") -> tuple[str, ...]:
-    """THE rule for which Pythons a release has: the CPython minors with a Linux wheel for
-    ``machine`` (x86_64, aarch64) among ``files`` (free-threaded builds aside).
+                   requires_python: str = "", platform: str = DEFAULT_PLATFORM) -> tuple[str, ...]:
+    """THE rule for which Pythons a release has: the CPython minors with a wheel for ``platform``
+    (linux/amd64 unless said) among ``files`` (free-threaded builds aside).
 
     ``cpXY`` tags name their minor; ``abi3`` wheels and pure ``py3`` wheels serve every minor of
     ``known`` from theirs on that ``Requires-Python`` (the file's, else ``requires_python``) admits.
     """
-    found: set[str] = set().union(*(_file_minors(f, known, requires_python, machine) for f in files))
+    found: set[str] = set().union(*(_file_minors(f, known, requires_python, platform) for f in files))
     return tuple(admitted(sorted(found, key=parse_python_minor), requires_python))
 
 
-def _file_minors(f: DistFile, known: Sequence[str], requires_python: str, machine: str) -> set[str]:
-    """The minors one file's Linux wheel tags for ``machine`` serve (its own Requires-Python first)."""
+def _file_minors(f: DistFile, known: Sequence[str], requires_python: str, platform: str) -> set[str]:
+    """The minors one file's wheel tags for ``platform`` serve (its own Requires-Python first)."""
     rp = f.requires_python or requires_python
-    return {m for tag in _tags(f) if _linux_wheel(tag, machine) for m in _tag_minors(tag, known, rp)}
+    return {m for tag in _tags(f) if _linux_wheel(tag, platform) for m in _tag_minors(tag, known, rp)}
 
 
 def requires_python_of(files: Iterable[DistFile]) -> str:
@@ -307,13 +308,13 @@ def release_pythons(files: Sequence[DistFile], known: Sequence[str],
 
 
 def installable_pythons(files: Sequence[DistFile], known: Sequence[str], requires_python: str,
-                        machines: Sequence[str]) -> tuple[str, ...]:
-    """Pythons a release installs on from wheels alone on every one of ``machines``; for an
+                        platforms: Sequence[str]) -> tuple[str, ...]:
+    """Pythons a release installs on from wheels alone on every one of ``platforms``; for an
     sdist-only release, what ``requires_python`` admits."""
     wheels = [f for f in files if f.filename.endswith(".whl")]
     if not wheels:
         return tuple(admitted(known, requires_python))
-    everywhere = set(known).intersection(*(cpython_minors(wheels, known, requires_python, m) for m in machines))
+    everywhere = set(known).intersection(*(cpython_minors(wheels, known, requires_python, p) for p in platforms))
     return tuple(p for p in known if p in everywhere)
 
 

@@ -36,7 +36,7 @@ import tomli_w
 from packaging.utils import canonicalize_name
 
 from ..config import Credential, scrub, strip_credentials, write_netrc
-from ..domain import DEFAULT_PLATFORM, WHEEL_MACHINE, Platform
+from ..domain import DEFAULT_PLATFORM, PYTHON_PLATFORM, Platform
 from ..errors import ResolveError
 from ..index.policy import BACKOFF, RETRIES
 from ..paths import cache_dir
@@ -273,7 +273,7 @@ def _command(ask: _Ask, env: Mapping[str, str]) -> list[str]:
     """uv's command line for ``ask``, run in the scratch folder."""
     cmd = uv_command(["pip", "compile", "pyproject.toml", "--generate-hashes", "--format", "pylock.toml",
                       "--python-version", ask.python,
-                      "--python-platform", f"{WHEEL_MACHINE[ask.platform]}-manylinux_2_28",  # glibc 2.28+ as images
+                      "--python-platform", PYTHON_PLATFORM[ask.platform],
                       "--no-header", "--no-annotate",
                       "--quiet", "--output-file", "pylock.toml",
                       # the target is --python-version; this interpreter only builds an sdist's metadata, and

@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from ..data import Release
-from ..domain import COMPANIONS, COMPANIONS_OF, DEFAULT_PLATFORM, FRAMEWORKS, PLATFORMS, WHEEL_MACHINE, Platform
+from ..domain import COMPANIONS, COMPANIONS_OF, DEFAULT_PLATFORM, FRAMEWORKS, PLATFORMS, Platform
 from ..index import pages as ix
 from ..index.metadata import Metadata, requirements
 from ..index.reader import Reader
@@ -120,8 +120,7 @@ class _Context(msgspec.Struct, frozen=True, kw_only=True):
 
 def _pythons(ctx: _Context, files: Sequence[ix.DistFile], md: Metadata | None) -> tuple[str, ...]:
     """The Pythons a release limits the solve to; () when it leaves every choosable one."""
-    machines = [WHEEL_MACHINE[p] for p in ctx.platforms]
-    pythons = ix.installable_pythons(files, ctx.known, md.requires_python if md else "", machines)
+    pythons = ix.installable_pythons(files, ctx.known, md.requires_python if md else "", ctx.platforms)
     return () if set(_choosable(ctx.spec, ctx.known)) <= set(pythons) else pythons
 
 

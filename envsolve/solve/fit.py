@@ -37,7 +37,9 @@ __all__ = ["families_text", "fit", "fit_drivers", "gpu_driver_floor", "gpu_famil
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
-_NEED = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build", "cpu": "the target has no GPU"}
+_NEED = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build",
+         "xpu": "Intel GPUs need an XPU build", "mps": "Apple's GPU needs an MPS build (macOS on Apple silicon)",
+         "cpu": "the target has no GPU"}
 
 
 def gpu_text(gpu: GpuReq) -> str:
@@ -77,10 +79,13 @@ def _refused(no: No) -> _Fit:
     return "", None, no
 
 
-def gpu_driver_floor(provider: Provider, gpu: GpuReq) -> Dotted | None:
-    """The oldest driver that knows ``gpu``: the floor of the first CUDA toolkit targeting it."""
+def gpu_driver_floor(provider: Provider, gpu: GpuReq, *, windows: bool = False) -> Dotted | None:
+    """The oldest driver that knows ``gpu``: the floor of the first CUDA toolkit targeting it (on
+    Windows, and under WSL2, the Windows driver's)."""
     first = provider.introduced_by(gpu.arch)
-    return first.driver_min if first else None
+    if first is None:
+        return None
+    return provider.windows_driver_min(first.version) if windows else first.driver_min
 
 
 def _fit_nvidia(provider: Provider, b: Build, cuda: Dotted, t: Target) -> _Fit:
@@ -101,12 +106,12 @@ def _fit_nvidia(provider: Provider, b: Build, cuda: Dotted, t: Target) -> _Fit:
 def _driver_floors(provider: Provider, b: Build, cuda: Dotted, t: Target) -> tuple[Dotted, Dotted | None] | No:
     """(native floor, minor-version floor) of the driver for ``b`` on ``t``: the toolkit's, raised
     by a floor the framework documents and by the first driver that knows each GPU."""
-    native = provider.native_driver_min(cuda)
+    windows = t.windows_driver
+    native = provider.windows_driver_min(cuda) if windows else provider.native_driver_min(cuda)
     if native is None:
         return No("driver", f"CUDA {cuda} is not in matrices/cuda.toml, so its driver needs are unknown")
-    major = provider.cuda_major(cuda.major)
-    floor = major.minor_compat_driver_min if major else None
-    gpus = max((f for x in t.gpus if (f := gpu_driver_floor(provider, x))), default=None)
+    floor = provider.minor_compat_driver_min(cuda.major, windows=windows)
+    gpus = max((f for x in t.gpus if (f := gpu_driver_floor(provider, x, windows=windows))), default=None)
     for extra in (b.driver_min, gpus):
         native, floor = _raised(native, floor, extra)
     return native, floor
@@ -399,10 +404,13 @@ def _jit(b: Build, t: Target) -> tuple[str, ...]:
 
 
 def jit_note(c: Candidate) -> str:
-    """What a build that reaches a GPU only through PTX JIT means for its user ("" for none): the
-    driver compiles the kernels on the first run, which takes minutes, and warns."""
+    """What a build that reaches a GPU only through PTX (an XPU build: SPIR-V) JIT means for its
+    user ("" for none): the driver compiles the kernels on the first run, which takes minutes, and warns."""
     if not c.jit or c.build is None:
         return ""
+    if c.build.accelerator == "xpu":
+        return (f"{c.label} has no AOT code for {', '.join(c.jit)} (compiled for {', '.join(c.build.xpu)}): Intel's "
+                "driver JIT-compiles its SPIR-V on the first run, which can take minutes (cached by the driver)")
     ptx = ", ".join(_jit_ptx(c.build, a) for a in c.jit)
     return (f"{c.label} has no SASS for {', '.join(c.jit)}: the driver JIT-compiles its PTX ({ptx}), so the "
             "first run compiles its kernels, which can take minutes (cached in ~/.nv/ComputeCache; raise "
