@@ -269,3 +269,42 @@ def test_an_unknown_gpu_is_exit_2_naming_the_value_and_the_nearest_known_names(w
         parse_spec(f'[hardware]\ngpus = ["{written}"]\n', "project.toml", real_graph)
     assert e.value.exit_code == 2
     assert f"project.toml: hardware.gpus[0]: unknown GPU '{written}'; {near}" in str(e.value)
+
+
+# ----------------------------------------------------------------------------- issue 23: every host
+
+
+def test_darwin_arm64_implies_apple_and_wsl_is_read(real_graph: Provider) -> None:
+    s = parse_spec('[hardware]\nplatform = "darwin/arm64"\n[targets.cpu]\nvendor = "cpu"\n'
+                   '[targets.wsl]\nplatform = "linux/amd64"\ngpus = ["RTX 4090"]\nwsl = true\ndriver = "32.0.15.7216"\n'
+                   '[targets.win]\nplatform = "windows/amd64"\ngpus = ["RTX 4090"]\n', "project.toml", real_graph)
+    got = {t.name: (t.platform, t.vendor, t.wsl, t.windows_driver, str(t.driver)) for t in s.targets}
+    assert got == {"default": ("darwin/arm64", "apple", False, False, "None"),
+                   "cpu": ("darwin/arm64", "cpu", False, False, "None"),
+                   "wsl": ("linux/amd64", "nvidia", True, True, "572.16"),  # Windows' own form of 572.16
+                   "win": ("windows/amd64", "nvidia", False, True, "None")}
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('[hardware]\nplatform = "darwin/arm64"\ngpus = ["RTX 4090"]\n',
+     "hardware.gpus: ['RTX 4090'] on darwin/arm64: macOS has no CUDA, ROCm or XPU builds of these frameworks"),
+    ('[hardware]\nplatform = "darwin/arm64"\nvendor = "nvidia"\ndriver = "570.86.10"\n',
+     "hardware.driver: '570.86.10': macOS has no CUDA or ROCm; drop the key"),
+    ('[hardware]\nplatform = "windows/amd64"\ngpus = ["MI300X"]\n',
+     "hardware.gpus: ['MI300X'] on windows/amd64: the ROCm builds of these frameworks are Linux wheels; use WSL2"),
+    ('[hardware]\nplatform = "windows/amd64"\nvendor = "amd"\nrocm = "6.2"\n',
+     "hardware.rocm: '6.2': ROCm builds of these frameworks are for Linux"),
+    ('[hardware]\nplatform = "linux/amd64"\nvendor = "apple"\n',
+     "hardware.vendor: 'apple' on linux/amd64: Apple's GPU (MPS) is on Apple silicon only"),
+    ('[hardware]\nplatform = "darwin/amd64"\nvendor = "apple"\n',
+     "hardware.vendor: 'apple' on darwin/amd64: Apple's GPU (MPS) is on Apple silicon only"),
+    ('[hardware]\nplatform = "windows/arm64"\ngpus = ["RTX 4090"]\n',
+     "hardware.gpus: ['RTX 4090'] on windows/arm64: no framework publishes GPU builds for Windows on Arm"),
+    ('[hardware]\nplatform = "windows/amd64"\ngpus = ["RTX 4090"]\nwsl = true\n',
+     "hardware.wsl: is true but the platform is 'windows/amd64': WSL2 runs linux/amd64 Linux"),
+    ('[hardware]\ngpus = ["Jetson AGX Orin"]\nwsl = true\n',
+     "hardware.wsl: is true but the GPUs are Jetson modules"),
+    ('[hardware]\nwsl = "yes"\n', "hardware.wsl: 'yes' must be true or false"),
+])
+def test_keys_a_host_cannot_have_are_named(real_graph: Provider, text: str, expected: str) -> None:
+    assert expected in problems(text, real_graph)

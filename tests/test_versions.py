@@ -74,3 +74,11 @@ def test_python_minor_rule_agrees_with_trying_every_patch(lo: int, hi: int, ne: 
     spec = f">=3.12.{lo},<3.12.{hi},!=3.12.{ne}"
     any_patch = any(SpecifierSet(spec).contains(f"3.12.{p}") for p in range(0, 40))
     assert python_admits_minor(spec, "3.12") is any_patch
+
+
+def test_a_windows_driver_version_is_read_as_nvidia_writes_it() -> None:
+    # Device Manager's 32.0.15.7216 is NVIDIA's 572.16: the last five digits of the last two fields
+    from envsolve.versions import parse_driver
+
+    assert [parse_driver(v).raw for v in ("32.0.15.7216", "31.0.15.3623", "30.0.14.7141", "572.16")] == [
+        "572.16", "536.23", "471.41", "572.16"]

@@ -31,7 +31,7 @@ import msgspec.structs
 from packaging.specifiers import SpecifierSet
 
 from ..data import Build, Gpu, Release
-from ..domain import FRAMEWORKS, KERAS_BACKENDS, PLATFORMS
+from ..domain import FRAMEWORKS, KERAS_BACKENDS, LINUX_PLATFORMS
 from ..errors import SpecError, Unsatisfiable
 from ..provider import Provider
 from ..solve.cache import Cache
@@ -60,7 +60,7 @@ class Choice(msgspec.Struct, frozen=True, kw_only=True):
 
     gpu: str  # a GPU model's name, or CPU_ONLY
     driver: str = ""  # "" for the newest
-    platform: str = PLATFORMS[0]
+    platform: str = LINUX_PLATFORMS[0]
     framework: str = "torch"
     low: str = ""  # inclusive bounds ("" for any)
     high: str = ""
@@ -588,7 +588,7 @@ def selector_data(provider: Provider, workers: int = 2) -> dict[str, Any]:
     choices = _choices(floors)
     models = _classes(provider)
     classes = models.classes
-    jobs: list[_Job] = [(c, platform) for c in range(len(classes)) for platform in PLATFORMS]
+    jobs: list[_Job] = [(c, platform) for c in range(len(classes)) for platform in LINUX_PLATFORMS]
     parts = _parts(provider, classes, jobs, workers)
     b = _Builder(_Memo(provider), floors=floors, choices=choices)
     found = {job: (table, part) for part in parts for job, table in part.tables}
@@ -600,7 +600,7 @@ def selector_data(provider: Provider, workers: int = 2) -> dict[str, Any]:
             by_class[c][platform] = len(tables)
             tables.append(_merged(b, part, table))
     drivers = [floors[i - 1].raw for i in choices[1:]]
-    return {"format": FORMAT, "drivers": drivers, "platforms": list(PLATFORMS),
+    return {"format": FORMAT, "drivers": drivers, "platforms": list(LINUX_PLATFORMS),
             "frameworks": _framework_lists(b), "gpus": _gpus(b, models, drivers), "classes": by_class,
             "tables": tables, "blobs": b.blobs, "texts": b.texts.items, "answers": b.answers.items,
             "fields": list(ANSWER_FIELDS)}
@@ -661,7 +661,7 @@ def _parts(provider: Provider, classes: list[_Class], jobs: list[_Job], workers:
     platform's from the last), so that a worker meets few platforms (its caches serve one)."""
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [_work(provider, classes, jobs, itertools.count().__next__)]
-    queue = [j for j in jobs if j[1] == PLATFORMS[0]] + [j for j in reversed(jobs) if j[1] != PLATFORMS[0]]
+    queue = [j for j in jobs if j[1] == LINUX_PLATFORMS[0]] + [j for j in reversed(jobs) if j[1] != LINUX_PLATFORMS[0]]
     fork = multiprocessing.get_context("fork")
     _WORKER.update(provider=provider, classes=classes, jobs=queue, ends=fork.Array("i", [0, len(queue)]))
     try:
@@ -740,7 +740,7 @@ def _gpus(b: _Builder, models: _Models, drivers: list[str]) -> list[dict[str, An
     taken: set[int] = set()  # the classes the spec takes with every choice
     for g in sorted(b.provider.m.gpus, key=lambda g: g.name):
         cls = models.of[g.name]
-        invalid = [0] * (2 * len(PLATFORMS)) if cls in taken else _invalid(b, g.name, drivers[-1])
+        invalid = [0] * (2 * len(LINUX_PLATFORMS)) if cls in taken else _invalid(b, g.name, drivers[-1])
         if not any(invalid):
             taken.add(cls)
         out.append({"name": g.name, "names": _names(b.provider, g), "text": gpu_text(models.reqs[g.name]),
@@ -762,7 +762,7 @@ def _invalid(b: _Builder, gpu: str, driver: str) -> list[int]:
     """For (no driver, a driver) x each platform: 0 when the spec is read, else 1+ its message."""
     out = []
     for d in ("", driver):
-        for platform in PLATFORMS:
+        for platform in LINUX_PLATFORMS:
             try:
                 parse_spec(project_toml(Choice(gpu=gpu, driver=d, platform=platform)), "project.toml", b.provider)
                 out.append(0)

@@ -6,7 +6,7 @@ would work are :mod:`envsolve.solve.fixes`).
 from __future__ import annotations
 
 from ..data import Build, JetPack, Release
-from ..domain import ACCELERATOR
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, os_of
 from ..errors import Clash
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
@@ -19,8 +19,9 @@ from .model import Candidate, No
 __all__ = ["has_kind", "why_chosen", "why_misfits", "why_none", "why_none_shared"]
 
 _Misfit = tuple[Build, No]  # a build and why it does not fit
-_STACK = {"nvidia": "CUDA", "amd": "ROCm"}  # the software stack a vendor's builds name
-_HARDWARE = {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs"}  # a target with no GPU named
+_STACK = {"nvidia": "CUDA", "amd": "ROCm", "intel": "XPU", "apple": "MPS"}  # the software stack a vendor's builds name
+_HARDWARE = {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs", "intel": "Intel GPUs",
+             "apple": "Apple's GPU"}  # a target with no GPU named
 _OTHER_KIND = ("accelerator", "jetson")  # the misfits of builds of another kind than the target asks for
 
 
@@ -77,11 +78,29 @@ def _why_builds(provider: Provider, t: Target, name: str, nos: list[_Misfit]) ->
     if not unpinned:
         return f"{name} has no {_pin_text(t)} build (it has {_variants(wanted)})"
     codes = {n.code for _, n in unpinned}
+    if codes == {"platform"}:
+        return _not_on_platform(provider, t, name, unpinned[0][0])
     if codes == {"python"}:
         return f"{name} {unpinned[0][1].text}"
     if codes == {"arch-cuda"}:
         return _needs_newer_cuda(provider, t, name, unpinned)
     return f"no {name} build serves {_hardware(t)}: " + "; ".join(dict.fromkeys(_each(unpinned)))
+
+
+def _not_on_platform(provider: Provider, t: Target, name: str, b: Build) -> str:
+    """``tensorflow 2.15.0 has no CUDA build for windows/amd64: the newest ... is 2.10.1``: the release
+    has builds of the kind the target needs, none published for its platform; told with the newest
+    release that has one there, and, on Windows, WSL2, which runs the Linux builds."""
+    stack, platform = _STACK.get(t.vendor, "CPU"), t.platform
+    last = next((r for r in provider.releases(b.package)
+                 if any(x.accelerator == b.accelerator and provider.on_platform(x, platform)
+                        for x in provider.builds(r))), None)
+    head = f"{name} has no {stack} build for {platform}"
+    since = (f"the newest {b.package} release with one is {last.raw}" if last is not None
+             else f"{b.package} publishes none for {platform}")
+    wsl = (f"; or WSL2 ([hardware] platform = '{DEFAULT_PLATFORM}', wsl = true), which runs the Linux builds"
+           if os_of(platform) == "windows" and t.vendor in ("nvidia", "intel") else "")
+    return f"{head}: {since}{wsl}"
 
 
 def why_misfits(provider: Provider, t: Target, rel: Release, nos: list[tuple[Build, No]]) -> str:

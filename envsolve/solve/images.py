@@ -1,6 +1,7 @@
 """The base image of a resolution: the newest patch of the build's CUDA/ROCm (or the Python
-image for CPU) for the chosen OS and flavour, published for the target's platform, preferring
-rows not marked low confidence. A Jetson before JetPack 7 gets its JetPack's l4t image; a ROCm
+image for CPU and for Intel's XPU builds, which bring their oneAPI runtime as wheels) for the
+chosen OS and flavour, published for the target's platform, preferring rows not marked low
+confidence; none off Linux (containers run Linux). A Jetson before JetPack 7 gets its JetPack's l4t image; a ROCm
 wheel gets an image of its own ROCm major.minor, or, said explicitly, a plain OS image with no
 system ROCm when the wheel brings its whole ROCm user space.
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ..data import Image, JetPack
-from ..domain import DEFAULT_PLATFORM, Accelerator
+from ..domain import DEFAULT_PLATFORM, LINUX_PLATFORMS, Accelerator
 from ..provider import Provider
 from ..spec import ProjectSpec, Target
 from ..versions import Dotted
@@ -64,6 +65,8 @@ def base_image(provider: Provider, spec: ProjectSpec, t: Target, accel: Accelera
     """(image, "", OS, the Python the image brings or "") with the newest patch of the build's
     CUDA/ROCm (or Python) for the OS, or ("", why, "", "") when the data has none. A build that
     brings no CUDA libraries of its own (``system_cuda``) gets an image flavour with cuDNN."""
+    if t.platform not in LINUX_PLATFORMS:
+        return _refused(f"no base image: containers run Linux, and this environment is for {t.platform}")
     ask = _Ask(provider, spec, t, accel, version, python, compat, needs_cudnn)
     if ask.jetpack is not None and not ask.jetpack.sbsa:
         return _jetson_image(spec, ask.jetpack)
@@ -90,7 +93,7 @@ def _jetson_image(spec: ProjectSpec, jp: JetPack) -> BaseImage:
 
 def _candidates(ask: _Ask) -> _Rows | str:
     """The rows that could serve, before the platform, flavour and OS filters; or why none can."""
-    if ask.accel == "cpu":
+    if ask.accel in ("cpu", "xpu"):  # an XPU build brings its oneAPI runtime as wheels: the Python image serves
         return _cpu_rows(ask)
     if ask.version is None:
         # no framework brings a CUDA/ROCm: the newest plain image whose CUDA the target can run
