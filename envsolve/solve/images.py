@@ -65,8 +65,8 @@ def base_image(provider: Provider, spec: ProjectSpec, t: Target, accel: Accelera
     """(image, "", OS, the Python the image brings or "") with the newest patch of the build's
     CUDA/ROCm (or Python) for the OS, or ("", why, "", "") when the data has none. A build that
     brings no CUDA libraries of its own (``system_cuda``) gets an image flavour with cuDNN."""
-    if t.platform not in LINUX_PLATFORMS:
-        return _refused(f"no base image: containers run Linux, and this environment is for {t.platform}")
+    if t.platform not in LINUX_PLATFORMS:  # containers run Linux: render says why there is no Dockerfile
+        return "", "", "", ""
     ask = _Ask(provider, spec, t, accel, version, python, compat, needs_cudnn)
     if ask.jetpack is not None and not ask.jetpack.sbsa:
         return _jetson_image(spec, ask.jetpack)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from ..data import Build, Gpu
-from ..domain import ACCELERATOR, DEFAULT_PLATFORM, Accelerator
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, LINUX_PLATFORMS, Accelerator
 from ..provider import Provider
 from ..spec import ProjectSpec, Target
 from ..versions import Dotted, admits_any, parse_python_minor
@@ -137,7 +137,7 @@ def _python(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, foun
     pythons = _shared_pythons(provider, cache, spec, found)
     newest = max(pythons, key=parse_python_minor) if pythons else ""
     why: PythonWhy = "frameworks" if found else "data"
-    if t.vendor != "cpu":
+    if t.vendor != "cpu" or t.platform not in LINUX_PLATFORMS:
         return newest, why
     imaged = max(_with_python_image(provider, spec, pythons), key=parse_python_minor, default="")
     return imaged, _WITH_IMAGE[why] if imaged != newest else why
