@@ -619,8 +619,8 @@ def _host_problem(platform: Platform, vendor: str) -> str:
                 f"vendor = 'apple' (platform = '{APPLE_PLATFORM}'), else vendor = 'cpu'")
     if platform == "darwin/amd64" and vendor != "cpu":
         return "PyTorch's MPS builds need Apple silicon; an Intel Mac runs vendor = 'cpu'"
-    if platform == "windows/arm64" and vendor != "cpu":
-        return "no framework publishes GPU builds for Windows on Arm; use vendor = 'cpu'"
+    if platform == "windows/arm64" and vendor not in ("nvidia", "cpu"):
+        return "no framework publishes AMD or Intel GPU builds for Windows on Arm; use vendor = 'cpu'"
     if host == "windows" and vendor == "amd":
         return ("the ROCm builds of these frameworks are Linux wheels; use WSL2 (platform = 'linux/amd64', "
                 "wsl = true), or vendor = 'cpu'")

@@ -241,7 +241,7 @@ def _pins(provider: Provider, spec: ProjectSpec, t: Target, c: Candidate, python
     """The pin of a chosen candidate, and of each companion the spec asks for (same build)."""
     b = c.build
     own = _pin(_dist_name(provider, t, c), _dist_version(c), b, extra=b.extra if b else "",
-               conda=_conda(provider, spec, c, python, accel), pins=c.pins)
+               conda=_conda(provider, spec, c, python, accel) if t.platform in LINUX_PLATFORMS else (), pins=c.pins)
     return [own, *(_pin(comp, version, b) for comp, version in c.release.companions
                   if spec.framework(comp) is not None)]
 
@@ -267,7 +267,9 @@ def _dist_version(c: Candidate) -> str:
 
 
 def _conda(provider: Provider, spec: ProjectSpec, c: Candidate, python: str, accel: Accelerator) -> tuple[str, ...]:
-    """conda-forge's MatchSpecs of ``c``'s build; none for ROCm or when the spec asks for a companion."""
-    if accel == "rocm" or any(spec.framework(comp) for comp, _ in c.release.companions):
+    """conda-forge's MatchSpecs of ``c``'s build (linux-64's and linux-aarch64's, as matrices/conda.toml
+    reads them; none off Linux); none for ROCm, XPU or MPS, or when the spec asks for a companion
+    (then pip installs it)."""
+    if accel in ("rocm", "xpu", "mps") or any(spec.framework(comp) for comp, _ in c.release.companions):
         return ()
     return provider.conda_specs(c.release, c.build.cuda if c.build else None, python)
