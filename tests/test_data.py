@@ -451,6 +451,7 @@ INTEL = [
     ("Intel(R) Data Center GPU Flex 170", "Data Center GPU Flex 170", "ats-m150"),
     ("Intel(R) Graphics [0x7d55]", "Meteor Lake", "mtl-h"), ("Intel(R) Graphics [0x7d51]", "Arrow Lake-H", "arl-h"),
     ("Intel(R) Graphics [0x64a0]", "Lunar Lake", "lnl-m"), ("Intel(R) Arc(TM) B390 GPU", "Panther Lake", "ptl-h"),
+    ("Intel(R) Arc(TM) A770M Graphics", "Arc A770M", "dg2"), ("Intel(R) Graphics [0xe223]", "Arc Pro B70", "bmg"),
     ("Arc A770", "Arc A770", "dg2"), ("Arc B580", "Arc B580", "bmg"), ("Arc 140V", "Lunar Lake", "lnl-m"),
 ]
 
