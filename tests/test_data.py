@@ -13,6 +13,8 @@ from envsolve.cli import main
 from envsolve.data import data_dir, load_dir
 from envsolve.errors import MatrixError
 from envsolve.provider import Provider
+from envsolve.spec import parse_spec
+from envsolve.versions import parse_dotted, parse_driver
 
 
 def test_shipped_matrices_load_and_validate() -> None:
@@ -407,3 +409,96 @@ def test_every_nvidia_gpu_row_has_an_architecture_with_its_compute_capability() 
     assert len(nvidia) >= 350
     assert all(cc.get(g.arch) for g in nvidia)
     assert {cc[g.arch].split(".")[0] for g in nvidia} >= {"3", "5", "6", "7", "8", "9", "10", "12"}
+
+
+def test_windows_and_wsl2_driver_floors_are_nvidias_windows_column(real_graph: Provider) -> None:
+    # Table 3 of the CUDA release notes gives each toolkit a Windows minimum beside the Linux one; WSL2 runs the
+    # Windows host's driver, so its floor is the Windows number (CUDA 12.8 GA: 570.65, not Linux's 570.26)
+    def floor(cuda: str, *, windows: bool) -> str | None:
+        f = real_graph.windows_driver_min(parse_dotted(cuda)) if windows else real_graph.native_driver_min(parse_dotted(cuda))
+        return f.raw if f else None
+
+    assert floor("12.8", windows=False) == "570.26"
+    assert {c: floor(c, windows=True) for c in ("9.2", "10.1", "11.0", "11.8", "12.0", "12.4", "12.8", "12.9")} == {
+        "9.2": "397.44", "10.1": "418.96", "11.0": "451.48", "11.8": "520.06", "12.0": "527.41", "12.4": "551.61",
+        "12.8": "570.65", "12.9": "576.02"}
+    # NVIDIA publishes no Windows minimum for CUDA 13 ("N/A"): the Linux floor stands in
+    assert floor("13.0", windows=True) == floor("13.0", windows=False) == "580.65.06"
+    assert {m: real_graph.minor_compat_driver_min(m, windows=True) for m in (11, 12, 13)} == {
+        11: parse_driver("452.39"), 12: parse_driver("528.33"), 13: parse_driver("580.65.06")}
+    assert real_graph.minor_compat_driver_min(12).raw == "525.60.13"
+
+
+def test_every_toolkit_before_cuda_13_has_a_windows_floor_of_its_linux_floors_branch() -> None:
+    # a Windows driver of branch R5xx is numbered 5xx.yy to 5xx+4.yy (R418 and the pre-R410 branches aside)
+    m = load_dir(data_dir())
+    for t in m.toolkits:
+        w = t.driver_min_windows
+        if t.version.major >= 13:
+            assert w is None, t.version
+            continue
+        assert w is not None, t.version
+        assert 0 <= w.major - t.driver_min.major <= 4, (t.version, t.driver_min, w)
+
+
+# what the tools print (xpu-smi, sycl-ls, clinfo, torch.xpu.get_device_name(); a runtime that does not know the
+# device prints its PCI id) -> the model and its ocloc target
+INTEL = [
+    ("Intel(R) Arc(TM) A770 Graphics", "Arc A770", "dg2"), ("Intel(R) Graphics [0x56a0]", "Arc A770", "dg2"),
+    ("Intel(R) Arc(TM) A750 Graphics", "Arc A750", "dg2"), ("Intel(R) Graphics [0x56a5]", "Arc A380", "dg2"),
+    ("Intel(R) Arc(TM) B580 Graphics", "Arc B580", "bmg"), ("Intel(R) Arc(TM) Pro B60 Graphics", "Arc Pro B60", "bmg"),
+    ("Intel(R) Data Center GPU Max 1550", "Data Center GPU Max 1550", "pvc"),
+    ("Intel(R) Data Center GPU Flex 170", "Data Center GPU Flex 170", "ats-m150"),
+    ("Intel(R) Graphics [0x7d55]", "Meteor Lake", "mtl-h"), ("Intel(R) Graphics [0x7d51]", "Arrow Lake-H", "arl-h"),
+    ("Intel(R) Graphics [0x64a0]", "Lunar Lake", "lnl-m"), ("Intel(R) Arc(TM) B390 GPU", "Panther Lake", "ptl-h"),
+    ("Intel(R) Arc(TM) A770M Graphics", "Arc A770M", "dg2"), ("Intel(R) Graphics [0xe223]", "Arc Pro B70", "bmg"),
+    ("Arc A770", "Arc A770", "dg2"), ("Arc B580", "Arc B580", "bmg"), ("Arc 140V", "Lunar Lake", "lnl-m"),
+]
+
+
+@pytest.mark.parametrize("printed,model,arch", INTEL)
+def test_intel_gpus_are_known_by_the_names_their_tools_print(printed: str, model: str, arch: str,
+                                                            real_graph: Provider) -> None:
+    g = real_graph.gpu(printed)
+    assert g is not None, f"{printed!r} is no GPU of the data"
+    assert (g.name, g.vendor, g.arch, g.platform) == (model, "intel", arch, "")
+    info = real_graph.arch_info(g.arch)
+    assert info is not None and info.vendor == "intel"
+
+
+def test_processor_graphics_sharing_one_driver_name_are_no_row(real_graph: Provider) -> None:
+    # Meteor Lake, Arrow Lake-H and Lunar Lake graphics are all "Intel(R) Arc(TM) Graphics": only the PCI id tells
+    assert real_graph.gpu("Intel(R) Arc(TM) Graphics") is None
+
+
+def test_every_ocloc_target_of_torchs_xpu_builds_is_an_intel_architecture(real_graph: Provider) -> None:
+    # the AOT lists of torch-xpu-ops' BuildFlags.cmake, 2.4 .. 2.14, Linux and Windows, and cri
+    targets = ("pvc", "dg2", "bmg", "mtl", "mtl-u", "mtl-h", "arl-h", "lnl-m", "ptl", "ptl-h", "ptl-u", "xe-lpg",
+               "xe2-lpg", "xe2-hpg", "ats-m150", "cri")
+    for name in targets:
+        info = real_graph.arch_info(name)
+        assert info is not None and info.vendor == "intel", name
+        assert info.family.startswith("xe"), (name, info.family)
+
+
+def test_an_intel_or_apple_gpu_in_a_spec_sets_its_vendor_and_an_apple_one_the_platform(real_graph: Provider) -> None:
+    def target(gpu: str) -> tuple[str, str, str]:
+        spec = parse_spec(f'[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["{gpu}"]\n', "project.toml", real_graph)
+        t = spec.targets[0]
+        return t.vendor, t.platform, t.gpus[0].arch.name
+
+    assert target("Arc A770") == ("intel", "linux/amd64", "dg2")
+    assert target("Data Center GPU Max 1550") == ("intel", "linux/amd64", "pvc")
+    assert target("Apple M2") == ("apple", "darwin/arm64", "apple-m2")
+    assert target("M3 Max") == ("apple", "darwin/arm64", "apple-m3")
+    assert target("Apple M4") == ("apple", "darwin/arm64", "apple-m4")
+    assert target("M4") == ("nvidia", "linux/amd64", "sm_52")  # a bare "M4" stays NVIDIA's Tesla M4
+
+
+def test_every_apple_chip_is_a_mac_gpu_of_its_generation() -> None:
+    m = load_dir(data_dir())
+    apple = [g for g in m.gpus if g.vendor == "apple"]
+    assert {g.name for g in apple} >= {f"Apple M{n}{tier}" for n in range(1, 5) for tier in ("", " Pro", " Max")}
+    for g in apple:
+        assert g.platform == "darwin/arm64", g.name
+        assert g.arch == "apple-m" + g.name.split()[1][1:], g.name
