@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from envsolve.cli import main
-from envsolve.data import data_dir, load_dir
+from envsolve.data import Build, data_dir, load_dir
 from envsolve.errors import MatrixError
 from envsolve.provider import Provider
 from envsolve.spec import parse_spec
-from envsolve.versions import parse_dotted, parse_driver
+from envsolve.versions import parse_arch, parse_dotted, parse_driver
 
 
 def test_shipped_matrices_load_and_validate() -> None:
@@ -136,6 +136,65 @@ def test_paddle_3_cuda_builds_carry_sm_86_as_cuda_cmake_appends_it_for_cuda_11_2
     for b in builds:
         assert "sm_86" in b.archs, (b.raw, b.variant)
         assert ("sm_90" in b.archs) == (b.cuda is not None and b.cuda.major == 12), (b.raw, b.variant)
+
+
+def _torch(graph: Provider, version: str, variant: str) -> Build:
+    return next(b for b in graph.m.builds if b.package == "torch" and b.raw == version and b.variant == variant)
+
+
+def test_torch_mac_wheels_are_mps_builds_on_apple_silicon_and_intel_mac_ones_stop_at_2_2_2(real_graph: Provider) -> None:
+    """The default index's macOS wheels (no local label): an MPS build for darwin/arm64 from 1.12,
+    a CPU build for Macs, on Intel Macs up to 2.2.2 only; Pythons as the Mac wheels have them."""
+    torch = [r for r in real_graph.m.releases if r.package == "torch"]
+    mps = {b.raw: b for b in real_graph.m.builds if b.package == "torch" and b.variant == "mps"}
+    macos = {b.raw: b for b in real_graph.m.builds if b.package == "torch" and b.variant == "macos"}
+    assert set(mps) == {r.raw for r in torch if r.version >= Version("1.12")}
+    assert set(macos) == {r.raw for r in torch}
+    for b in mps.values():
+        assert (b.accelerator, b.index, b.platforms) == ("mps", "pypi", ("darwin/arm64",)), b.raw
+        assert not real_graph.on_platform(b, "linux/amd64") and not real_graph.on_platform(b, "windows/amd64")
+    for b in macos.values():
+        assert b.accelerator == "cpu" and b.index == "pypi", b.raw
+        assert ("darwin/amd64" in b.platforms) == (b.version <= Version("2.2.2")), b.raw
+        assert ("darwin/arm64" in b.platforms) == (b.version >= Version("1.8") and b.raw not in ("1.8.1", "1.9.1"))
+    assert "3.13" not in mps["2.5.1"].python and "3.11" not in mps["1.13.1"].python
+    assert mps["2.6.0"].python == () and macos["1.9.0"].python == ("3.8", "3.9")
+
+
+def test_torch_on_native_windows_is_the_pytorch_index_builds_with_the_windows_kernels(real_graph: Provider) -> None:
+    """Windows CUDA builds come from the PyTorch index only (the default index's Windows wheels are
+    CPU builds) with Windows' own arch lists: sm_61 kept, compute_37 in CUDA 11, no PTX of the newest."""
+    win = "windows/amd64"
+    assert not [b for b in real_graph.m.builds if b.package == "torch" and b.index == "pypi"
+                and b.accelerator == "cuda" and real_graph.on_platform(b, win)]
+    cu128 = _torch(real_graph, "2.7.1", "cu128")
+    assert "sm_61" not in cu128.archs and cu128.ptx == ("sm_120",)
+    on_windows = real_graph.for_platform(cu128, win)
+    assert on_windows.archs[:3] == ("sm_50", "sm_60", "sm_61") and on_windows.ptx == ()
+    assert real_graph.for_platform(_torch(real_graph, "2.1.0", "cu118"), win).ptx == ("sm_37",)
+    assert real_graph.for_platform(_torch(real_graph, "2.9.0", "cu130"), win).ptx == ()
+    assert not real_graph.on_platform(_torch(real_graph, "2.9.0", "cu129"), win)
+    assert real_graph.on_platform(_torch(real_graph, "2.8.0", "cu129"), win)
+    wheel = real_graph.platform_wheel(_torch(real_graph, "2.5.1", "cu121"), win)
+    assert wheel is not None and "3.13" not in wheel.python
+    arm = real_graph.platform_wheel(_torch(real_graph, "2.8.0", "cpu"), "windows/arm64")
+    assert arm is not None and arm.python == ("3.11", "3.12", "3.13")
+    assert not real_graph.on_platform(_torch(real_graph, "2.8.0", "cu128"), "windows/arm64")
+
+
+def test_torch_xpu_builds_carry_torch_xpu_ops_aot_targets_on_linux_and_from_2_6_on_windows(real_graph: Provider) -> None:
+    xpu = {b.raw: b for b in real_graph.m.builds if b.package == "torch" and b.variant == "xpu"}
+    assert set(xpu) == {r.raw for r in real_graph.m.releases if r.package == "torch" and r.version >= Version("2.5")}
+    for b in xpu.values():
+        assert (b.accelerator, b.index, b.index_path) == ("xpu", "pytorch", "xpu")
+        assert all(parse_arch(a).vendor == "intel" for a in b.xpu), b.raw
+        assert ("dg2" in b.xpu) == (b.version >= Version("2.7")) and ("ptl-h" in b.xpu) == (b.version >= Version("2.10"))
+        assert real_graph.on_platform(b, "windows/amd64") == (b.version >= Version("2.6")), b.raw
+        assert not real_graph.on_platform(b, "linux/arm64") and not real_graph.on_platform(b, "darwin/arm64")
+    assert "3.13" not in xpu["2.5.1"].python
+    assert real_graph.for_platform(xpu["2.6.0"], "windows/amd64").xpu == ("ats-m150", "mtl-u", "mtl-h", "xe2-lpg",
+                                                                          "xe2-hpg")
+    assert "ptl" in real_graph.for_platform(xpu["2.14.1"], "windows/amd64").xpu and "ptl" not in xpu["2.14.1"].xpu
 
 
 def test_every_problem_is_reported_at_once_with_file_row_and_key(tmp_path: Path) -> None:
