@@ -664,7 +664,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
         "wheel": _Rows(
             PlatformWheel,
             {"package": _one_of(*FRAMEWORKS), "platform": _one_of(*_OTHER_PLATFORMS),
-             "index": _one_of("pypi", "pytorch", "jetson"), "versions": _specifier, "variants": _strs},
+             "index": _one_of("pypi", *DEFAULT_INDEXES), "versions": _specifier, "variants": _strs},
             {"python": _pythons, "dist": _str, "archs": _archs, "ptx": _archs, "xpu": _archs},
         ),
         "image": _Rows(PlatformImage,

@@ -561,3 +561,59 @@ def test_every_apple_chip_is_a_mac_gpu_of_its_generation() -> None:
     for g in apple:
         assert g.platform == "darwin/arm64", g.name
         assert g.arch == "apple-m" + g.name.split()[1][1:], g.name
+# ---------------------------------------------------------------------------- issue 23: other hosts
+
+def _builds(p: Provider, package: str, platform: str) -> list[Build]:
+    return [b for b in p.m.builds if b.package == package and p.on_platform(b, platform)]
+
+
+def test_native_windows_has_tensorflow_cuda_builds_up_to_2_10_only(real_graph: Provider) -> None:
+    """'TensorFlow 2.10 was the last TensorFlow release that supported GPU on native-Windows': the
+    win_amd64 wheels of 2.0 (tensorflow-gpu) .. 2.10.1 are system-CUDA builds, none after."""
+    cuda = _builds(real_graph, "tensorflow", "windows/amd64")
+    cuda = [b for b in cuda if b.accelerator == "cuda"]
+    assert max(b.version for b in cuda) == Version("2.10.1")
+    assert min(b.version for b in cuda) == Version("2.0.0")
+    assert all(b.system_cuda for b in cuda)
+    b210 = next(b for b in cuda if b.raw == "2.10.0")
+    assert (b210.cuda and str(b210.cuda), b210.cudnn, b210.ptx) == ("11.2", "8.1", ("sm_80",))
+    cpu = [b.raw for b in _builds(real_graph, "tensorflow", "windows/amd64") if b.accelerator == "cpu"]
+    assert {"2.11.0", "2.18.0", "2.21.0"} <= set(cpu) and "2.2.3" not in cpu
+
+
+def test_jax_has_no_cuda_or_rocm_build_off_linux_and_cpu_on_windows_from_0_4_13(real_graph: Provider) -> None:
+    for platform in ("windows/amd64", "windows/arm64", "darwin/arm64", "darwin/amd64"):
+        assert not [b for b in _builds(real_graph, "jax", platform) if b.accelerator in ("cuda", "rocm")], platform
+    win = _builds(real_graph, "jax", "windows/amd64")
+    assert min(b.version for b in win) == Version("0.4.13") and {b.accelerator for b in win} == {"cpu"}
+    wheel = real_graph.platform_wheel(next(b for b in win if b.raw == "0.4.24"), "windows/amd64")
+    assert wheel is not None and wheel.python == ("3.10",)
+    assert max(b.version for b in _builds(real_graph, "jax", "darwin/amd64")) < Version("0.5")
+
+
+def test_apple_gpu_builds_pair_the_metal_plugin_and_exist_on_apple_silicon_only(real_graph: Provider) -> None:
+    metal = [b for b in real_graph.m.builds if b.accelerator == "mps"]
+    assert {b.package for b in metal} == {"tensorflow", "jax", "onnxruntime"}
+    for b in metal:
+        assert b.platforms == ("darwin/arm64",), b
+        for other in ("linux/amd64", "linux/arm64", "windows/amd64", "darwin/amd64"):
+            assert not real_graph.on_platform(b, other)
+    tf = {b.raw: dict(b.pins)["tensorflow-metal"] for b in metal if b.package == "tensorflow"}
+    assert (tf["2.5.0"], tf["2.12.0"], tf["2.13.0"], tf["2.16.2"]) == ("0.1.2", "0.8.0", "1.0.0", "1.1.0")
+    assert "2.19.0" not in tf and "2.12.1" not in tf  # no plugin after 2.18; no macOS wheel of 2.12.1
+    jax = {b.raw: dict(b.pins) for b in metal if b.package == "jax"}
+    assert all(p["jaxlib"] == v for v, p in jax.items())  # jax-metal loads into its own jaxlib only
+    assert jax["0.4.34"]["jax-metal"] == "0.1.1" and "0.4.28" not in jax and "0.5.1" not in jax
+    b216 = next(b for b in metal if b.package == "tensorflow" and b.raw == "2.16.1")
+    assert "3.12" not in b216.python  # tensorflow-metal 1.1.0 has no cp312 wheel
+
+
+def test_cupy_and_paddle_gpu_builds_are_windows_and_linux_only(real_graph: Provider) -> None:
+    for package in ("cupy", "paddlepaddle"):
+        assert not [b for b in _builds(real_graph, package, "darwin/arm64") if b.accelerator != "cpu"]
+        assert [b for b in _builds(real_graph, package, "windows/amd64") if b.accelerator == "cuda"]
+    assert not _builds(real_graph, "cupy", "darwin/arm64")
+    arm = _builds(real_graph, "cupy", "windows/arm64")
+    assert [(b.raw, b.variant) for b in arm] == [("14.2.0", "cuda13x")]
+    paddle = {(b.raw, b.variant) for b in _builds(real_graph, "paddlepaddle", "windows/amd64")}
+    assert {("2.6.2", "cu118"), ("3.0.0", "cu126"), ("3.3.1", "cu129")} <= paddle and ("3.0.0", "cu129") not in paddle
