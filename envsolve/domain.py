@@ -288,10 +288,16 @@ def kernels(build: Kernels, gpu: Arch) -> str:
 
     SASS for ``sm_XY`` runs on the same major at an equal or higher minor (``sm_80`` code runs on
     8.6 and 8.9, never on 9.0); arch-specific code (``sm_90a``) only on that exact arch. AMD code
-    objects are per gfx target.
+    objects are per gfx target. An XPU build carries machine code for its AOT targets (``bmg``) and
+    SPIR-V that Intel's driver JIT-compiles for any other Intel GPU (``"ptx"``); Metal compiles an
+    MPS build's shaders for whichever Apple GPU runs it.
     """
     if gpu.vendor == "amd":
         return "sass" if gpu.name in build.gfx else ""
+    if gpu.vendor == "intel":
+        return "" if build.accelerator != "xpu" else "sass" if gpu.name in build.xpu else "ptx"
+    if gpu.vendor == "apple":
+        return "sass" if build.accelerator == "mps" else ""
     if any(parse_arch(a).sass_runs_on(gpu) for a in build.archs):
         return "sass"
     if any(parse_arch(p).ptx_jits_to(gpu) for p in build.ptx):
