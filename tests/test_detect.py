@@ -553,12 +553,10 @@ source = "https://github.com/narugit/smctemp/issues/26"
 """}}
 
 
-@pytest.fixture(scope="module")
-def issue23_graph(tmp_path_factory: pytest.TempPathFactory) -> Provider:
+def issue23_data(d: Path) -> Provider:
     """The shipped data with the rows issue 23 adds (Intel and Apple GPUs named as the tools print
-    them and by PCI id; NVIDIA's Windows driver floors), where the shipped data lacks them: the
-    mechanism is tested here, the rows belong to gpus.toml and cuda.toml."""
-    d = tmp_path_factory.mktemp("matrices")
+    them and by PCI id; NVIDIA's Windows driver floors), where the shipped data lacks them, in the
+    folder ``d``: the mechanism is tested here, the rows belong to gpus.toml and cuda.toml."""
     shutil.copytree(data_dir(), d, dirs_exist_ok=True)
     for name, edits in _ISSUE23_ROWS.items():
         text = (d / name).read_text()
@@ -570,6 +568,11 @@ def issue23_graph(tmp_path_factory: pytest.TempPathFactory) -> Provider:
                 text = text.replace(after, after + added)
         (d / name).write_text(text)
     return Provider(load_dir(d))
+
+
+@pytest.fixture(scope="module")
+def issue23_graph(tmp_path_factory: pytest.TempPathFactory) -> Provider:
+    return issue23_data(tmp_path_factory.mktemp("matrices"))
 
 
 def test_wsl2_is_known_by_its_kernel_dxg_and_driver_folder(real_graph: Provider) -> None:
