@@ -410,14 +410,13 @@ def _gpus(env: Environment, facts: HostFacts, provider: Provider) -> list[Findin
 def _jit_gpu(env: Environment, g: GpuInfo, builds: list[Build], provider: Provider) -> Finding:
     """An Intel or Apple GPU: every XPU build runs on an Intel GPU (AOT code for its target, else
     SPIR-V the driver compiles on first use); the MPS builds on Apple's."""
-    known = model_name(g, provider)
     shown = f"GPU {g.index} {g.name}" + (f" ({g.arch})" if g.arch else "")
     names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds) or f"the {env.accelerator} builds"
     if env.accelerator == "mps":
         return Finding(level="ok", check="gpu", message=f"{shown} runs {names} through MPS")
-    aot = [b for b in builds if g.arch and g.arch in b.xpu]
-    how = "AOT code for it" if aot and len(aot) == len(builds) else "SPIR-V the driver compiles on first use"
-    if not known:
+    aot = builds and all(g.arch in b.xpu for b in builds)
+    how = "AOT code for it" if aot else "SPIR-V the driver compiles on first use"
+    if not model_name(g, provider):
         return Finding(level="warn", check="gpu",
                        message=f"{shown} is not in envsolve's data; {names} carry SPIR-V the driver compiles for "
                                "it on first use, if PyTorch supports the GPU at all",

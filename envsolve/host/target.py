@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import msgspec.structs
 
-from ..domain import APPLE_PLATFORM, JETSON_PLATFORM, Platform, Vendor
+from ..domain import JETSON_PLATFORM, Platform, Vendor
 from ..errors import SpecError
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, SectionParser, Target
@@ -35,8 +35,6 @@ def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[P
     vendor = _host_vendor(facts, gpus, jetson)
     jetpack, warning = _host_jetpack(facts, gpus, base, provider) if jetson and gpus else (None, "")
     platform, why = _host_platform(facts, gpus, jetson, base)
-    if not gpus and facts.vendor == "apple" and platform == APPLE_PLATFORM:
-        vendor = "apple"  # Apple silicon's GPU, whatever the data calls its chip
     cuda, rocm, rocm_driver = _kept_pins(base, vendor, jetson)
     host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=_host_driver(facts, vendor, jetson),
                   cuda=cuda, rocm=rocm, rocm_driver=rocm_driver, platform=platform, jetpack=jetpack,
@@ -112,9 +110,10 @@ def _host_platform(facts: HostFacts, gpus: list[GpuReq], jetson: bool, base: Tar
 
 
 def _host_vendor(facts: HostFacts, gpus: list[GpuReq], jetson: bool) -> Vendor:
-    """The vendor of the host's GPUs (a Jetson's is NVIDIA); cpu without GPUs."""
+    """The vendor of the host's GPUs (a Jetson's is NVIDIA); cpu without GPUs, but Apple silicon's
+    GPU whatever the data calls its chip."""
     if not gpus:
-        return "cpu"
+        return "apple" if facts.vendor == "apple" else "cpu"
     return "nvidia" if jetson else _HOST_VENDOR.get(facts.vendor, "cpu")
 
 
