@@ -207,7 +207,8 @@ def jetson_module(board: str, provider: Provider) -> str | None:
 def model_of(g: GpuInfo, provider: Provider) -> Gpu | None:
     """The data's model of a GPU: by the name the tool printed, else by its PCI id (an alias such as
     ``8086:e223`` in gpus.toml: what lspci -nn prints when its pci.ids is older than the GPU)."""
-    return provider.gpu(g.name) or (provider.gpu(g.pci_id) if g.pci_id else None)
+    named = None if g.name.endswith("...") else provider.gpu(g.name)  # a name nvidia-smi's table cut is no model's
+    return named or (provider.gpu(g.pci_id) if g.pci_id else None)
 
 
 def model_name(g: GpuInfo, provider: Provider) -> str:
@@ -225,9 +226,7 @@ def describe(facts: HostFacts, provider: Provider) -> str:
 
 
 def _stack(facts: HostFacts) -> list[str]:
-    about = ", ".join(x for x in (facts.chip, f"macOS {facts.os_version}" if facts.os_version else "") if x)
-    said = [(facts.platform != "linux", f"platform: {facts.platform}" + (f" {facts.l4t}" if facts.l4t else "")
-             + (f" ({about})" if about else "")),
+    said = [(facts.platform != "linux", _platform_line(facts)),
             (bool(facts.driver), f"driver: {facts.driver}"),
             (bool(facts.cuda_driver_max),
              f"CUDA the driver runs: up to {facts.cuda_driver_max} (from {facts.cuda_driver_max_from})"),
@@ -235,6 +234,13 @@ def _stack(facts: HostFacts) -> list[str]:
             (facts.vendor == "intel", "Level Zero: " + ("answered" if facts.level_zero else "not found (PyTorch's "
                                                         "XPU builds need Intel's GPU driver with Level Zero)"))]
     return [line for shown, line in said if shown]
+
+
+def _platform_line(facts: HostFacts) -> str:
+    """``platform: jetson R36.4.3``, ``platform: wsl2``, ``platform: darwin/arm64 (Apple M2 Pro, macOS 26.4)``."""
+    about = ", ".join(x for x in (facts.chip, f"macOS {facts.os_version}" if facts.os_version else "") if x)
+    name = facts.platform if facts.platform in ("wsl2", "jetson") else host_platform(facts) or facts.platform
+    return f"platform: {name}" + (f" {facts.l4t}" if facts.l4t else "") + (f" ({about})" if about else "")
 
 
 def _gpu_lines(g: GpuInfo, provider: Provider) -> list[str]:

@@ -102,6 +102,8 @@ def _host_platform(facts: HostFacts, gpus: list[GpuReq], jetson: bool, base: Tar
     """(platform, why): the host CPU's (a Jetson's when unknown), else the one its GPUs imply, else the spec's."""
     platform = host_platform(facts) or (JETSON_PLATFORM if jetson else None)
     if platform is not None:
+        if facts.platform in ("windows", "darwin"):
+            return platform, f"this host ({facts.platform}, {facts.machine})"
         return platform, f"this host's CPU ({facts.machine})" if facts.machine else "a Jetson (/etc/nv_tegra_release)"
     implied = {g.platform for g in gpus if g.platform}
     if len(implied) == 1:
