@@ -334,6 +334,11 @@ def test_under_wsl2_the_windows_driver_is_held_to_the_windows_floors(issue23_gra
                                                "(native) or 528.33 (minor-version compatibility)")]
     assert next(f.fix for f in findings if f.check == "driver").startswith("upgrade the NVIDIA Windows driver to "
                                                                            ">= 560.76")
+    # CUDA reaches WSL 2 from R495 on (NVIDIA's CUDA on WSL guide), whatever CUDA's own floors say
+    cu114 = replace(lock, cuda="11.4", driver_min="", compat="native", gpu_archs=("sm_86",), gpu_models=())
+    r470 = by(check(cu114, replace(wsl, driver="472.50"), issue23_graph, installed={}, tools={}), "driver")
+    assert r470[0][0] == "ok" and r470[1] == ("fail", "Windows driver 472.50 is older than R495, the first branch "
+                                                      "whose CUDA reaches WSL 2 (NVIDIA's CUDA on WSL guide)")
     # the same number on Linux is a Linux driver, held to the Linux floors
     linux = replace(old, platform="linux")
     assert by(check(lock, linux, issue23_graph, installed={}, tools={}), "driver")[0][1].startswith(

@@ -250,7 +250,27 @@ def _driver(env: Environment, facts: HostFacts, provider: Provider) -> list[Find
         return []
     if facts.platform == "jetson":
         return _jetpack(env, facts, provider)
-    return [_nvidia_driver(env, facts, provider)] if facts.vendor == "nvidia" else []
+    return [_nvidia_driver(env, facts, provider), *_wsl_branch(facts)] if facts.vendor == "nvidia" else []
+
+
+# NVIDIA's CUDA on WSL guide (https://docs.nvidia.com/cuda/wsl-user-guide/index.html, "NVIDIA Compute
+# Software Support on WSL 2"): "R495 and later windows will have CUDA support for WSL 2"
+_WSL_CUDA_BRANCH = 495
+
+
+def _wsl_branch(facts: HostFacts) -> list[Finding]:
+    """Under WSL 2, a Windows driver older than the first branch that brings CUDA into WSL 2."""
+    try:
+        old = facts.wsl and parse_driver(facts.driver).major < _WSL_CUDA_BRANCH
+    except ValueError:
+        return []
+    if not old:
+        return []
+    return [Finding(level="fail", check="driver",
+                    message=f"Windows driver {facts.driver} is older than R{_WSL_CUDA_BRANCH}, the first branch "
+                            "whose CUDA reaches WSL 2 (NVIDIA's CUDA on WSL guide)",
+                    fix=f"install an NVIDIA Windows driver of R{_WSL_CUDA_BRANCH} or newer on Windows (never a Linux "
+                        "driver inside WSL)")]
 
 
 def _nvidia_driver(env: Environment, facts: HostFacts, provider: Provider) -> Finding:
