@@ -705,6 +705,13 @@ def test_an_arc_b580_known_by_its_pci_id_only(issue23_graph: Provider, real_grap
     assert hardware_table(complete(old, issue23_graph), issue23_graph)["gpus"] == ["Arc B580"]
 
 
+def test_an_arc_b580_without_lspci_is_known_by_the_kernels_pci_devices(issue23_graph: Provider) -> None:
+    f = recorded(HOSTS / "linux-arc-b580-sysfs")
+    assert (f.vendor, f.source, [(g.name, g.pci_id) for g in f.gpus]) == (
+        "intel", "/sys/bus/pci/devices", [("Intel GPU [8086:e20b]", "8086:e20b")])
+    assert hardware_table(complete(f, issue23_graph), issue23_graph) == {"gpus": ["Arc B580"], "vendor": "intel"}
+
+
 def test_intel_gpus_on_native_windows_from_sycl_ls_exe() -> None:
     f = recorded(HOSTS / "windows-arc-a770-sycl")
     assert (f.platform, f.vendor, f.driver, f.level_zero) == ("windows", "intel", "1.3.28044", True)

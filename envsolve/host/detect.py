@@ -615,8 +615,8 @@ def _bracketed(description: str) -> str:
 
 
 def _intel(probe: _Probe) -> HostFacts | None:
-    """The first Intel source that finds a GPU: xpu-smi, sycl-ls, lspci."""
-    return next((f for source in (_xpu_smi, _sycl_ls, _lspci) if (f := source(probe))), None)
+    """The first Intel source that finds a GPU: xpu-smi, sycl-ls, lspci, the kernel's PCI devices."""
+    return next((f for source in (_xpu_smi, _sycl_ls, _lspci, _pci_sysfs) if (f := source(probe))), None)
 
 
 def _intel_tool(probe: _Probe, name: str, *args: str) -> str | None:
@@ -643,6 +643,24 @@ def _lspci(probe: _Probe) -> HostFacts | None:
     out = probe.run([tool, "-nn"]) if (tool := probe.tool("lspci", probe.root / "usr/bin")) else None
     gpus = parse_lspci(out or "")
     return HostFacts(vendor="intel", gpus=tuple(gpus), source="lspci -nn") if gpus else None
+
+
+def _pci_sysfs(probe: _Probe) -> HostFacts | None:
+    """Intel display controllers (class 0x03xxxx) in /sys/bus/pci/devices, when lspci is not installed
+    (a slim container): known by their PCI id only."""
+    devices = probe.root / "sys/bus/pci/devices"
+    ids = [_pci_id(device) for d in sorted(devices.glob("*")) if (device := _intel_display(probe, d))]
+    gpus = tuple(GpuInfo(index=i, name=f"Intel GPU [{pci}]", pci_id=pci) for i, pci in enumerate(ids))
+    return HostFacts(vendor="intel", gpus=gpus, source="/sys/bus/pci/devices") if gpus else None
+
+
+def _intel_display(probe: _Probe, device: Path) -> str:
+    """The device id (``0xe20b``) of an Intel display controller's sysfs folder, else ""."""
+    rel = str(device.relative_to(probe.root))
+    vendor, cls = ((probe.file(f"{rel}/{k}") or "").strip().lower() for k in ("vendor", "class"))
+    if vendor != f"0x{_INTEL_ID}" or not cls.startswith("0x03"):
+        return ""
+    return (probe.file(f"{rel}/device") or "").strip()
 
 
 # -- Apple --------------------------------------------------------------------------------
