@@ -635,6 +635,9 @@ def test_the_r610_table_says_kmd_version_and_cuda_umd_version(real_graph: Provid
         "NVIDIA GeForce RTX 2080 SUPER", "7.5", 8192, "GPU-00000000-0000-0000-0000-000000000000")
     assert det.parse_smi_table("| NVIDIA-SMI 610.57.04              KMD Version: 610.57.04     CUDA UMD Version: "
                                "13.3     |\n")[:2] == ("610.57.04", "13.3")  # the same header on Linux
+    # the Linux layout (Persistence-M), as recorded on the lent H200 machine
+    driver, cuda, (h200,) = det.parse_smi_table((HOSTS / "h200" / "nvidia-smi.plain.out").read_text())
+    assert (driver, cuda, h200.name, h200.memory_mib) == ("580.159.04", "13.0", "NVIDIA H200", 143771)
     with pytest.raises(ValueError, match="no 'Driver Version:' or 'KMD Version:'"):
         det.parse_smi_table("NVIDIA-SMI has failed\n")
 
