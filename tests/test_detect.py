@@ -765,6 +765,17 @@ def test_cli_detect_on_wsl2_and_windows_writes_wsl_and_the_platform(monkeypatch:
         "vendor: apple (from sysctl machdep.cpu.brand_string)\nplatform: darwin/arm64 (Apple M2 Pro, macOS 26.4)\n")
 
 
+def test_cli_lock_host_on_a_gpu_name_nvidia_smi_cut_is_exit_2(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n')
+    r = _cli(monkeypatch, "wsl2-rtx4070", "lock", "--host", str(spec))
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert ("ERROR: nvidia-smi: GPU 0: 'NVIDIA GeForce RTX 4070 ...' is cut short by nvidia-smi's table (and "
+            "`nvidia-smi -L` did not name it)") in r.stderr
+    assert "ENVSOLVE_GPUS=sm_90" in r.stderr and not (tmp_path / "envsolve.lock").exists()
+
+
 def test_cli_lock_host_under_wsl2_locks_with_the_windows_driver(monkeypatch: pytest.MonkeyPatch,
                                                                 tmp_path: Path) -> None:
     spec = tmp_path / "project.toml"

@@ -54,6 +54,10 @@ def _host_gpus(facts: HostFacts, provider: Provider) -> tuple[list[GpuReq], list
         if not g.arch and facts.vendor in _UNNAMED_OK and model_of(g, provider) is None:
             warnings.append(f"GPU {g.index} {g.name!r} is not in envsolve's data; solving without it")
             continue
+        if label.endswith("..."):  # nvidia-smi's table cut the name: no model can be told from it
+            parser.bad(f"GPU {g.index}", f"{label!r} is cut short by nvidia-smi's table (and `nvidia-smi -L` did "
+                       "not name it)")
+            continue
         if (req := parser.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
             gpus.append(req)
     parser.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
