@@ -142,7 +142,7 @@ def _gpu_reachable(env: Environment, facts: HostFacts) -> bool:
 
 
 _VENDOR_NAME = {"cuda": "NVIDIA", "rocm": "AMD", "xpu": "Intel", "mps": "Apple"}
-# how a stack's GPUs are hidden from a program (Level Zero's affinity mask for Intel's)
+# how a stack's GPUs are hidden from a program (Intel's: the Level Zero specification's ZE_AFFINITY_MASK)
 _HIDING = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "ROCR_VISIBLE_DEVICES", "xpu": "ZE_AFFINITY_MASK"}
 
 
@@ -178,10 +178,10 @@ def _no_gpu_fix(env: Environment, facts: HostFacts) -> str:
     if env.accelerator == "mps":
         return "run it on a Mac with Apple silicon, or lock a target for this host (`envsolve lock --host`)"
     if facts.wsl and env.accelerator == "cuda":
-        # NVIDIA's CUDA on WSL guide: "R495 and later windows will have CUDA support for WSL 2"; the
-        # Windows driver is the only one ("Do not install any Linux display driver in WSL")
-        return ("install or update the NVIDIA driver on Windows (R495 or newer runs CUDA in WSL 2), never a Linux "
-                f"driver inside WSL; check that {_HIDING['cuda']} is not hiding the GPUs")
+        # NVIDIA's CUDA on WSL guide: the Windows driver is the only one ("Do not install any Linux
+        # display driver in WSL")
+        return (f"install or update the NVIDIA driver on Windows (R{_WSL_CUDA_BRANCH} or newer runs CUDA in WSL 2), "
+                f"never a Linux driver inside WSL; check that {_HIDING['cuda']} is not hiding the GPUs")
     return (f"check that the driver is loaded and {_HIDING[env.accelerator]} is not hiding the GPUs; or run on a "
             "machine with the GPUs, or lock a target for this one (`envsolve lock --host`)")
 
