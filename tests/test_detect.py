@@ -4,12 +4,23 @@ import json
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
 from envsolve.cli import main
+from envsolve.data import data_dir, load_dir
 from envsolve.host import detect as det
-from envsolve.host.facts import GpuInfo, HostFacts, MigDevice, complete, hardware_table, jetson_module
+from envsolve.host.facts import (
+    GpuInfo,
+    HostFacts,
+    MigDevice,
+    complete,
+    describe,
+    hardware_table,
+    host_platform,
+    jetson_module,
+)
 from envsolve.host.target import for_host
 from envsolve.provider import Provider
 from envsolve.spec import parse_spec
@@ -19,11 +30,23 @@ HOSTS = Path(__file__).parent / "fixtures" / "hosts"
 _DETECT = det.detect
 
 
+def python_platform(d: Path) -> dict[str, str]:
+    """What Python said on a recorded host (``python-platform.txt``: sys.platform, platform.machine());
+    a host without that file is Linux, its CPU read from its root."""
+    f = d / "python-platform.txt"
+    said = dict(line.split(": ", 1) for line in f.read_text().splitlines()) if f.exists() else {}
+    return {"system": said.get("sys.platform", "linux"), "machine": said.get("platform.machine", "")}
+
+
+def recorded(d: Path, env: dict[str, str] | None = None, timeout: float = 5.0) -> HostFacts:
+    """The facts detect() finds on a recorded host, its tools and files served from ``d``."""
+    return det.detect(environ=env or {}, path=str(d / "bin"), root=d / "root", timeout=timeout, nvml=False,
+                      **python_platform(d))
+
+
 def host(machine: str, graph: Provider, env: dict[str, str] | None = None,
          timeout: float = 5.0) -> HostFacts:
-    d = HOSTS / machine
-    return complete(det.detect(environ=env or {}, path=str(d / "bin"), root=d / "root", timeout=timeout,
-                                   nvml=False), graph)
+    return complete(recorded(HOSTS / machine, env, timeout), graph)
 
 
 def test_h100_from_the_csv_query_and_the_table(real_graph: Provider) -> None:
@@ -169,7 +192,8 @@ def test_a_hung_tool_is_stopped_and_reported(tmp_path: Path, real_graph: Provide
     assert f.warnings == (
         "`nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,uuid --format=csv,noheader,nounits` "
         "did not answer within 0.5 s and was stopped",
-        "`nvidia-smi -q -x` did not answer within 0.5 s and was stopped")
+        "`nvidia-smi -q -x` did not answer within 0.5 s and was stopped",
+        "`nvidia-smi` exited with status 127: nvidia-smi: no recording for ''")  # its table, the last source
 
 
 def test_garbage_output_is_a_warning_then_the_next_source(tmp_path: Path) -> None:
@@ -182,7 +206,8 @@ def test_garbage_output_is_a_warning_then_the_next_source(tmp_path: Path) -> Non
     assert f.warnings == (
         "nvidia-smi --query-gpu output could not be read: line 1 has 2 fields, expected 5 "
         "(name,driver_version,compute_cap,memory.total,uuid): 'NVIDIA H100,535.1'",
-        "nvidia-smi -q -x output could not be read: root element is <html>, not <nvidia_smi_log>")
+        "nvidia-smi -q -x output could not be read: root element is <html>, not <nvidia_smi_log>",
+        "`nvidia-smi` exited with status 127: nvidia-smi: no recording for ''")
 
 
 @pytest.mark.parametrize("text", ["", "{}", "[1]", "not json"])
@@ -215,7 +240,8 @@ def test_kfd_topology_is_the_last_amd_source(tmp_path: Path) -> None:
 
 def _cli(monkeypatch: pytest.MonkeyPatch, machine: str, *args: str) -> object:
     d = HOSTS / machine
-    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={}, path=str(d / "bin"), root=d / "root", nvml=False))
+    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={}, path=str(d / "bin"), root=d / "root", nvml=False,
+                                                       **python_platform(d)))
     return CliRunner().invoke(main, list(args))
 
 
@@ -477,3 +503,283 @@ def test_cli_lock_host_on_a_jetson_nano_refuses_torch_2_naming_the_jetpack(
     r = _cli(monkeypatch, "jetson-nano-jp461", "lock", "--host", str(spec))
     assert r.exit_code == 1, r.output
     assert "torch 2.5.1 needs JetPack 6.1 (Jetson Linux 36.4.0) or newer of JetPack 6: Jetson Nano's newest JetPack is 4.6.6" in r.output
+
+
+# -- issue 23: WSL 2, native Windows, macOS, Intel GPUs (recordings: each fixture's SOURCES.md) ---------------
+
+
+_ISSUE23_ROWS = {
+    "cuda.toml": {  # NVIDIA's Windows columns (drivers-detect.md sections 1 and 2)
+        'version = "12.6.0"\ndriver_min = "560.28.03"\n': 'driver_min_windows = "560.76"\n',
+        'major = 12\nminor_compat_driver_min = "525.60.13"\n': 'minor_compat_driver_min_windows = "528.33"\n'},
+    "gpus.toml": {"": """
+[[arch]]
+name = "dg2"
+vendor = "intel"
+family = "xe-hpg"
+source = "https://github.com/intel/compute-runtime/blob/00eda8078de3d10a1fe6c7f608ec7dc74243f125/shared/source/dll/devices/devices_base.inl"
+
+[[arch]]
+name = "bmg"
+vendor = "intel"
+family = "xe2"
+source = "https://github.com/intel/compute-runtime/blob/00eda8078de3d10a1fe6c7f608ec7dc74243f125/shared/source/dll/devices/devices_base.inl"
+
+[[arch]]
+name = "apple-m3"
+vendor = "apple"
+family = "apple"
+source = "https://github.com/narugit/smctemp/issues/26"
+
+[[gpu]]
+name = "Arc A770"
+vendor = "intel"
+arch = "dg2"
+aliases = ["Intel(R) Arc(TM) A770 Graphics", "8086:56a0"]
+source = "https://github.com/intel/compute-runtime/blob/00eda8078de3d10a1fe6c7f608ec7dc74243f125/shared/source/dll/devices/devices_base.inl"
+
+[[gpu]]
+name = "Arc B580"
+vendor = "intel"
+arch = "bmg"
+aliases = ["Intel(R) Arc(TM) B580 Graphics", "8086:e20b"]
+source = "https://github.com/intel/compute-runtime/blob/00eda8078de3d10a1fe6c7f608ec7dc74243f125/shared/source/dll/devices/devices_base.inl"
+
+[[gpu]]
+name = "Apple M3"
+vendor = "apple"
+arch = "apple-m3"
+platform = "darwin/arm64"
+source = "https://github.com/narugit/smctemp/issues/26"
+"""}}
+
+
+def issue23_data(d: Path) -> Provider:
+    """The shipped data with the rows issue 23 adds (Intel and Apple GPUs named as the tools print
+    them and by PCI id; NVIDIA's Windows driver floors), where the shipped data lacks them, in the
+    folder ``d``: the mechanism is tested here, the rows belong to gpus.toml and cuda.toml."""
+    shutil.copytree(data_dir(), d, dirs_exist_ok=True)
+    for name, edits in _ISSUE23_ROWS.items():
+        text = (d / name).read_text()
+        for after, added in edits.items():
+            if not after:
+                rows = [r for r in added.split("\n\n") if r.strip() and r.split("name = ")[1].split("\n")[0] not in text]
+                text += "\n" + "\n\n".join(rows) + "\n"
+            elif added.split(" =")[0] not in text.split(after)[1].split("\n\n")[0]:
+                text = text.replace(after, after + added)
+        (d / name).write_text(text)
+    return Provider(load_dir(d))
+
+
+@pytest.fixture(scope="module")
+def issue23_graph(tmp_path_factory: pytest.TempPathFactory) -> Provider:
+    return issue23_data(tmp_path_factory.mktemp("matrices"))
+
+
+def test_wsl2_is_known_by_its_kernel_dxg_and_driver_folder(real_graph: Provider) -> None:
+    """microsoft/WSL#11277: nvidia-smi in /usr/lib/wsl/lib (not on PATH) prints the Windows driver
+    (555.99); its table cuts the GPU's name and nothing else names it."""
+    f = host("wsl2-rtx4070", real_graph)
+    assert (f.platform, f.wsl, f.driver, f.cuda_driver_max, f.source) == ("wsl2", True, "555.99", "12.5", "nvidia-smi")
+    (g,) = f.gpus
+    assert (g.name, g.memory_mib) == ("NVIDIA GeForce RTX 4070 ...", 12282)
+    assert ("nvidia-smi's table cuts the name of GPU 0 'NVIDIA GeForce RTX 4070 ...'; name it in ENVSOLVE_GPUS"
+            in f.warnings)
+    assert f.to_dict()["wsl"] is True and host_platform(f) == "linux/amd64"
+    table = hardware_table(f, real_graph)  # a cut name is no model's: "RTX 4070 ..." may be a 4070 Ti
+    assert table == {"driver": "555.99", "vendor": "cpu", "wsl": True}
+
+
+def test_wsl2_by_its_kernel_release_alone_and_cuda_err(real_graph: Provider) -> None:
+    """microsoft/WSL#11589: "CUDA Version: ERR!" is no CUDA; the Windows driver's own floors say it."""
+    f = host("wsl2-rtx3060-cuda-err", real_graph)
+    assert (f.platform, f.driver, f.cuda_driver_max, f.cuda_driver_max_from) == (
+        "wsl2", "546.80", "12.3", "toolkit driver floors")
+    assert not (HOSTS / "wsl2-rtx3060-cuda-err" / "root" / "dev").exists()
+
+
+def test_wsl2_without_the_windows_driver_is_a_wsl2_host_without_gpus(real_graph: Provider) -> None:
+    f = host("wsl2-no-driver", real_graph)
+    assert (f.platform, f.vendor, f.gpus) == ("wsl2", "cpu", ())
+    assert any("exited with status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+               in w for w in f.warnings)
+
+
+def test_wsl1_is_not_wsl2(tmp_path: Path) -> None:
+    (tmp_path / "root/proc").mkdir(parents=True)
+    (tmp_path / "root/proc/version").write_text(  # https://github.com/microsoft/WSL/issues/1090
+        "Linux version 3.4.0-Microsoft (Microsoft@Microsoft.com) (gcc version 4.7 (GCC) ) #1 SMP PREEMPT "
+        "Wed Dec 31 14:42:53 PST 2014\n")
+    assert recorded(tmp_path).platform == "linux"
+
+
+def test_native_windows_finds_nvidia_smi_exe_in_system32(real_graph: Provider) -> None:
+    f = host("windows-rtx2080s-591", real_graph)
+    assert (f.platform, f.machine, f.driver, f.cuda_driver_max, f.source) == (
+        "windows", "AMD64", "591.86", "13.1", "nvidia-smi --query-gpu")
+    assert [(g.name, g.compute_capability, g.memory_mib) for g in f.gpus] == [
+        ("NVIDIA GeForce RTX 2080 SUPER", "7.5", 8192)]
+    assert f.warnings == () and not f.wsl
+    assert hardware_table(f, real_graph) == {"gpus": ["RTX 2080 SUPER"], "driver": "591.86", "vendor": "nvidia",
+                                             "platform": "windows/amd64"}
+    assert host_platform(msgspec.structs.replace(f, machine="ARM64")) == "windows/arm64"  # Windows on Arm's Python
+
+
+def test_the_r610_table_says_kmd_version_and_cuda_umd_version(real_graph: Provider) -> None:
+    """From R610 the table's header is "KMD Version: 610.62  CUDA UMD Version: 13.3"; -L names the GPU
+    the table cuts."""
+    f = host("windows-rtx2080s-610", real_graph)
+    assert (f.platform, f.driver, f.cuda_driver_max, f.source) == ("windows", "610.62", "13.3", "nvidia-smi")
+    (g,) = f.gpus
+    assert (g.name, g.compute_capability, g.memory_mib, g.uuid) == (
+        "NVIDIA GeForce RTX 2080 SUPER", "7.5", 8192, "GPU-00000000-0000-0000-0000-000000000000")
+    assert det.parse_smi_table("| NVIDIA-SMI 610.57.04              KMD Version: 610.57.04     CUDA UMD Version: "
+                               "13.3     |\n")[:2] == ("610.57.04", "13.3")  # the same header on Linux
+    # the Linux layout (Persistence-M), as recorded on the lent H200 machine
+    driver, cuda, (h200,) = det.parse_smi_table((HOSTS / "h200" / "nvidia-smi.plain.out").read_text())
+    assert (driver, cuda, h200.name, h200.memory_mib) == ("580.159.04", "13.0", "NVIDIA H200", 143771)
+    with pytest.raises(ValueError, match="no 'Driver Version:' or 'KMD Version:'"):
+        det.parse_smi_table("NVIDIA-SMI has failed\n")
+
+
+def test_apple_silicon_is_an_apple_gpu_on_darwin_arm64(real_graph: Provider, issue23_graph: Provider) -> None:
+    f = host("macos-m3", real_graph)
+    assert (f.vendor, f.platform, f.machine, f.chip, f.source) == (
+        "apple", "darwin", "arm64", "Apple M3", "system_profiler SPDisplaysDataType")
+    assert [g.name for g in f.gpus] == ["Apple M3"] and host_platform(f) == "darwin/arm64"
+    assert {k: v for k, v in hardware_table(f, real_graph).items() if k != "gpus"} == {
+        "vendor": "apple", "platform": "darwin/arm64"}
+    known = host("macos-m3", issue23_graph)  # with the data's Apple rows, the chip's model and arch
+    assert [g.arch for g in known.gpus] == ["apple-m3"]
+    assert hardware_table(known, issue23_graph) == {"gpus": ["Apple M3"], "vendor": "apple", "platform": "darwin/arm64"}
+
+
+def test_a_python_under_rosetta_is_still_on_apple_silicon(real_graph: Provider) -> None:
+    f = host("macos-m2pro", real_graph)
+    assert (f.vendor, f.machine, f.chip, f.os_version, f.source) == (
+        "apple", "arm64", "Apple M2 Pro", "26.4", "sysctl machdep.cpu.brand_string")
+    assert [g.name for g in f.gpus] == ["Apple M2 Pro"]
+    assert "platform: darwin/arm64 (Apple M2 Pro, macOS 26.4)" in describe(f, real_graph)
+
+
+def test_an_intel_mac_runs_on_the_cpu(real_graph: Provider) -> None:
+    f = host("macos-intel", real_graph)
+    assert (f.vendor, f.gpus, f.machine, f.os_version) == ("cpu", (), "x86_64", "10.15.5")
+    assert f.warnings == ("this Mac's GPUs (Radeon Pro Vega 64) run no framework's GPU builds: macOS has no CUDA or "
+                          "ROCm, and MPS needs Apple silicon; the frameworks run on the CPU",)
+    assert hardware_table(f, real_graph) == {"vendor": "cpu", "platform": "darwin/amd64"}
+
+
+def test_intel_arc_from_xpu_smi_then_sycl_ls(tmp_path: Path, issue23_graph: Provider) -> None:
+    f = recorded(HOSTS / "linux-arc-a770")
+    assert (f.vendor, f.source, f.driver, f.level_zero) == ("intel", "xpu-smi discovery", "17013219", True)
+    assert [(g.name, g.pci_id) for g in f.gpus] == [("Intel(R) Arc(TM) A770 Graphics", "8086:56a0")]
+    d = tmp_path / "no-xpu-smi"
+    shutil.copytree(HOSTS / "linux-arc-a770", d)
+    (d / "bin" / "xpu-smi").unlink()
+    s = complete(recorded(d), issue23_graph)
+    assert (s.source, s.driver, s.level_zero) == ("sycl-ls", "1.3.28454", True)
+    assert [(g.name, g.arch) for g in s.gpus] == [("Intel(R) Arc(TM) A770 Graphics", "dg2"),
+                                                  ("Intel(R) UHD Graphics 630", "")]
+    assert hardware_table(s, issue23_graph) == {"gpus": ["Arc A770"], "vendor": "intel"}
+
+
+def test_sycl_ls_of_oneapi_2025_and_opencl_only() -> None:
+    f = recorded(HOSTS / "linux-arc-a750-sycl")
+    assert (f.vendor, f.driver, f.level_zero, [g.name for g in f.gpus]) == (
+        "intel", "1.3.29735", True, ["Intel(R) Arc(TM) A750 Graphics"])
+    cl = recorded(HOSTS / "linux-arc-a770-opencl-only")
+    assert (cl.vendor, cl.level_zero, [g.name for g in cl.gpus]) == ("intel", False, ["Intel(R) Arc(TM) A770 Graphics"])
+    assert cl.warnings == ("sycl-ls lists the Intel GPUs through OpenCL only, not Level Zero, which PyTorch's XPU "
+                           "builds need: install Intel's GPU driver (compute runtime with Level Zero)",)
+    assert det.parse_sycl_ls("[opencl:cpu][opencl:0] Intel(R) OpenCL, Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz "
+                             "OpenCL 3.0 (Build 0) [2024.18.7.0.11_160000]\n") == ("", [], False)
+
+
+def test_an_arc_b580_known_by_its_pci_id_only(issue23_graph: Provider, real_graph: Provider) -> None:
+    f = recorded(HOSTS / "linux-arc-b580")
+    assert (f.vendor, f.source, f.level_zero) == ("intel", "lspci -nn", False)
+    assert [(g.name, g.pci_id) for g in f.gpus] == [("Arc B580", "8086:e20b")]  # the audio function is no GPU
+    assert "Level Zero: not found" in describe(complete(f, real_graph), real_graph)
+    # pci.ids older than the GPU names it "Device e20b": the data's PCI id alias still knows it
+    old = HostFacts(vendor="intel", source="lspci -nn", gpus=(GpuInfo(index=0, name="Intel Corporation Device e20b",
+                                                                       pci_id="8086:e20b"),))
+    assert [g.arch for g in complete(old, issue23_graph).gpus] == ["bmg"]
+    assert hardware_table(complete(old, issue23_graph), issue23_graph)["gpus"] == ["Arc B580"]
+
+
+def test_an_arc_b580_without_lspci_is_known_by_the_kernels_pci_devices(issue23_graph: Provider) -> None:
+    f = recorded(HOSTS / "linux-arc-b580-sysfs")
+    assert (f.vendor, f.source, [(g.name, g.pci_id) for g in f.gpus]) == (
+        "intel", "/sys/bus/pci/devices", [("Intel GPU [8086:e20b]", "8086:e20b")])
+    assert hardware_table(complete(f, issue23_graph), issue23_graph) == {"gpus": ["Arc B580"], "vendor": "intel"}
+
+
+def test_intel_gpus_on_native_windows_from_sycl_ls_exe() -> None:
+    f = recorded(HOSTS / "windows-arc-a770-sycl")
+    assert (f.platform, f.vendor, f.driver, f.level_zero) == ("windows", "intel", "1.3.28044", True)
+    assert [g.name for g in f.gpus] == ["Intel(R) UHD Graphics 770", "Intel(R) Arc(TM) A770 Graphics"]
+    assert host_platform(f) == "windows/amd64"
+
+
+def test_lock_host_on_wsl2_windows_mac_and_arc(real_graph: Provider, issue23_graph: Provider) -> None:
+    spec = parse_spec('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100"]\ncuda = "12.8"\n', "p.toml", real_graph)
+    wsl, _ = for_host(spec, host("rtx4090-wsl", real_graph), real_graph)
+    t = wsl.targets[0]
+    assert (t.wsl, t.platform, str(t.driver), t.windows_driver, str(t.cuda)) == (
+        True, "linux/amd64", "591.74", True, "12.8")
+    win, _ = for_host(spec, host("windows-rtx2080s-591", real_graph), real_graph)
+    assert (win.targets[0].platform, win.targets[0].wsl, [g.name for g in win.targets[0].gpus]) == (
+        "windows/amd64", False, ["RTX 2080 SUPER"])
+    mac, _ = for_host(spec, host("macos-m3", issue23_graph), issue23_graph)
+    t = mac.targets[0]
+    assert (t.vendor, t.platform, [g.name for g in t.gpus], t.cuda, t.driver) == (
+        "apple", "darwin/arm64", ["Apple M3"], None, None)
+    unknown, warnings = for_host(spec, host("macos-m2pro", real_graph), real_graph)  # no Apple rows in the data
+    assert (unknown.targets[0].vendor, unknown.targets[0].gpus) == ("apple", ())
+    assert warnings == ["GPU 0 'Apple M2 Pro' is not in envsolve's data; solving without it"]
+    intel_mac, _ = for_host(spec, host("macos-intel", real_graph), real_graph)
+    assert (intel_mac.targets[0].vendor, intel_mac.targets[0].platform) == ("cpu", "darwin/amd64")
+    arc, warnings = for_host(spec, complete(recorded(HOSTS / "windows-arc-a770-sycl"), issue23_graph), issue23_graph)
+    assert (arc.targets[0].vendor, [g.name for g in arc.targets[0].gpus], arc.targets[0].platform) == (
+        "intel", ["Arc A770"], "windows/amd64")
+    assert warnings == ["GPU 0 'Intel(R) UHD Graphics 770' is not in envsolve's data; solving without it"]
+
+
+def test_envsolve_gpus_names_intel_and_apple_archs(real_graph: Provider) -> None:
+    f = host("no-gpu", real_graph, {"ENVSOLVE_GPUS": "bmg"})
+    assert (f.vendor, [g.arch for g in f.gpus]) == ("intel", ["bmg"])
+    assert host("no-gpu", real_graph, {"ENVSOLVE_GPUS": "apple-m4"}).vendor == "apple"
+
+
+def test_cli_detect_on_wsl2_and_windows_writes_wsl_and_the_platform(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _cli(monkeypatch, "rtx4090-wsl", "detect", "--format", "toml")
+    assert r.exit_code == 0 and "wsl = true\n" in r.stdout and 'driver = "591.74"' in r.stdout
+    r = _cli(monkeypatch, "windows-rtx2080s-610", "detect", "--format", "toml")
+    assert 'platform = "windows/amd64"' in r.stdout and 'driver = "610.62"' in r.stdout
+    r = _cli(monkeypatch, "windows-rtx2080s-610", "detect", "--format", "json")
+    data = json.loads(r.stdout)
+    assert (data["platform"], data["machine"], data["wsl"], data["driver"]) == ("windows", "AMD64", False, "610.62")
+    r = _cli(monkeypatch, "macos-m2pro", "detect")
+    assert r.exit_code == 0 and r.stdout.startswith(
+        "vendor: apple (from sysctl machdep.cpu.brand_string)\nplatform: darwin/arm64 (Apple M2 Pro, macOS 26.4)\n")
+
+
+def test_cli_lock_host_on_a_gpu_name_nvidia_smi_cut_is_exit_2(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n')
+    r = _cli(monkeypatch, "wsl2-rtx4070", "lock", "--host", str(spec))
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert ("ERROR: nvidia-smi: GPU 0: 'NVIDIA GeForce RTX 4070 ...' is cut short by nvidia-smi's table (and "
+            "`nvidia-smi -L` did not name it)") in r.stderr
+    assert "ENVSOLVE_GPUS=sm_90" in r.stderr and not (tmp_path / "envsolve.lock").exists()
+
+
+def test_cli_lock_host_under_wsl2_locks_with_the_windows_driver(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n')
+    r = _cli(monkeypatch, "rtx4090-wsl", "lock", "--host", str(spec))
+    assert r.exit_code == 0, r.output
+    assert "host: gpus = ['RTX 4090'], driver = 591.74, vendor = nvidia, wsl = True" in r.stderr

@@ -13,7 +13,7 @@ from envsolve.lock import model as lockfile
 from envsolve.lock.model import Environment
 from envsolve.provider import Provider
 from tests.conftest import resolve
-from tests.test_detect import _DETECT, HOSTS, host
+from tests.test_detect import _DETECT, HOSTS, host, issue23_data
 
 H100_TORCH = '[frameworks]\ntorch = "==2.7.1"\n[hardware]\ngpus = ["H100"]\n'
 
@@ -303,3 +303,121 @@ def test_cli_doctor_names_the_other_distribution_installed(tmp_path: Path, monke
             "of the same framework)\n      fix: pip uninstall -y cupy-cuda13x && pip install 'cupy-cuda12x[ctk]==14.2.0'"
             ) in r.stdout
     assert "none of the locked frameworks" not in r.stdout
+
+
+# -- issue 23: WSL 2, native Windows, macOS, Intel GPUs ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def issue23_graph(tmp_path_factory: pytest.TempPathFactory) -> Provider:
+    return issue23_data(tmp_path_factory.mktemp("matrices"))
+
+
+def _xpu(graph: Provider) -> Environment:
+    """An XPU environment (the shape a torch XPU lock has: no CUDA, Intel archs) made from a CUDA one."""
+    return replace(environment(H100_TORCH, graph), accelerator="xpu", cuda="", cudnn="", driver_min="", compat="",
+                   gpus=("Arc A770",), gpu_archs=("dg2",), gpu_models=())
+
+
+def test_under_wsl2_the_windows_driver_is_held_to_the_windows_floors(issue23_graph: Provider,
+                                                                     real_graph: Provider) -> None:
+    """CUDA 12.6's Windows floor is 560.76 and CUDA 12.x's minor-version one 528.33 (NVIDIA's Windows
+    columns): the WSL 2 host's 555.99 is a Windows driver, held to those, not to the Linux 560.28.03."""
+    lock = environment(H100_TORCH, real_graph)  # CUDA 12.6, native
+    wsl = host("wsl2-rtx4070", issue23_graph)
+    [(level, msg)] = by(check(lock, wsl, issue23_graph, installed={}, tools={}), "driver")
+    assert level == "warn" and msg.startswith("Windows driver 555.99 runs CUDA 12.6 only by minor-version "
+                                              "compatibility (>= 528.33), not natively (>= 560.76)")
+    old = replace(wsl, driver="527.41")  # CUDA 12.0 GA's Windows driver: under 12.x's Windows floor
+    findings = check(lock, old, issue23_graph, installed={}, tools={})
+    assert by(findings, "driver") == [("fail", "Windows driver 527.41 is too old for CUDA 12.6: it needs 560.76 "
+                                               "(native) or 528.33 (minor-version compatibility)")]
+    assert next(f.fix for f in findings if f.check == "driver").startswith("upgrade the NVIDIA Windows driver to "
+                                                                           ">= 560.76")
+    # CUDA reaches WSL 2 from R495 on (NVIDIA's CUDA on WSL guide), whatever CUDA's own floors say
+    cu114 = replace(lock, cuda="11.4", driver_min="", compat="native", gpu_archs=("sm_86",), gpu_models=())
+    r470 = by(check(cu114, replace(wsl, driver="472.50"), issue23_graph, installed={}, tools={}), "driver")
+    assert r470[0][0] == "ok" and r470[1] == ("fail", "Windows driver 472.50 is older than R495, the first branch "
+                                                      "whose CUDA reaches WSL 2 (NVIDIA's CUDA on WSL guide)")
+    # the same number on Linux is a Linux driver, held to the Linux floors
+    linux = replace(old, platform="linux")
+    assert by(check(lock, linux, issue23_graph, installed={}, tools={}), "driver")[0][1].startswith(
+        "driver 527.41 runs CUDA 12.6 only by minor-version compatibility (>= 525.60.13)")
+
+
+def test_wsl2_without_the_windows_driver_says_to_install_it_on_windows(real_graph: Provider) -> None:
+    lock = environment(H100_TORCH, real_graph)
+    findings = check(lock, host("wsl2-no-driver", real_graph), real_graph, installed={}, tools={})
+    [fix] = [f.fix for f in findings if f.check == "host" and f.level == "fail"]
+    assert fix.startswith("install or update the NVIDIA driver on Windows (R495 or newer runs CUDA in WSL 2), never "
+                          "a Linux driver inside WSL")
+
+
+def test_docker_under_wsl2_is_docker_desktops_wsl2_backend(real_graph: Provider) -> None:
+    lock = environment(H100_TORCH, real_graph)
+    wsl = host("wsl2-rtx4070", real_graph)
+    [(level, msg)] = by(check(lock, wsl, real_graph, installed={}, tools={"docker": True}), "container")
+    assert level == "warn" and msg == ("Docker is installed but the NVIDIA container toolkit is not: on wsl2 GPU "
+                                       "containers run under Docker Desktop with the WSL2 backend "
+                                       "(`docker run --gpus all`)")
+    inside = replace(wsl, container=True, gpus=(), vendor="cpu")
+    [fix] = [f.fix for f in check(lock, inside, real_graph, installed={}, tools={})
+             if f.check == "host" and f.level == "fail"]
+    assert fix == "start the container with `--gpus all` (Docker Desktop with the WSL2 backend gives containers the GPU)"
+
+
+def test_a_linux_lock_on_native_windows_fails_naming_both_platforms(real_graph: Provider) -> None:
+    lock = environment(H100_TORCH, real_graph)
+    host_ = by(check(lock, host("windows-rtx2080s-591", real_graph), real_graph, installed={}, tools={}), "host")
+    assert ("fail", "environment 'default' is built for linux/amd64, but this host is windows/amd64 (AMD64)") in host_
+
+
+def test_an_xpu_lock_checks_level_zero_and_the_intel_gpus(issue23_graph: Provider) -> None:
+    env = _xpu(issue23_graph)
+    arc = check(env, host("linux-arc-a770", issue23_graph), issue23_graph, installed={}, tools={})
+    assert by(arc, "driver") == [("ok", "Intel's GPU driver answers through Level Zero (xpu-smi discovery 17013219), "
+                                        "as torch.xpu needs")]
+    assert by(arc, "gpu") == [("ok", "GPU 0 Intel(R) Arc(TM) A770 Graphics (dg2) runs the xpu builds: SPIR-V the "
+                                     "driver compiles on first use")]
+    assert [f for f in arc if f.level == "fail"] == []
+    b580 = check(env, host("linux-arc-b580", issue23_graph), issue23_graph, installed={}, tools={})
+    [(level, msg)] = by(b580, "driver")
+    assert level == "warn" and msg.startswith("the Intel GPU is there (lspci -nn) but no Level Zero runtime answered")
+    none = check(env, host("no-gpu", issue23_graph), issue23_graph, installed={}, tools={})
+    [failed] = [f for f in none if f.level == "fail"]
+    assert failed.message == ("environment 'default' needs an Intel GPU (PyTorch's XPU builds) but this host has "
+                              "no GPU")
+    assert "ZE_AFFINITY_MASK" in failed.fix
+    uhd = by(check(env, host("windows-arc-a770-sycl", issue23_graph), issue23_graph, installed={}, tools={}), "gpu")
+    assert uhd[0][0] == "warn" and uhd[0][1].startswith("GPU 0 Intel(R) UHD Graphics 770 is not in envsolve's data")
+
+
+def test_an_mps_lock_on_apple_silicon_and_on_an_intel_mac(real_graph: Provider) -> None:
+    env = replace(environment(H100_TORCH, real_graph), accelerator="mps", platform="darwin/arm64", cuda="", cudnn="",
+                  driver_min="", compat="", gpus=(), gpu_archs=(), gpu_models=())
+    mac = check(env, host("macos-m2pro", real_graph), real_graph, installed={}, tools={})
+    assert by(mac, "host") == [("ok", "this Mac (Apple M2 Pro, macOS 26.4) runs MPS on its GPU; the data names no "
+                                      "macOS floor for the locked builds, not checked")]
+    assert by(mac, "gpu") == [("ok", "GPU 0 Apple M2 Pro runs the mps builds through MPS")]
+    intel = by(check(env, host("macos-intel", real_graph), real_graph, installed={}, tools={}), "host")
+    assert ("fail", "environment 'default' is built for darwin/arm64, but this host is darwin/amd64 (x86_64)") in intel
+    assert ("fail", "environment 'default' needs an Apple GPU (MPS) but this host has no GPU") in intel
+
+
+def test_cli_doctor_on_an_intel_host_never_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       real_graph: Provider) -> None:
+    data = lockfile.build(project="p", spec_name="project.toml", spec_bytes=b"", data_version="test",
+                          data_digest="sha256:" + "0" * 64, resolutions=resolve(H100_TORCH, real_graph))
+    path = tmp_path / "envsolve.lock"
+    envs = (_xpu(real_graph),)  # sealed as the lock writer seals it (lock_digest over the environments)
+    path.write_text(lockfile.dumps(replace(data, environments=envs,
+                                           lock_digest=lockfile._digest_of(data.indexes, envs))))
+    d = HOSTS / "linux-arc-b580"
+    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={}, path=str(d / "bin"), root=d / "root", nvml=False))
+    monkeypatch.setattr(det, "docker_tools", lambda: {"docker": False})
+    monkeypatch.setattr(det, "installed_versions", lambda names: {})
+    r = CliRunner().invoke(main, ["doctor", str(path), "--format", "json"])
+    assert "Traceback" not in r.output and r.exit_code in (0, 1), r.output
+    out = json.loads(r.stdout)
+    assert out["host"]["vendor"] == "intel" and out["host"]["level_zero"] is False
+    assert any(f["message"].startswith("the Intel GPU is there (lspci -nn)") for f in out["findings"])

@@ -9,10 +9,12 @@ import csv
 import io
 import json
 import os
+import platform as _platform
 import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,8 +28,8 @@ from ..versions import parse_arch
 from .facts import GpuInfo, HostFacts, HostOs, MigDevice
 
 __all__ = ["DEFAULT_TIMEOUT", "detect", "docker_tools", "gfx_from_target_version", "installed_versions",
-           "parse_amd_smi", "parse_proc_version", "parse_rocminfo", "parse_smi_csv", "parse_smi_list",
-           "parse_smi_xml"]
+           "parse_amd_smi", "parse_displays", "parse_lspci", "parse_proc_version", "parse_rocminfo", "parse_smi_csv",
+           "parse_smi_list", "parse_smi_table", "parse_smi_xml", "parse_sycl_ls", "parse_xpu_smi"]
 
 # ------------------------------------------------------------------------ accelerators
 #
@@ -41,12 +43,22 @@ DEFAULT_TIMEOUT = 10.0
 _QUERY = "name,driver_version,compute_cap,memory.total,uuid"
 _NA = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "none"}
 _CUDA_IN_SMI = re.compile(r"CUDA(?: UMD)? Version:\s*([0-9]+\.[0-9]+)")
+# the driver in nvidia-smi's table: "Driver Version: 591.86", from R610 "KMD Version: 610.62"
+_DRIVER_IN_SMI = re.compile(r"(?:Driver|KMD) Version:\s*([0-9]+(?:\.[0-9]+)+)")
+# a GPU row of nvidia-smi's table: "|   0  NVIDIA GeForce RTX 3060      WDDM  |" (the name may be cut "...")
+_SMI_ROW = re.compile(r"^\|\s+(\d+)\s+(\S.*?)\s+(?:On|Off|WDDM|TCC|MCDM|N/A)\s+\|")
+_SMI_MEM = re.compile(r"\|\s*\d+MiB\s*/\s*(\d+)MiB\s*\|")
 _PROC_VERSION = re.compile(r"Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+)+)")
 _SMI_L_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)")
 _SMI_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)")
 _AGENT = re.compile(r"\*{5,}\s*\n\s*Agent \d+\s*\n\s*\*{5,}")  # rocminfo's agent header
 _GFX = re.compile(r"^gfx[0-9a-f]+$")
 _WSL = "usr/lib/wsl/lib"  # where WSL 2 puts nvidia-smi and the driver's libraries
+# WSL 2's kernel release: "5.15.133.1-microsoft-standard-WSL2" (4.19 kernels: "-microsoft-standard");
+# WSL 1 ("4.4.0-18362-Microsoft") runs no GPU
+_WSL_KERNEL = re.compile(r"microsoft-standard", re.I)
+# where Windows puts nvidia-smi.exe (the driver's System32 copy; older drivers' NVSMI folder)
+_WINDOWS_SMI = ("Windows/System32", "Program Files/NVIDIA Corporation/NVSMI")
 _NO_TOOL = "no GPU tool found"
 # a vendor -> the variable that hides its GPUs from a program
 _VISIBLE = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
@@ -60,7 +72,16 @@ class _Probe(msgspec.Struct):
     root: Path
     timeout: float
     nvml: bool = True  # whether NVML is tried (the tests serve recorded tool outputs instead)
+    system: str = "linux"  # Python's sys.platform of the host: linux, win32, darwin
     warnings: list[str] = msgspec.field(default_factory=list)
+
+    @property
+    def windows(self) -> bool:
+        return self.system.startswith("win")
+
+    def tool(self, name: str, *extra: Path) -> str | None:
+        """A tool on the search path (``name.exe`` on Windows) or in ``extra`` folders under the root."""
+        return self.which(f"{name}.exe" if self.windows else name, *extra)
 
     def which(self, name: str, *extra: Path) -> str | None:
         folders: tuple[str | Path, ...] = (*self.path, *extra)
@@ -167,6 +188,28 @@ def _smi_row(index: int, n: int, row: list[str]) -> tuple[str, GpuInfo]:
     return driver, GpuInfo(index=index, name=name, compute_capability=cc, memory_mib=_int(mem), uuid=uuid)
 
 
+def parse_smi_names(text: str) -> dict[int, tuple[str, str]]:
+    """(name, UUID) per GPU index from ``nvidia-smi -L`` (the names the table cuts)."""
+    return {int(m.group(1)): (m.group(2).strip(), m.group(3).strip())
+            for line in text.splitlines() if (m := _SMI_L_GPU.match(line))}
+
+
+def parse_smi_table(text: str) -> tuple[str, str, list[GpuInfo]]:
+    """nvidia-smi's table (no arguments) into (driver, CUDA, GPUs): the driver of ``Driver Version:``
+    or, from R610, ``KMD Version:``; the CUDA of ``CUDA Version:`` / ``CUDA UMD Version:`` ("" for
+    ``ERR!``); each GPU row's name (cut with "..." when long) and total memory."""
+    m = _DRIVER_IN_SMI.search(text)
+    if not m:
+        raise ValueError("no 'Driver Version:' or 'KMD Version:' in it")
+    cuda = c.group(1) if (c := _CUDA_IN_SMI.search(text)) else ""
+    lines = text.split("Processes:")[0].splitlines()
+    rows = [(int(r.group(1)), r.group(2), lines[n + 1] if n + 1 < len(lines) else "")
+            for n, line in enumerate(lines) if (r := _SMI_ROW.match(line))]
+    gpus = [GpuInfo(index=i, name=name, memory_mib=int(mem.group(1)) if (mem := _SMI_MEM.search(nxt)) else None)
+            for i, name, nxt in rows]
+    return m.group(1), cuda, gpus
+
+
 def parse_smi_list(text: str) -> dict[int, tuple[MigDevice, ...]]:
     """MIG instances per GPU index from ``nvidia-smi -L``."""
     out: dict[int, list[MigDevice]] = {}
@@ -183,7 +226,9 @@ def parse_smi_xml(text: str) -> tuple[str, str, list[GpuInfo]]:
     """``nvidia-smi -q -x`` into (driver, CUDA version, GPUs); ValueError when not that XML."""
     root = _smi_log(text)
     gpus = [_xml_gpu(i, g) for i, g in enumerate(root.findall("gpu"))]
-    return _field(root, "driver_version"), _field(root, "cuda_version"), gpus
+    # from R610 driver_version carries "[Deprecated; ...]" after the number
+    driver = _field(root, "kmd_version") or _field(root, "driver_version")
+    return driver.split(" ")[0], _field(root, "cuda_version").split(" ")[0], gpus
 
 
 def _smi_log(text: str) -> ElementTree.Element:
@@ -299,11 +344,13 @@ def _text(v: Any) -> str:
 
 
 def _nvidia_smi(probe: _Probe) -> HostFacts | None:
-    """nvidia-smi's query, else its XML report (on WSL 2 it is outside PATH)."""
-    smi = probe.which("nvidia-smi", probe.root / _WSL)
+    """nvidia-smi's query, else its XML report, else its table with ``-L`` (on WSL 2 it is outside
+    PATH; on Windows it is nvidia-smi.exe, in System32 or the NVSMI folder)."""
+    extra = [probe.root / d for d in _WINDOWS_SMI] if probe.windows else [probe.root / _WSL]
+    smi = probe.tool("nvidia-smi", *extra)
     if smi is None:
         return None
-    return _smi_query(probe, smi) or _smi_xml(probe, smi)
+    return _smi_query(probe, smi) or _smi_xml(probe, smi) or _smi_table(probe, smi)
 
 
 def _smi_query(probe: _Probe, smi: str) -> HostFacts | None:
@@ -330,6 +377,21 @@ def _smi_xml(probe: _Probe, smi: str) -> HostFacts | None:
         return None
     driver, cuda, gpus = parsed
     return _nvidia(driver, cuda, gpus, said_by="nvidia-smi", source="nvidia-smi -q -x")
+
+
+def _smi_table(probe: _Probe, smi: str) -> HostFacts | None:
+    """The table's driver, CUDA and GPU rows, named by ``nvidia-smi -L`` (the table cuts long names)."""
+    parsed = _parsed(probe, probe.run([smi]), parse_smi_table, "nvidia-smi")
+    if parsed is None:
+        return None
+    driver, cuda, gpus = parsed
+    listing = probe.run([smi, "-L"])
+    names = parse_smi_names(listing) if listing is not None else {}
+    gpus = [replace(g, name=names[g.index][0], uuid=names[g.index][1]) if g.index in names else g for g in gpus]
+    cut = [f"GPU {g.index} {g.name!r}" for g in gpus if g.name.endswith("...")]
+    if cut:
+        probe.warnings.append(f"nvidia-smi's table cuts the name of {', '.join(cut)}; name it in ENVSOLVE_GPUS")
+    return _nvidia(driver, cuda, gpus, said_by="nvidia-smi", source="nvidia-smi")
 
 
 def _proc_driver(probe: _Probe) -> HostFacts | None:
@@ -489,6 +551,154 @@ def _kfd_target(probe: _Probe, node: Path) -> str:
     return gfx_from_target_version(int(m.group(1))) if m else ""
 
 
+# -- Intel ------------------------------------------------------------------------------
+#
+# PyTorch's XPU builds reach Intel GPUs through Level Zero: xpu-smi (Intel's data-center tool, which
+# does not list every client GPU) and sycl-ls (oneAPI) answer through it; lspci's PCI ids say only
+# that the GPU is there. The names are the driver's ("Intel(R) Arc(TM) A770 Graphics"), which the
+# data matches later, or lspci's from pci.ids ("DG2 [Arc A770]"); the PCI id too.
+
+_INTEL_ID = "8086"
+# sycl-ls: "[level_zero:gpu][level_zero:0] Intel(R) Level-Zero, Intel(R) Arc(TM) A750 Graphics 12.55.8 [1.3.29735]"
+# (oneAPI 2024: "[ext_oneapi_level_zero:gpu:0] ..."), and the OpenCL lines of the same GPUs
+_SYCL_L0 = re.compile(r"\[(?:ext_oneapi_)?level_zero:gpu[^\]]*\](?:\[level_zero:\d+\])?\s+Intel\(R\) Level-Zero,\s+"
+                      r"(.+?)\s+\d+(?:\.\d+)+\s+\[([0-9.]+)\]")
+_SYCL_CL = re.compile(r"\[opencl:gpu[^\]]*\](?:\[opencl:\d+\])?\s+Intel\(R\) OpenCL Graphics,\s+(.+?)\s+OpenCL "
+                      r"[0-9.]+ NEO\s+\[([^\]]+)\]")
+# lspci -nn: "03:00.0 VGA compatible controller [0300]: Intel Corporation DG2 [Arc A770] [8086:56a0] (rev 08)"
+# (VGA [0300], 3D [0302], Display [0380] controllers)
+_LSPCI = re.compile(r"\[03(?:00|02|80)\]:\s+(.*?)\s+\[8086:([0-9a-fA-F]{4})\]")
+
+
+def parse_xpu_smi(text: str) -> tuple[str, list[GpuInfo]]:
+    """``xpu-smi discovery`` (boxed 1.x and borderless 2.x tables) into (driver, GPUs)."""
+    fields = [(k.strip(), v.strip()) for k, _, v in (ln.replace("|", " ").partition(":") for ln in text.splitlines())
+              if v.strip()]
+    gpus: list[GpuInfo] = []
+    for key, value in fields:
+        if key.endswith("Device Name"):
+            gpus.append(GpuInfo(index=len(gpus), name=value))
+        elif key == "PCI Device ID" and gpus:
+            gpus[-1] = replace(gpus[-1], pci_id=_pci_id(value))
+    if not gpus:
+        raise ValueError("no 'Device Name:' in it")
+    return next((v for k, v in fields if k == "Driver Version"), ""), gpus
+
+
+def _pci_id(value: str) -> str:
+    """``0x56a0`` -> ``8086:56a0``: an Intel device's PCI id as lspci -nn prints it."""
+    return f"{_INTEL_ID}:{value.lower().removeprefix('0x').zfill(4)}"
+
+
+def parse_sycl_ls(text: str) -> tuple[str, list[GpuInfo], bool]:
+    """``sycl-ls`` into (version, Intel GPUs, whether Level Zero lists them): the Level Zero GPUs
+    and their runtime's version, else the OpenCL ones and their driver's (a GPU PyTorch's XPU
+    builds cannot use yet); no GPU: an empty list."""
+    for pattern, level_zero in ((_SYCL_L0, True), (_SYCL_CL, False)):
+        found = [m for line in text.splitlines() if (m := pattern.search(line))]
+        if found:
+            return found[0].group(2), [GpuInfo(index=i, name=m.group(1)) for i, m in enumerate(found)], level_zero
+    return "", [], False
+
+
+def parse_lspci(text: str) -> list[GpuInfo]:
+    """Intel display controllers of ``lspci -nn``: the pci.ids name in brackets ("Arc A770"), else the
+    whole description ("Intel Corporation Device e223": pci.ids older than the GPU), and the id."""
+    found = [m for line in text.splitlines() if (m := _LSPCI.search(line))]
+    return [GpuInfo(index=i, name=_bracketed(m.group(1)), pci_id=f"{_INTEL_ID}:{m.group(2).lower()}")
+            for i, m in enumerate(found)]
+
+
+def _bracketed(description: str) -> str:
+    m = re.search(r"\[([^\]]+)\]$", description)
+    return m.group(1) if m else description
+
+
+def _intel(probe: _Probe) -> HostFacts | None:
+    """The first Intel source that finds a GPU: xpu-smi, sycl-ls, lspci, the kernel's PCI devices."""
+    return next((f for source in (_xpu_smi, _sycl_ls, _lspci, _pci_sysfs) if (f := source(probe))), None)
+
+
+def _intel_tool(probe: _Probe, name: str, *args: str) -> str | None:
+    tool = probe.tool(name, probe.root / "opt/intel/oneapi/compiler/latest/bin")
+    return probe.run([tool, *args]) if tool else None
+
+
+def _xpu_smi(probe: _Probe) -> HostFacts | None:
+    parsed = _parsed(probe, _intel_tool(probe, "xpu-smi", "discovery"), parse_xpu_smi, "xpu-smi discovery")
+    return HostFacts(vendor="intel", driver=parsed[0], gpus=tuple(parsed[1]), source="xpu-smi discovery",
+                     level_zero=True) if parsed else None
+
+
+def _sycl_ls(probe: _Probe) -> HostFacts | None:
+    version, gpus, level_zero = parse_sycl_ls(_intel_tool(probe, "sycl-ls") or "")
+    if gpus and not level_zero:
+        probe.warnings.append("sycl-ls lists the Intel GPUs through OpenCL only, not Level Zero, which PyTorch's "
+                              "XPU builds need: install Intel's GPU driver (compute runtime with Level Zero)")
+    return HostFacts(vendor="intel", driver=version, gpus=tuple(gpus), source="sycl-ls",
+                     level_zero=level_zero) if gpus else None
+
+
+def _lspci(probe: _Probe) -> HostFacts | None:
+    out = probe.run([tool, "-nn"]) if (tool := probe.tool("lspci", probe.root / "usr/bin")) else None
+    gpus = parse_lspci(out or "")
+    return HostFacts(vendor="intel", gpus=tuple(gpus), source="lspci -nn") if gpus else None
+
+
+def _pci_sysfs(probe: _Probe) -> HostFacts | None:
+    """Intel display controllers (class 0x03xxxx) in /sys/bus/pci/devices, when lspci is not installed
+    (a slim container): known by their PCI id only."""
+    devices = probe.root / "sys/bus/pci/devices"
+    ids = [_pci_id(device) for d in sorted(devices.glob("*")) if (device := _intel_display(probe, d))]
+    gpus = tuple(GpuInfo(index=i, name=f"Intel GPU [{pci}]", pci_id=pci) for i, pci in enumerate(ids))
+    return HostFacts(vendor="intel", gpus=gpus, source="/sys/bus/pci/devices") if gpus else None
+
+
+def _intel_display(probe: _Probe, device: Path) -> str:
+    """The device id (``0xe20b``) of an Intel display controller's sysfs folder, else ""."""
+    rel = str(device.relative_to(probe.root))
+    vendor, cls = ((probe.file(f"{rel}/{k}") or "").strip().lower() for k in ("vendor", "class"))
+    if vendor != f"0x{_INTEL_ID}" or not cls.startswith("0x03"):
+        return ""
+    return (probe.file(f"{rel}/device") or "").strip()
+
+
+# -- Apple --------------------------------------------------------------------------------
+
+
+def parse_displays(text: str) -> list[tuple[str, str]]:
+    """(chipset, vendor) of each GPU ``system_profiler SPDisplaysDataType`` lists ("Apple M3",
+    "Apple (0x106b)")."""
+    found: list[tuple[str, str]] = []
+    for key, _, value in (ln.strip().partition(":") for ln in text.splitlines()):
+        if key == "Chipset Model":
+            found.append((value.strip(), ""))
+        elif key == "Vendor" and found:
+            found[-1] = (found[-1][0], value.strip())
+    return found
+
+
+def _mac_tool(probe: _Probe, name: str, *args: str) -> str:
+    tool = probe.tool(name, probe.root / "usr/sbin", probe.root / "usr/bin")
+    return (probe.run([tool, *args]) or "").strip() if tool else ""
+
+
+def _apple(probe: _Probe, chip: str) -> HostFacts | None:
+    """Apple silicon's GPU, named by system_profiler (else by the chip: "Apple M2 Pro"); an Intel
+    Mac's GPUs run no framework's GPU builds (no CUDA or ROCm on macOS, MPS needs Apple silicon)."""
+    displays = parse_displays(_mac_tool(probe, "system_profiler", "SPDisplaysDataType"))
+    apple = [n for n, vendor in displays if vendor.startswith("Apple")]
+    if apple:
+        return HostFacts(vendor="apple", gpus=tuple(GpuInfo(index=i, name=n) for i, n in enumerate(apple)),
+                         source="system_profiler SPDisplaysDataType")
+    if chip.startswith("Apple"):
+        return HostFacts(vendor="apple", gpus=(GpuInfo(index=0, name=chip),), source="sysctl machdep.cpu.brand_string")
+    if displays:
+        probe.warnings.append(f"this Mac's GPUs ({', '.join(n for n, _ in displays)}) run no framework's GPU builds: "
+                              "macOS has no CUDA or ROCm, and MPS needs Apple silicon; the frameworks run on the CPU")
+    return None
+
+
 # -- the whole host ----------------------------------------------------------------------
 
 
@@ -535,7 +745,7 @@ def _override_gpus(value: str, probe: _Probe) -> tuple[Vendor, tuple[GpuInfo, ..
     gpus = tuple(_named_gpu(i, label) for i, label in enumerate(t.strip() for t in value.split(",") if t.strip()))
     vendors = {_vendor_of(g) for g in gpus}
     if len(vendors) > 1:
-        probe.warnings.append("ENVSOLVE_GPUS mixes NVIDIA and AMD GPUs; describe one vendor per host")
+        probe.warnings.append("ENVSOLVE_GPUS mixes GPUs of several vendors; describe one vendor per host")
         return "nvidia", gpus
     return next(iter(vendors), "cpu"), gpus
 
@@ -548,10 +758,14 @@ def _named_gpu(index: int, label: str) -> GpuInfo:
         return GpuInfo(index=index, name=label)
     if arch.vendor == "amd":
         return GpuInfo(index=index, name=label, gfx=arch.name)
+    if arch.vendor in ("intel", "apple"):
+        return GpuInfo(index=index, name=label, arch_name=arch.name)
     return GpuInfo(index=index, name=label, compute_capability=arch.compute_capability)
 
 
 def _vendor_of(g: GpuInfo) -> Vendor:
+    if g.arch_name:
+        return "apple" if parse_arch(g.arch_name).vendor == "apple" else "intel"
     return "amd" if g.gfx or re.match(r"(?i)^(amd|mi\d|radeon|rx )", g.name) else "nvidia"
 
 
@@ -561,14 +775,37 @@ class _Machine(msgspec.Struct, frozen=True):
     platform: HostOs
     l4t: str  # a Jetson's L4T release
     container: bool
-    machine: str  # `uname -m`
+    machine: str  # `uname -m` (Windows: platform.machine(), AMD64 or ARM64)
+    chip: str = ""  # a Mac's chip (machdep.cpu.brand_string)
+    os_version: str = ""  # a Mac's macOS release (sw_vers -productVersion)
 
 
-def _machine(probe: _Probe) -> _Machine:
+def _machine(probe: _Probe, machine: str) -> _Machine:
+    """The OS, from Python's sys.platform (a fixture's, in the tests), then what the host is."""
+    if probe.windows:
+        return _Machine(platform="windows", l4t="", container=False, machine=machine)
+    if probe.system == "darwin":
+        return _mac(probe, machine)
     tegra = probe.file("etc/nv_tegra_release")
-    platform: HostOs = "jetson" if tegra is not None else "wsl2" if (probe.root / _WSL).is_dir() else "linux"
+    platform: HostOs = "jetson" if tegra is not None else "wsl2" if _wsl(probe) else "linux"
     container = any((probe.root / p).exists() for p in (".dockerenv", "run/.containerenv"))
-    return _Machine(platform=platform, l4t=_l4t(tegra or ""), container=container, machine=_cpu(probe))
+    return _Machine(platform=platform, l4t=_l4t(tegra or ""), container=container, machine=_cpu(probe, machine))
+
+
+def _wsl(probe: _Probe) -> bool:
+    """WSL 2: its kernel's release ("...-microsoft-standard-WSL2"), its GPU device /dev/dxg, or the
+    Windows driver's folder /usr/lib/wsl/lib."""
+    kernel = probe.file("proc/sys/kernel/osrelease") or probe.file("proc/version") or ""
+    return bool(_WSL_KERNEL.search(kernel)) or any((probe.root / p).exists() for p in ("dev/dxg", _WSL))
+
+
+def _mac(probe: _Probe, machine: str) -> _Machine:
+    """A Mac: its chip, macOS release, and CPU (arm64 on Apple silicon even for a process under
+    Rosetta 2, whose `uname -m` says x86_64)."""
+    chip = _mac_tool(probe, "sysctl", "-n", "machdep.cpu.brand_string")
+    return _Machine(platform="darwin", l4t="", container=False, chip=chip,
+                    machine="arm64" if chip.startswith("Apple") else machine,
+                    os_version=_mac_tool(probe, "sw_vers", "-productVersion"))
 
 
 def _l4t(tegra: str) -> str:
@@ -577,15 +814,20 @@ def _l4t(tegra: str) -> str:
     return f"R{m.group(1)}.{m.group(2)}" if m else next(iter(tegra.strip().splitlines()), "")
 
 
-def _cpu(probe: _Probe) -> str:
+def _cpu(probe: _Probe, machine: str) -> str:
     """The CPU architecture, as `uname -m` prints it (Linux 6.1+ also says it in /proc/sys/kernel/arch)."""
-    machine = (probe.file("proc/sys/kernel/arch") or "").strip()
-    return machine or (os.uname().machine if probe.root == Path("/") else "")
+    return (probe.file("proc/sys/kernel/arch") or "").strip() or machine
 
 
-def _accelerators(probe: _Probe) -> HostFacts:
-    """The first source that finds accelerators: NVML, nvidia-smi, the NVIDIA kernel module, AMD's tools."""
-    found = next((f for source in (_nvml, _nvidia_smi, _proc_driver, _amd) if (f := source(probe))), None)
+def _accelerators(probe: _Probe, host: _Machine) -> HostFacts:
+    """The first source that finds accelerators: on Linux NVML, nvidia-smi, the NVIDIA kernel
+    module, AMD's tools, Intel's; on Windows NVML, nvidia-smi.exe, Intel's; on a Mac its GPU."""
+    if host.platform == "darwin":
+        return _apple(probe, host.chip) or HostFacts(vendor="cpu", source=_NO_TOOL)
+    sources: tuple[Callable[[_Probe], HostFacts | None], ...] = (
+        (_nvml, _nvidia_smi, _intel) if host.platform == "windows" else
+        (_nvml, _nvidia_smi, _proc_driver, _amd, _intel))
+    found = next((f for source in sources if (f := source(probe))), None)
     return found or HostFacts(vendor="cpu", source=_NO_TOOL)
 
 
@@ -625,22 +867,28 @@ def _rocm(probe: _Probe, vendor: Vendor) -> str:
 
 
 def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None, root: Path | None = None,
-           timeout: float = DEFAULT_TIMEOUT, nvml: bool = True) -> HostFacts:
+           timeout: float = DEFAULT_TIMEOUT, nvml: bool = True, system: str | None = None,
+           machine: str | None = None) -> HostFacts:
     """Describe this host's accelerators. Never raises for a missing, broken or hung tool.
 
     ``path`` is where tools are looked for (default: ``PATH``), ``root`` the file-system root
-    for ``/proc``, ``/sys``, ``/etc`` and ``/usr/lib/wsl`` (default ``/``). ``ENVSOLVE_GPUS``
-    and ``ENVSOLVE_DRIVER`` override what is found, for CI and build hosts without the GPUs.
+    for ``/proc``, ``/sys``, ``/etc``, ``/dev``, ``/usr/lib/wsl`` and Windows' ``Windows/System32``
+    (default ``/``). ``system`` and ``machine`` are Python's ``sys.platform`` and
+    ``platform.machine()`` (default: this interpreter's; under another root, no machine), so a
+    recorded Windows or macOS host replays anywhere. ``ENVSOLVE_GPUS`` and ``ENVSOLVE_DRIVER``
+    override what is found, for CI and build hosts without the GPUs.
     """
     env = os.environ if environ is None else environ
     search = env.get("PATH", os.defpath) if path is None else path
     probe = _Probe(path=list(filter(None, search.split(os.pathsep))), root=root or Path("/"), timeout=timeout,
-                   nvml=nvml)
-    host = _machine(probe)
-    facts = _jetson_board(_accelerators(probe), probe, host.platform)
+                   nvml=nvml, system=sys.platform if system is None else system)
+    here = _platform.machine() if probe.root == Path("/") else ""
+    host = _machine(probe, here if machine is None else machine)
+    facts = _jetson_board(_accelerators(probe, host), probe, host.platform)
     facts = _driver_override(_gpus_override(_visible(facts, env, probe), env, probe), env)
     return replace(facts, rocm=_rocm(probe, facts.vendor), platform=host.platform, l4t=host.l4t,
-                   container=host.container, machine=host.machine, warnings=tuple(probe.warnings))
+                   container=host.container, machine=host.machine, chip=host.chip, os_version=host.os_version,
+                   warnings=tuple(probe.warnings))
 
 
 def installed_versions(names: Iterable[str]) -> dict[str, str]:

@@ -16,12 +16,12 @@ import msgspec
 from packaging.version import InvalidVersion, Version
 
 from ..data import Build
-from ..domain import ACCELERATOR, DOCKER_PLATFORM, serves
+from ..domain import ACCELERATOR, serves
 from ..lock.model import Environment, Lock
 from ..provider import Provider
 from ..solve import PackagePin
 from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
-from .facts import GpuInfo, HostFacts, model_name
+from .facts import GpuInfo, HostFacts, host_platform, model_name
 
 __all__ = ["FORMAT", "Checkup", "Finding", "Level", "Subject", "check", "check_host", "distributions",
            "pick_environment", "report_lines", "where"]
@@ -70,6 +70,8 @@ def check_host(env: Environment, facts: HostFacts, provider: Provider) -> list[F
     out += _accelerator(env, facts)
     out += _platform(env, facts)
     out += _driver(env, facts, provider)
+    out += _level_zero(env, facts)
+    out += _macos(env, facts)
     out += _gpus(env, facts, provider)
     return out
 
@@ -139,20 +141,23 @@ def _gpu_reachable(env: Environment, facts: HostFacts) -> bool:
     return jetson or (ACCELERATOR.get(facts.vendor) == env.accelerator and bool(facts.gpus))
 
 
-_VENDOR_NAME = {"cuda": "NVIDIA", "rocm": "AMD"}
+_VENDOR_NAME = {"cuda": "NVIDIA", "rocm": "AMD", "xpu": "Intel", "mps": "Apple"}
+# how a stack's GPUs are hidden from a program (Intel's: the Level Zero specification's ZE_AFFINITY_MASK)
+_HIDING = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "ROCR_VISIBLE_DEVICES", "xpu": "ZE_AFFINITY_MASK"}
 
 
 def _missing_gpu(env: Environment, facts: HostFacts) -> str:
     vendor = _VENDOR_NAME[env.accelerator]
     if ACCELERATOR.get(facts.vendor) == env.accelerator:
         return f"the {vendor} driver is present ({facts.source}) but no GPU is visible"
-    stack = f"CUDA {env.cuda}" if env.accelerator == "cuda" else f"ROCm {env.rocm}"
-    has = "no GPU" if facts.vendor == "cpu" else f"{facts.vendor.upper()} GPUs"
+    stack = {"cuda": f"CUDA {env.cuda}", "rocm": f"ROCm {env.rocm}", "xpu": "PyTorch's XPU builds"}.get(
+        env.accelerator, "MPS")
+    has = "no GPU" if facts.vendor == "cpu" else f"{_VENDOR_NAME.get(ACCELERATOR[facts.vendor], '')} GPUs"
     return f"environment '{env.name}' needs an {vendor} GPU ({stack}) but this {where(facts)} has {has}"
 
 
 def _platform(env: Environment, facts: HostFacts) -> list[Finding]:
-    have = DOCKER_PLATFORM.get(facts.machine, "")
+    have = host_platform(facts)
     if not have or have == env.platform:
         return []
     return [Finding(level="fail", check="host",
@@ -168,11 +173,21 @@ def _run_flags(env: Environment) -> str:
 
 def _no_gpu_fix(env: Environment, facts: HostFacts) -> str:
     if facts.container:
-        toolkit = " (NVIDIA container toolkit)" if env.accelerator == "cuda" else ""
+        toolkit = (_DOCKER_DESKTOP if facts.wsl else " (NVIDIA container toolkit)") if env.accelerator == "cuda" else ""
         return f"start the container with `{_run_flags(env)}`{toolkit}"
-    var = "CUDA_VISIBLE_DEVICES" if env.accelerator == "cuda" else "ROCR_VISIBLE_DEVICES"
-    return (f"check that the driver is loaded and {var} is not hiding the GPUs; or run on a machine with "
-            "the GPUs, or lock a target for this one (`envsolve lock --host`)")
+    if env.accelerator == "mps":
+        return "run it on a Mac with Apple silicon, or lock a target for this host (`envsolve lock --host`)"
+    if facts.wsl and env.accelerator == "cuda":
+        # NVIDIA's CUDA on WSL guide: the Windows driver is the only one ("Do not install any Linux
+        # display driver in WSL")
+        return (f"install or update the NVIDIA driver on Windows (R{_WSL_CUDA_BRANCH} or newer runs CUDA in WSL 2), "
+                f"never a Linux driver inside WSL; check that {_HIDING['cuda']} is not hiding the GPUs")
+    return (f"check that the driver is loaded and {_HIDING[env.accelerator]} is not hiding the GPUs; or run on a "
+            "machine with the GPUs, or lock a target for this one (`envsolve lock --host`)")
+
+
+# Docker under WSL 2 or on Windows: Docker Desktop's WSL2 backend passes the GPU to Linux containers
+_DOCKER_DESKTOP = " (Docker Desktop with the WSL2 backend gives containers the GPU)"
 
 
 def _jetpack(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
@@ -202,6 +217,12 @@ class _Floors(msgspec.Struct, frozen=True, kw_only=True):
     minor: Dotted | None
     native_raised_by: str = ""  # why the native floor is above CUDA's own ("" when it is not)
     minor_raised_by: str = ""  # why the minor-version floor is
+    windows: bool = False  # the floors are NVIDIA's Windows ones (native Windows, WSL 2)
+
+    @property
+    def driver(self) -> str:
+        """What the messages call the driver: ``Windows driver`` for a Windows one."""
+        return "Windows driver" if self.windows else "driver"
 
     @property
     def native_note(self) -> str:
@@ -229,7 +250,27 @@ def _driver(env: Environment, facts: HostFacts, provider: Provider) -> list[Find
         return []
     if facts.platform == "jetson":
         return _jetpack(env, facts, provider)
-    return [_nvidia_driver(env, facts, provider)] if facts.vendor == "nvidia" else []
+    return [_nvidia_driver(env, facts, provider), *_wsl_branch(facts)] if facts.vendor == "nvidia" else []
+
+
+# NVIDIA's CUDA on WSL guide (https://docs.nvidia.com/cuda/wsl-user-guide/index.html, "NVIDIA Compute
+# Software Support on WSL 2"): "R495 and later windows will have CUDA support for WSL 2"
+_WSL_CUDA_BRANCH = 495
+
+
+def _wsl_branch(facts: HostFacts) -> list[Finding]:
+    """Under WSL 2, a Windows driver older than the first branch that brings CUDA into WSL 2."""
+    try:
+        old = facts.wsl and parse_driver(facts.driver).major < _WSL_CUDA_BRANCH
+    except ValueError:
+        return []
+    if not old:
+        return []
+    return [Finding(level="fail", check="driver",
+                    message=f"Windows driver {facts.driver} is older than R{_WSL_CUDA_BRANCH}, the first branch "
+                            "whose CUDA reaches WSL 2 (NVIDIA's CUDA on WSL guide)",
+                    fix=f"install an NVIDIA Windows driver of R{_WSL_CUDA_BRANCH} or newer on Windows (never a Linux "
+                        "driver inside WSL)")]
 
 
 def _nvidia_driver(env: Environment, facts: HostFacts, provider: Provider) -> Finding:
@@ -238,28 +279,28 @@ def _nvidia_driver(env: Environment, facts: HostFacts, provider: Provider) -> Fi
                        fix="set ENVSOLVE_DRIVER to the driver version, or install nvidia-smi")
     try:
         have = parse_driver(facts.driver)
-        floors = _floors(env, parse_dotted(env.cuda, "CUDA version"), provider)
+        floors = _floors(env, parse_dotted(env.cuda, "CUDA version"), provider, windows=facts.windows_driver)
     except ValueError as e:
         return Finding(level="warn", check="driver", message=str(e))
     return _driver_finding(env, facts.driver, have, floors)
 
 
-def _floors(env: Environment, cuda: Dotted, provider: Provider) -> _Floors:
-    """CUDA's own floors (matrices/cuda.toml), raised as the solver raised them: to what the data
-    says the locked builds and GPUs need, and to the lock's ``driver_min`` when it is above the
-    floor of the lock's compatibility."""
-    native = provider.native_driver_min(cuda)
-    major = provider.cuda_major(cuda.major)
-    minor = major.minor_compat_driver_min if major is not None else None
+def _floors(env: Environment, cuda: Dotted, provider: Provider, *, windows: bool = False) -> _Floors:
+    """CUDA's own floors (matrices/cuda.toml; NVIDIA's Windows columns for a Windows driver, native
+    or WSL 2's host's), raised as the solver raised them: to what the data says the locked builds and
+    GPUs need, and to the lock's ``driver_min`` when it is above the floor of the lock's compatibility."""
+    native = provider.windows_driver_min(cuda) if windows else provider.native_driver_min(cuda)
+    minor = provider.minor_compat_driver_min(cuda.major, windows=windows)
     cu = "{}.{}".format(*cuda.prefix(2))
     top = _highest_raise(env, native, minor, provider)
     if top is None:
-        return _Floors(cuda=cu, major=cuda.major, native=native, minor=minor)
+        return _Floors(cuda=cu, major=cuda.major, native=native, minor=minor, windows=windows)
     floor, cause = top
     locked = env.driver_min and parse_driver(env.driver_min) == floor
     why = f"the lock's driver_min {env.driver_min}: {cause}" if locked else cause
     return _Floors(cuda=cu, major=cuda.major, native=max(native or floor, floor), minor=floor if minor else None,
-                   native_raised_by=why if native is None or floor > native else "", minor_raised_by=why)
+                   native_raised_by=why if native is None or floor > native else "", minor_raised_by=why,
+                   windows=windows)
 
 
 def _highest_raise(env: Environment, native: Dotted | None, minor: Dotted | None,
@@ -303,13 +344,13 @@ def _gpu_text(model: str, arch: str) -> str:
 def _driver_finding(env: Environment, driver: str, have: Dotted, f: _Floors) -> Finding:
     if f.native is not None and have >= f.native:
         return Finding(level="ok", check="driver",
-                       message=f"driver {driver} runs CUDA {f.cuda} natively (needs >= {f.native}){f.native_note}")
+                       message=f"{f.driver} {driver} runs CUDA {f.cuda} natively (needs >= {f.native}){f.native_note}")
     if f.minor is not None and have >= f.minor:
         return _by_minor_version(env, driver, f)
     return Finding(level="fail", check="driver",
-                   message=f"driver {driver} is too old for CUDA {f.cuda}: it needs {_needs(f)}"
+                   message=f"{f.driver} {driver} is too old for CUDA {f.cuda}: it needs {_needs(f)}"
                            + (f.native_note or f.minor_note),
-                   fix=f"upgrade the NVIDIA driver to >= {f.native or f.minor}, {_relock(driver)}")
+                   fix=f"upgrade the NVIDIA {f.driver} to >= {f.native or f.minor}, {_relock(driver)}")
 
 
 def _needs(f: _Floors) -> str:
@@ -324,13 +365,13 @@ def _by_minor_version(env: Environment, driver: str, f: _Floors) -> Finding:
     or short of the native support the lock assumed (no PTX JIT)."""
     if env.compat == "minor-version":
         return Finding(level="ok", check="driver",
-                       message=f"driver {driver} runs CUDA {f.cuda} by minor-version compatibility "
+                       message=f"{f.driver} {driver} runs CUDA {f.cuda} by minor-version compatibility "
                                f"(CUDA {f.major}.x needs >= {f.minor}){f.minor_note}, as the lock expects")
     return Finding(level="warn", check="driver",
-                   message=f"driver {driver} runs CUDA {f.cuda} only by minor-version compatibility "
+                   message=f"{f.driver} {driver} runs CUDA {f.cuda} only by minor-version compatibility "
                            f"(>= {f.minor}), not natively (>= {f.native}); the lock assumed native, so "
                            "PTX JIT for newer GPUs will not work",
-                   fix=f"upgrade the NVIDIA driver to >= {f.native}, {_relock(driver)}")
+                   fix=f"upgrade the NVIDIA {f.driver} to >= {f.native}, {_relock(driver)}")
 
 
 def _relock(driver: str) -> str:
@@ -348,12 +389,59 @@ def _pins(p: PackagePin, b: Build) -> bool:
     return b.variant == p.variant and p.name in (b.package, b.dist) and p.version in (b.raw, b.dist_version)
 
 
+def _level_zero(env: Environment, facts: HostFacts) -> list[Finding]:
+    """An XPU environment on an Intel GPU: PyTorch reaches it through Level Zero, which xpu-smi and
+    sycl-ls answer through; a GPU seen by its PCI id (or OpenCL) only has no driver torch.xpu can use."""
+    if env.accelerator != "xpu" or facts.vendor != "intel":
+        return []
+    if facts.level_zero:
+        version = f" {facts.driver}" if facts.driver else ""
+        return [Finding(level="ok", check="driver",
+                        message=f"Intel's GPU driver answers through Level Zero ({facts.source}{version}), as "
+                                "torch.xpu needs")]
+    return [Finding(level="warn", check="driver",
+                    message=f"the Intel GPU is there ({facts.source}) but no Level Zero runtime answered (xpu-smi, "
+                            "sycl-ls): torch.xpu.is_available() will be False without Intel's GPU driver",
+                    fix="install Intel's GPU driver with its Level Zero runtime (the compute runtime), then check "
+                        "that `sycl-ls` lists the GPU as level_zero:gpu")]
+
+
+def _macos(env: Environment, facts: HostFacts) -> list[Finding]:
+    """An MPS environment on a Mac: the chip and macOS release (the data names no macOS floor of the
+    locked builds yet, so it is said, not checked)."""
+    if env.accelerator != "mps" or facts.platform != "darwin":
+        return []
+    what = ", ".join(x for x in (facts.chip, f"macOS {facts.os_version}" if facts.os_version else "") if x)
+    return [Finding(level="ok", check="host",
+                    message=f"this Mac ({what or 'chip and macOS release unknown'}) runs MPS on its GPU; the data "
+                            "names no macOS floor for the locked builds, not checked")]
+
+
 def _gpus(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
     """Each visible GPU against the locked builds' code (when the host has the lock's accelerator)."""
     if env.accelerator == "cpu" or ACCELERATOR.get(facts.vendor) != env.accelerator:
         return []
     builds = [b for b in _builds(env, provider) if b.accelerator == env.accelerator]
+    if env.accelerator in ("xpu", "mps"):
+        return [_jit_gpu(env, g, builds, provider) for g in facts.gpus]
     return [_gpu(env, g, builds, provider) for g in facts.gpus]
+
+
+def _jit_gpu(env: Environment, g: GpuInfo, builds: list[Build], provider: Provider) -> Finding:
+    """An Intel or Apple GPU: every XPU build runs on an Intel GPU (AOT code for its target, else
+    SPIR-V the driver compiles on first use); the MPS builds on Apple's."""
+    shown = f"GPU {g.index} {g.name}" + (f" ({g.arch})" if g.arch else "")
+    names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds) or f"the {env.accelerator} builds"
+    if env.accelerator == "mps":
+        return Finding(level="ok", check="gpu", message=f"{shown} runs {names} through MPS")
+    aot = builds and all(g.arch in b.xpu for b in builds)
+    how = "AOT code for it" if aot else "SPIR-V the driver compiles on first use"
+    if not model_name(g, provider):
+        return Finding(level="warn", check="gpu",
+                       message=f"{shown} is not in envsolve's data; {names} carry SPIR-V the driver compiles for "
+                               "it on first use, if PyTorch supports the GPU at all",
+                       fix="check PyTorch's list of supported Intel GPUs, or update envsolve's data")
+    return Finding(level="ok", check="gpu", message=f"{shown} runs {names}: {how}")
 
 
 def _gpu(env: Environment, g: GpuInfo, builds: list[Build], provider: Provider) -> Finding:
@@ -502,6 +590,13 @@ def _container(env: Environment, facts: HostFacts, tools: Mapping[str, bool]) ->
         return []
     if tools.get("nvidia-ctk") or tools.get("nvidia-container-runtime"):
         return [Finding(level="ok", check="container", message="Docker and the NVIDIA container toolkit are installed")]
+    if facts.windows_driver:
+        return [Finding(level="warn", check="container",
+                        message=f"Docker is installed but the NVIDIA container toolkit is not: on {facts.platform} "
+                                f"GPU containers run under Docker Desktop with the WSL2 backend (`docker run "
+                                f"{_run_flags(env)}`)",
+                        fix="use Docker Desktop with the WSL2 backend, or install nvidia-container-toolkit in the "
+                            "WSL distro for a Docker Engine installed there")]
     return [Finding(level="fail", check="container",
                     message="Docker is installed but the NVIDIA container toolkit is not "
                             f"(no nvidia-ctk or nvidia-container-runtime on PATH): `docker run {_run_flags(env)}` "

@@ -9,17 +9,21 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 import msgspec.structs
 
-from ..domain import DEFAULT_PLATFORM, DOCKER_PLATFORM, Vendor
+from ..domain import DEFAULT_PLATFORM, DOCKER_PLATFORM, PLATFORMS, Platform, Vendor
 from ..versions import parse_driver
 
 if TYPE_CHECKING:
+    from ..data import Gpu
     from ..provider import Provider
+    from ..versions import Dotted
 
-__all__ = ["GpuInfo", "HostFacts", "HostOs", "MigDevice", "complete", "describe", "hardware_table", "model_name"]
+__all__ = ["GpuInfo", "HostFacts", "HostOs", "MigDevice", "complete", "describe", "hardware_table", "host_platform",
+           "model_name", "model_of"]
 
 
-# What kind of Linux a host is (a Jetson runs L4T; WSL 2 reaches the Windows driver).
-HostOs = Literal["linux", "wsl2", "jetson"]
+# What OS a host runs: a kind of Linux (a Jetson runs L4T; WSL 2 reaches the Windows host's
+# driver), native Windows, or macOS.
+HostOs = Literal["linux", "wsl2", "jetson", "windows", "darwin"]
 
 
 def _or_none(value: str) -> str | None:
@@ -44,22 +48,26 @@ class GpuInfo(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     compute_capability: str = ""  # NVIDIA, e.g. "9.0"
     gfx: str = ""  # AMD, e.g. "gfx942"
+    arch_name: str = ""  # Intel's or Apple's architecture as the data names it ("dg2", "apple-m2")
     memory_mib: int | None = None
     uuid: str = ""
+    pci_id: str = ""  # "8086:56a0", as lspci -nn prints it (Intel GPUs)
     mig: tuple[MigDevice, ...] = ()
 
     @property
     def arch(self) -> str:
-        """``sm_90`` or ``gfx942``; "" when unknown."""
-        if self.gfx:
-            return self.gfx
+        """``sm_90``, ``gfx942``, ``dg2`` or ``apple-m2``; "" when unknown."""
+        if self.gfx or self.arch_name:
+            return self.gfx or self.arch_name
         return "sm_" + self.compute_capability.replace(".", "") if self.compute_capability else ""
 
     def to_dict(self) -> dict[str, Any]:
-        arch = {"gfx": self.gfx} if self.gfx else {"compute_capability": _or_none(self.compute_capability)}
+        arch = ({"gfx": self.gfx} if self.gfx else {"arch": self.arch_name} if self.arch_name
+                else {"compute_capability": _or_none(self.compute_capability)})
         mig = {"mig": [m.to_dict() for m in self.mig]} if self.mig else {}
+        pci = {"pci_id": self.pci_id} if self.pci_id else {}
         return {"index": self.index, "name": self.name, **arch, "memory_mib": self.memory_mib,
-                "uuid": _or_none(self.uuid), **mig}
+                "uuid": _or_none(self.uuid), **pci, **mig}
 
 
 class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,7 +84,20 @@ class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
     l4t: str = ""  # Jetson's L4T release ("R35.3.1")
     machine: str = ""  # the CPU architecture as ``uname -m`` prints it ("aarch64"); "" when unknown
     container: bool = False  # inside a Docker/Podman container
+    chip: str = ""  # a Mac's chip ("Apple M2 Pro", "Intel(R) Core(TM) i9-9980HK CPU @ 2.40GHz")
+    os_version: str = ""  # a Mac's macOS release ("26.4")
+    level_zero: bool = False  # an Intel GPU answered through Level Zero (xpu-smi, sycl-ls), as torch.xpu needs
     warnings: tuple[str, ...] = ()
+
+    @property
+    def wsl(self) -> bool:
+        """Linux under WSL 2: the NVIDIA driver is the Windows host's, its number a Windows one."""
+        return self.platform == "wsl2"
+
+    @property
+    def windows_driver(self) -> bool:
+        """Whether the NVIDIA driver is a Windows one (native Windows, or WSL 2's host)."""
+        return self.platform in ("wsl2", "windows")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +110,10 @@ class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
             "l4t": _or_none(self.l4t),
             "machine": _or_none(self.machine),
             "container": self.container,
+            "wsl": self.wsl,
+            **({"chip": self.chip} if self.chip else {}),
+            **({"os_version": self.os_version} if self.os_version else {}),
+            **({"level_zero": self.level_zero} if self.vendor == "intel" else {}),
             "source": self.source,
             "gpus": [g.to_dict() for g in self.gpus],
             "warnings": list(self.warnings),
@@ -128,11 +153,13 @@ def _as_module(g: GpuInfo, facts: HostFacts, provider: Provider) -> tuple[GpuInf
 
 def _with_arch(g: GpuInfo, provider: Provider) -> GpuInfo:
     """``g`` with its architecture from the data's model of that name, when the tool did not say it."""
-    model = None if g.arch else provider.gpu(g.name)
+    model = None if g.arch else model_of(g, provider)
     if model is None:
         return g
     if model.vendor == "amd":
         return msgspec.structs.replace(g, gfx=model.arch)
+    if model.vendor in ("intel", "apple"):
+        return msgspec.structs.replace(g, arch_name=model.arch)
     info = provider.arch_info(model.arch)
     return msgspec.structs.replace(g, compute_capability=info.compute_capability) if info is not None else g
 
@@ -143,13 +170,22 @@ def _cuda_driver_max(facts: HostFacts, provider: Provider) -> tuple[str, str, tu
     if not _from_floors(facts):
         return facts.cuda_driver_max, facts.cuda_driver_max_from, ()
     try:
-        best = provider.cuda_max_for_driver(parse_driver(facts.driver))
+        best = _cuda_max(facts, provider, parse_driver(facts.driver))
     except ValueError:
         return "", facts.cuda_driver_max_from, (f"driver version {facts.driver!r} is not an NVIDIA driver version "
                                                 "such as 535.104.05",)
     if best is None:
         return "", facts.cuda_driver_max_from, ()
     return "{}.{}".format(*best.prefix(2)), "toolkit driver floors", ()
+
+
+def _cuda_max(facts: HostFacts, provider: Provider, driver: Dotted) -> Dotted | None:
+    """The newest CUDA ``driver`` runs natively: a Windows driver (native, or WSL 2's host) against
+    NVIDIA's Windows floors where cuda.toml has them, else the Linux ones."""
+    if not facts.windows_driver:
+        return provider.cuda_max_for_driver(driver)
+    runs = [t.version for t in provider.m.toolkits if (t.driver_min_windows or t.driver_min) <= driver]
+    return max(runs, default=None)
 
 
 def _from_floors(facts: HostFacts) -> bool:
@@ -168,9 +204,16 @@ def jetson_module(board: str, provider: Provider) -> str | None:
     return next((module for n, module in named if f" {n.casefold()} " in text), None)
 
 
+def model_of(g: GpuInfo, provider: Provider) -> Gpu | None:
+    """The data's model of a GPU: by the name the tool printed, else by its PCI id (an alias such as
+    ``8086:e223`` in gpus.toml: what lspci -nn prints when its pci.ids is older than the GPU)."""
+    named = None if g.name.endswith("...") else provider.gpu(g.name)  # a name nvidia-smi's table cut is no model's
+    return named or (provider.gpu(g.pci_id) if g.pci_id else None)
+
+
 def model_name(g: GpuInfo, provider: Provider) -> str:
     """envsolve's name for a GPU (``H100``), else its architecture (``sm_90``, ``gfx942``), else ""."""
-    model = provider.gpu(g.name)
+    model = model_of(g, provider)
     return model.name if model is not None else g.arch
 
 
@@ -183,12 +226,21 @@ def describe(facts: HostFacts, provider: Provider) -> str:
 
 
 def _stack(facts: HostFacts) -> list[str]:
-    said = [(facts.platform != "linux", f"platform: {facts.platform}" + (f" {facts.l4t}" if facts.l4t else "")),
+    said = [(facts.platform != "linux", _platform_line(facts)),
             (bool(facts.driver), f"driver: {facts.driver}"),
             (bool(facts.cuda_driver_max),
              f"CUDA the driver runs: up to {facts.cuda_driver_max} (from {facts.cuda_driver_max_from})"),
-            (bool(facts.rocm), f"ROCm: {facts.rocm}")]
+            (bool(facts.rocm), f"ROCm: {facts.rocm}"),
+            (facts.vendor == "intel", "Level Zero: " + ("answered" if facts.level_zero else "not found (PyTorch's "
+                                                        "XPU builds need Intel's GPU driver with Level Zero)"))]
     return [line for shown, line in said if shown]
+
+
+def _platform_line(facts: HostFacts) -> str:
+    """``platform: jetson R36.4.3``, ``platform: wsl2``, ``platform: darwin/arm64 (Apple M2 Pro, macOS 26.4)``."""
+    about = ", ".join(x for x in (facts.chip, f"macOS {facts.os_version}" if facts.os_version else "") if x)
+    name = facts.platform if facts.platform in ("wsl2", "jetson") else host_platform(facts) or facts.platform
+    return f"platform: {name}" + (f" {facts.l4t}" if facts.l4t else "") + (f" ({about})" if about else "")
 
 
 def _gpu_lines(g: GpuInfo, provider: Provider) -> list[str]:
@@ -210,9 +262,9 @@ def _mig_line(m: MigDevice) -> str:
 def hardware_table(facts: HostFacts, provider: Provider) -> dict[str, Any]:
     """The ``[hardware]`` table of project.toml that describes this host."""
     names = list(dict.fromkeys(n for g in facts.gpus if (n := model_name(g, provider))))
-    table = {"gpus": names, "driver": _desktop_driver(facts),
-             "vendor": facts.vendor if facts.vendor != "cpu" and names else "cpu",
-             "platform": _platform(facts), "jetpack": _jetpack(facts, provider)}
+    vendor = facts.vendor if names or facts.vendor == "apple" else "cpu"  # Apple silicon's GPU is implied
+    table = {"gpus": names, "driver": _desktop_driver(facts), "vendor": vendor, "platform": _platform(facts),
+             "wsl": facts.wsl, "jetpack": _jetpack(facts, provider)}
     return {k: v for k, v in table.items() if v}
 
 
@@ -227,9 +279,22 @@ def _desktop_driver(facts: HostFacts) -> str:
     return facts.driver
 
 
+def host_platform(facts: HostFacts) -> Platform | None:
+    """The host's platform: its OS (Windows, macOS, else Linux) and CPU (``uname -m``, Windows'
+    AMD64/ARM64); None when the CPU is unknown."""
+    linux = DOCKER_PLATFORM.get(facts.machine.lower())
+    if linux is None:
+        return None
+    name = f"{_OS.get(facts.platform, 'linux')}/{linux.partition('/')[2]}"
+    return next((p for p in PLATFORMS if p == name), None)
+
+
+_OS = {"windows": "windows", "darwin": "darwin"}  # HostOs -> the OS half of a platform (the rest are Linux)
+
+
 def _platform(facts: HostFacts) -> str:
     """Docker's name of the host's platform, when it is not the default one."""
-    platform = DOCKER_PLATFORM.get(facts.machine, DEFAULT_PLATFORM)
+    platform = host_platform(facts) or DEFAULT_PLATFORM
     return "" if platform == DEFAULT_PLATFORM else platform
 
 

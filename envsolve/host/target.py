@@ -6,16 +6,20 @@ from __future__ import annotations
 import msgspec
 import msgspec.structs
 
-from ..domain import DOCKER_PLATFORM, JETSON_PLATFORM, Platform, Vendor
+from ..domain import JETSON_PLATFORM, Platform, Vendor
 from ..errors import SpecError
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, SectionParser, Target
 from ..versions import Dotted, parse_driver
-from .facts import GpuInfo, HostFacts
+from .facts import GpuInfo, HostFacts, host_platform, model_of
 
 __all__ = ["for_host"]
 
-_HOST_VENDOR: dict[str, Vendor] = {"nvidia": "nvidia", "amd": "amd"}  # the vendors whose GPUs a host can serve
+# the vendors whose GPUs a host can serve
+_HOST_VENDOR: dict[str, Vendor] = {"nvidia": "nvidia", "amd": "amd", "intel": "intel", "apple": "apple"}
+# the vendors whose GPUs are solved for without their names (every XPU build JIT-compiles SPIR-V for an
+# Intel GPU; Apple silicon has one GPU stack): one the data lacks is left out, with a warning
+_UNNAMED_OK = ("intel", "apple")
 
 
 def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[ProjectSpec, list[str]]:
@@ -33,7 +37,8 @@ def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[P
     platform, why = _host_platform(facts, gpus, jetson, base)
     cuda, rocm, rocm_driver = _kept_pins(base, vendor, jetson)
     host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=_host_driver(facts, vendor, jetson),
-                  cuda=cuda, rocm=rocm, rocm_driver=rocm_driver, platform=platform, jetpack=jetpack, platform_why=why)
+                  cuda=cuda, rocm=rocm, rocm_driver=rocm_driver, platform=platform, jetpack=jetpack,
+                  wsl=facts.wsl, platform_why=why)
     return msgspec.structs.replace(spec, targets=(host, *spec.targets[1:])), warnings + ([warning] if warning else [])
 
 
@@ -46,6 +51,13 @@ def _host_gpus(facts: HostFacts, provider: Provider) -> tuple[list[GpuReq], list
     for g in facts.gpus:
         label, warning = _host_label(g, provider)
         warnings += [warning] if warning else []
+        if not g.arch and facts.vendor in _UNNAMED_OK and model_of(g, provider) is None:
+            warnings.append(f"GPU {g.index} {g.name!r} is not in envsolve's data; solving without it")
+            continue
+        if label.endswith("..."):  # nvidia-smi's table cut the name: no model can be told from it
+            parser.bad(f"GPU {g.index}", f"{label!r} is cut short by nvidia-smi's table (and `nvidia-smi -L` did "
+                       "not name it)")
+            continue
         if (req := parser.gpu(label, f"GPU {g.index}")) is not None and req not in gpus:
             gpus.append(req)
     parser.problems.raise_if_any(SpecError, tip="describe the GPUs by architecture instead, e.g. ENVSOLVE_GPUS=sm_90 "
@@ -57,9 +69,9 @@ def _host_label(g: GpuInfo, provider: Provider) -> tuple[str, str]:
     """The name a host GPU is solved by: its model's, else the architecture the tools reported (a
     name the data lacks, or a model whose architecture is not the one the driver reports: the
     driver knows its GPU better than a catalog row); with the warning that says so."""
-    model = provider.gpu(g.name)
+    model = model_of(g, provider)
     if not g.arch or (model is not None and model.arch == g.arch):
-        return g.name, ""
+        return model.name if model is not None else g.name, ""
     if model is None:
         return g.arch, (f"GPU {g.index} {g.name!r} is not in envsolve's data; solving for its architecture "
                         f"{g.arch} as the driver reported it")
@@ -92,8 +104,10 @@ def _host_jetpack(facts: HostFacts, gpus: list[GpuReq], base: Target, provider: 
 
 def _host_platform(facts: HostFacts, gpus: list[GpuReq], jetson: bool, base: Target) -> tuple[Platform, str]:
     """(platform, why): the host CPU's (a Jetson's when unknown), else the one its GPUs imply, else the spec's."""
-    platform = DOCKER_PLATFORM.get(facts.machine) or (JETSON_PLATFORM if jetson else None)
+    platform = host_platform(facts) or (JETSON_PLATFORM if jetson else None)
     if platform is not None:
+        if facts.platform in ("windows", "darwin"):
+            return platform, f"this host ({facts.platform}, {facts.machine})"
         return platform, f"this host's CPU ({facts.machine})" if facts.machine else "a Jetson (/etc/nv_tegra_release)"
     implied = {g.platform for g in gpus if g.platform}
     if len(implied) == 1:
@@ -102,9 +116,10 @@ def _host_platform(facts: HostFacts, gpus: list[GpuReq], jetson: bool, base: Tar
 
 
 def _host_vendor(facts: HostFacts, gpus: list[GpuReq], jetson: bool) -> Vendor:
-    """The vendor of the host's GPUs (a Jetson's is NVIDIA); cpu without GPUs."""
+    """The vendor of the host's GPUs (a Jetson's is NVIDIA); cpu without GPUs, but Apple silicon's
+    GPU whatever the data calls its chip."""
     if not gpus:
-        return "cpu"
+        return "apple" if facts.vendor == "apple" else "cpu"
     return "nvidia" if jetson else _HOST_VENDOR.get(facts.vendor, "cpu")
 
 
