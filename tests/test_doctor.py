@@ -219,7 +219,7 @@ def test_the_distributions_looked_for_are_the_datas_of_each_locked_framework(rea
     assert distributions(cupy, real_graph) == ["cupy", "cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"]
     cpu_tf = environment('[frameworks]\ntensorflow = "*"\n[hardware]\nvendor = "cpu"\n', real_graph)
     assert distributions(cpu_tf, real_graph) == ["nvidia-tensorflow", "tensorflow", "tensorflow-cpu",
-                                                 "tensorflow-gpu", "tensorflow-rocm"]
+                                                 "tensorflow-gpu", "tensorflow-macos", "tensorflow-rocm"]
     assert distributions(environment(H100_TORCH, real_graph), real_graph) == ["torch"]
 
 
@@ -398,7 +398,7 @@ def test_an_mps_lock_on_apple_silicon_and_on_an_intel_mac(real_graph: Provider) 
     mac = check(env, host("macos-m2pro", real_graph), real_graph, installed={}, tools={})
     assert by(mac, "host") == [("ok", "this Mac (Apple M2 Pro, macOS 26.4) runs MPS on its GPU; the data names no "
                                       "macOS floor for the locked builds, not checked")]
-    assert by(mac, "gpu") == [("ok", "GPU 0 Apple M2 Pro runs the mps builds through MPS")]
+    assert by(mac, "gpu") == [("ok", "GPU 0 Apple M2 Pro (apple-m2) runs the mps builds through MPS")]
     intel = by(check(env, host("macos-intel", real_graph), real_graph, installed={}, tools={}), "host")
     assert ("fail", "environment 'default' is built for darwin/arm64, but this host is darwin/amd64 (x86_64)") in intel
     assert ("fail", "environment 'default' needs an Apple GPU (MPS) but this host has no GPU") in intel

@@ -205,10 +205,13 @@ def jetson_module(board: str, provider: Provider) -> str | None:
 
 
 def model_of(g: GpuInfo, provider: Provider) -> Gpu | None:
-    """The data's model of a GPU: by the name the tool printed, else by its PCI id (an alias such as
-    ``8086:e223`` in gpus.toml: what lspci -nn prints when its pci.ids is older than the GPU)."""
+    """The data's model of a GPU: by the name the tool printed, else by its PCI id (``8086:e20b``, as
+    lspci -nn prints it when its pci.ids is older than the GPU), through the name Intel's runtime
+    gives a device it does not know by name (``Intel(R) Graphics [0xe20b]``, an alias in gpus.toml)."""
     named = None if g.name.endswith("...") else provider.gpu(g.name)  # a name nvidia-smi's table cut is no model's
-    return named or (provider.gpu(g.pci_id) if g.pci_id else None)
+    if named is not None or not g.pci_id:
+        return named
+    return provider.gpu(f"Intel(R) Graphics [0x{g.pci_id.partition(':')[2]}]")
 
 
 def model_name(g: GpuInfo, provider: Provider) -> str:
