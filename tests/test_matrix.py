@@ -209,7 +209,8 @@ def test_every_problem_of_a_matrix_file_is_named_at_once_in_file_order(real_grap
         "  images.toml: matrx: unknown section (allowed: matrix, include, exclude, image); did you mean [matrix]?",
         "  images.toml: matrix.python: must be a non-empty list of strings, not '3.12'",
         "  images.toml: matrix.flavor: 'fat' is not one of base, runtime, devel",
-        "  images.toml: matrix.platform: 'arm' is not a platform: linux/amd64 or linux/arm64 (Docker's names)",
+        "  images.toml: matrix.platform: 'arm' is not a platform: linux/amd64 or linux/arm64 or windows/amd64 or "
+        "windows/arm64 or darwin/arm64 or darwin/amd64 (Docker's names)",
         "  images.toml: include[0].os: is not an axis of [matrix] (axes: torch, flavor, platform)",
         "  images.toml: include[0].flavor: must be a string, not 3",
         "  images.toml: exclude[0]: must be a table of axis = value",
