@@ -306,8 +306,7 @@ class _MatrixParser(SectionParser):
             pairs = [(v, o) if axis == "platform" else (o, v) for o in other]
             whys = [host_problem(_platform(p), cell_vendor(a, p)) for p, a in pairs]
             if all(whys):
-                with_ = ", ".join(repr(o) for o in other) if other != ("",) else "no accelerator axis"
-                self.bad(f"matrix.{axis}", f"{v!r} makes no valid cell with {with_}: {whys[0]}")
+                self.bad(f"matrix.{axis}", f"{v!r} makes no valid cell with {', '.join(map(repr, other))}: {whys[0]}")
 
     def hardware(self, m: dict[str, Any]) -> tuple[tuple[GpuReq, ...], str, str]:
         """(gpus, driver, keras_backend) of [matrix]."""
@@ -350,7 +349,7 @@ class _MatrixParser(SectionParser):
         platforms = [word(p, LINUX_PLATFORMS) for p in raw] if isinstance(raw, list) else []
         if platforms and all(platforms):
             return tuple(p for p in platforms if p is not None)
-        other = [p for p in raw if p in PLATFORMS] if isinstance(raw, list) else []
+        other = [p for p in raw if p in PLATFORMS and p not in LINUX_PLATFORMS] if isinstance(raw, list) else []
         tip = (f" (images are Linux; for {', '.join(other)} cells add a platform axis: "
                "their smoke tests run on GitHub's runners of that platform)") if other else ""
         self.bad("image.platforms", f"{raw!r} must be a list of {' and '.join(LINUX_PLATFORMS)}{tip}")
