@@ -615,3 +615,14 @@ def test_matrix_files_a_host_contradicts_exit_2_naming_key_and_value(text: str, 
 def test_matrix_files_with_some_cells_a_host_cannot_run_are_good_input(text: str, real_graph: Provider) -> None:
     ms = parse_matrix(text, "images.toml", real_graph)
     assert ms.cells()
+
+
+def test_the_base_image_axes_leave_cells_off_linux_alone(hosts_graph: Provider) -> None:
+    """os and flavor choose a Linux cell's base image; a Windows cell has none to choose."""
+    text = ('[matrix]\npython = ["3.12"]\ntorch = ["2.7.1"]\naccelerator = ["cpu"]\n'
+            'platform = ["linux/amd64", "windows/amd64"]\nos = ["ubuntu22.04"]\nflavor = ["runtime"]\n')
+    res = results(hosts_graph, text)
+    linux = res["py3_12-torch2_7_1-cpu-ubuntu22_04-runtime-linux_amd64"].resolution
+    windows = res["py3_12-torch2_7_1-cpu-ubuntu22_04-runtime-windows_amd64"].resolution
+    assert linux is not None and linux.base_image == "ubuntu:22.04"
+    assert windows is not None and windows.base_image == "" and windows.packages == linux.packages

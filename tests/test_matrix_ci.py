@@ -620,6 +620,14 @@ def test_solve_step_sends_each_cell_to_its_runner(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = _doc(tmp_path / "images.yml")
     assert {"smoke-intel", "smoke-windows-intel", "smoke-windows-nvidia", "smoke-hosted"} <= set(doc["jobs"])
+    assert doc["jobs"]["smoke-intel"]["runs-on"] == ["self-hosted", "linux", "gpu", "${{ matrix.gpu }}"]
+    assert doc["jobs"]["smoke-intel"]["steps"][-1]["run"] == (
+        f'docker run --rm {" ".join(gpu_run_flags("xpu"))} "$IMAGE" python smoke_test.py')
+    assert doc["jobs"]["smoke-windows-intel"]["runs-on"] == ["self-hosted", "windows", "gpu", "${{ matrix.gpu }}"]
+    (tmp_path / "actionlint.yaml").write_text(yaml.safe_dump({"self-hosted-runner": {"labels": ["gpu", "h100",
+                                                                                                "rtx-5090", "arc-b580"]}}))
+    lint = _lint(_tool("actionlint"), "-config-file", "actionlint.yaml", "-no-color", "images.yml", cwd=tmp_path)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
     script = next(s["run"] for s in doc["jobs"]["solve"]["steps"] if s.get("id") == "cells")
     # rendering the cells off Linux is the renderer's (no Dockerfile there): this checks the lists
     script = script.replace(' --render "$RENDER_DIR"', "").replace("envsolve matrix", f"{sys.executable} -m envsolve matrix")

@@ -349,11 +349,15 @@ class _MatrixParser(SectionParser):
         platforms = [word(p, LINUX_PLATFORMS) for p in raw] if isinstance(raw, list) else []
         if platforms and all(platforms):
             return tuple(p for p in platforms if p is not None)
-        other = [p for p in raw if p in PLATFORMS and p not in LINUX_PLATFORMS] if isinstance(raw, list) else []
-        tip = (f" (images are Linux; for {', '.join(other)} cells add a platform axis: "
-               "their smoke tests run on GitHub's runners of that platform)") if other else ""
-        self.bad("image.platforms", f"{raw!r} must be a list of {' and '.join(LINUX_PLATFORMS)}{tip}")
+        self.bad("image.platforms", f"{raw!r} must be a list of {' and '.join(LINUX_PLATFORMS)}{_linux_tip(raw)}")
         return (DEFAULT_PLATFORM,)
+
+
+def _linux_tip(raw: Any) -> str:
+    """What to write instead of Windows or macOS platforms in [image] platforms."""
+    other = [p for p in raw if p in PLATFORMS and p not in LINUX_PLATFORMS] if isinstance(raw, list) else []
+    return (f" (images are Linux; for {', '.join(other)} cells add a platform axis: "
+            "their smoke tests run on GitHub's runners of that platform)") if other else ""
 
 
 def _platform(value: str) -> Platform:

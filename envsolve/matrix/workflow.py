@@ -247,6 +247,19 @@ def _header(w: _Lines, setup: _Setup, version: str, command: str) -> None:
     w(0, "# Regenerate it rather than edit it; the actions are pinned by commit (envsolve/matrix/actions.toml).")
     if setup.pushes and not setup.ghcr:
         w(0, "# Pushing logs in with the repository secrets REGISTRY_USERNAME and REGISTRY_PASSWORD.")
+    _runner_comments(w, setup)
+    w.block(0, "name: images", "", "on:")
+    w.block(2, "push:", "pull_request:", "workflow_dispatch:")
+    w.block(0, "", "permissions:")
+    w(2, "contents: read")
+    w.block(0, "", "concurrency:")
+    w.block(2, "group: ${{ github.workflow }}-${{ github.ref }}",
+            "cancel-in-progress: ${{ github.event_name == 'pull_request' }}")
+    w(0, "")
+
+
+def _runner_comments(w: _Lines, setup: _Setup) -> None:
+    """The header lines that say which runners the smoke tests need."""
     for host, vendors in (("linux", setup.vendors), ("windows", setup.windows)):
         if vendors:
             labels = ", ".join(runner_label(g.name) for g in setup.ms.gpus if g.vendor in vendors)
@@ -256,14 +269,6 @@ def _header(w: _Lines, setup: _Setup, version: str, command: str) -> None:
     if setup.hosted:
         runners = ", ".join(dict.fromkeys(GITHUB_RUNNER[p] for p in setup.platform_values if os_of(p) != "linux"))
         w(0, f"# Windows and macOS cells get no image: their smoke tests run on GitHub's runners ({runners}).")
-    w.block(0, "name: images", "", "on:")
-    w.block(2, "push:", "pull_request:", "workflow_dispatch:")
-    w.block(0, "", "permissions:")
-    w(2, "contents: read")
-    w.block(0, "", "concurrency:")
-    w.block(2, "group: ${{ github.workflow }}-${{ github.ref }}",
-            "cancel-in-progress: ${{ github.event_name == 'pull_request' }}")
-    w(0, "")
 
 
 def _env(w: _Lines, setup: _Setup, version: str, matrix_file: str, matrices_dir: str) -> None:
