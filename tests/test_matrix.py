@@ -209,7 +209,8 @@ def test_every_problem_of_a_matrix_file_is_named_at_once_in_file_order(real_grap
         "  images.toml: matrx: unknown section (allowed: matrix, include, exclude, image); did you mean [matrix]?",
         "  images.toml: matrix.python: must be a non-empty list of strings, not '3.12'",
         "  images.toml: matrix.flavor: 'fat' is not one of base, runtime, devel",
-        "  images.toml: matrix.platform: 'arm' is not a platform: linux/amd64 or linux/arm64 (Docker's names)",
+        "  images.toml: matrix.platform: 'arm' is not a platform: linux/amd64 or linux/arm64 or windows/amd64 or "
+        "windows/arm64 or darwin/arm64 or darwin/amd64 (Docker's names)",
         "  images.toml: include[0].os: is not an axis of [matrix] (axes: torch, flavor, platform)",
         "  images.toml: include[0].flavor: must be a string, not 3",
         "  images.toml: exclude[0]: must be a table of axis = value",
@@ -462,3 +463,166 @@ def test_json_cells_are_the_json_of_their_entries(real_graph: Provider) -> None:
     assert text == '{"cells": [\n' + ",\n".join(lines) + f'\n], "valid": {sum(r.valid for r in results)}, ' \
         f'"pruned": {sum(not r.valid for r in results)}}}\n'
     assert json.loads(text)["cells"][-1]["include"] is True and '\\"quoted\\"' in text
+
+
+# ---------------------------------------------------------------------------- Windows and macOS cells
+
+HOSTS = '''
+[matrix]
+python = ["3.12"]
+torch = ["2.7.1"]
+accelerator = ["cpu", "cu128", "xpu", "mps"]
+platform = ["linux/amd64", "windows/amd64", "darwin/arm64"]
+gpus = ["H100", "RTX 5090", "Arc B580"]
+'''
+
+
+@pytest.fixture(scope="module")
+def hosts_graph(tmp_path_factory: pytest.TempPathFactory) -> Provider:
+    from envsolve.data import load_dir
+    from tests.matrix_hosts import hosts_data
+
+    return Provider(load_dir(hosts_data(tmp_path_factory.mktemp("hosts"))))
+
+
+def test_cells_of_windows_and_macos_solve_by_their_hosts_rules(hosts_graph: Provider) -> None:
+    res = results(hosts_graph, HOSTS)
+    valid = {cid: r.resolution for cid, r in res.items() if r.resolution is not None}
+    variants = {cid: (r.target.vendor, r.target.platform, [p.variant for p in r.packages]) for cid, r in valid.items()}
+    assert variants == {
+        "py3_12-torch2_7_1-cpu-linux_amd64": ("cpu", "linux/amd64", ["cpu"]),
+        "py3_12-torch2_7_1-cpu-windows_amd64": ("cpu", "windows/amd64", ["cpu"]),
+        "py3_12-torch2_7_1-cpu-darwin_arm64": ("cpu", "darwin/arm64", ["cpu"]),
+        "py3_12-torch2_7_1-cu128-linux_amd64": ("nvidia", "linux/amd64", ["cu128"]),
+        "py3_12-torch2_7_1-cu128-windows_amd64": ("nvidia", "windows/amd64", ["cu128"]),
+        "py3_12-torch2_7_1-xpu-windows_amd64": ("intel", "windows/amd64", ["xpu"]),
+        "py3_12-torch2_7_1-mps-darwin_arm64": ("apple", "darwin/arm64", ["mps"]),
+    } | ({"py3_12-torch2_7_1-xpu-linux_amd64": ("intel", "linux/amd64", ["xpu"])}
+         if "py3_12-torch2_7_1-xpu-linux_amd64" in valid else {})
+    # each cell's GPUs are the matrix GPUs of its vendor; a cell off Linux gets no base image
+    assert valid["py3_12-torch2_7_1-xpu-windows_amd64"].target.gpus[0].name == "Arc B580"
+    assert [g.name for g in valid["py3_12-torch2_7_1-cu128-windows_amd64"].target.gpus] == ["H100", "RTX 5090"]
+    assert valid["py3_12-torch2_7_1-cu128-windows_amd64"].target.windows_driver
+    assert all(not r.base_image for cid, r in valid.items() if "linux" not in cid)
+    assert valid["py3_12-torch2_7_1-cu128-linux_amd64"].base_image.startswith("nvidia/cuda:12.8")
+    # what the host cannot run is pruned with the project spec's own reason
+    assert res["py3_12-torch2_7_1-cu128-darwin_arm64"].reason.startswith(
+        "accelerator cu128 on darwin/arm64: macOS has no CUDA, ROCm or XPU builds of these frameworks")
+    assert res["py3_12-torch2_7_1-xpu-darwin_arm64"].reason.startswith("accelerator xpu on darwin/arm64: macOS has no")
+    assert res["py3_12-torch2_7_1-mps-windows_amd64"].reason == (
+        "accelerator mps on windows/amd64: Apple's GPU (MPS) is on Apple silicon only: set platform = 'darwin/arm64'")
+    assert res["py3_12-torch2_7_1-mps-linux_amd64"].reason.startswith("accelerator mps on linux/amd64: Apple's GPU")
+
+
+def test_apple_silicon_without_an_accelerator_axis_is_its_gpu(hosts_graph: Provider) -> None:
+    """As a project's darwin/arm64 target without vendor: Apple's GPU, unless the cell says cpu."""
+    text = '[matrix]\npython = ["3.12"]\ntorch = ["2.7.1"]\nplatform = ["darwin/arm64", "windows/amd64"]\n'
+    res = results(hosts_graph, text)
+    mac, win = res["py3_12-torch2_7_1-darwin_arm64"].resolution, res["py3_12-torch2_7_1-windows_amd64"].resolution
+    assert mac is not None and mac.accelerator == "mps" and mac.packages[0].variant == "mps"
+    assert win is not None and win.accelerator == "cpu"
+    cpu = results(hosts_graph, text + 'accelerator = ["cpu"]\n')["py3_12-torch2_7_1-cpu-darwin_arm64"].resolution
+    assert cpu is not None and cpu.accelerator == "cpu" and cpu.packages[0].variant == "cpu"
+
+
+@pytest.mark.parametrize(("driver", "windows_ok"), [("526.0", False), ("32.0.15.2833", True), ("528.33", True)])
+def test_a_windows_cuda_cell_takes_the_windows_driver_floor(hosts_graph: Provider, driver: str,
+                                                             windows_ok: bool) -> None:
+    """CUDA 12's minor-version compatibility needs 525.60.13 on Linux, 528.33 on Windows (the
+    data's Windows column); a driver between the two serves the Linux cell only. A Windows driver
+    may be written as Windows numbers it (32.0.15.2833 is 528.33)."""
+    text = (f'[matrix]\npython = ["3.12"]\ntorch = ["2.7.1"]\naccelerator = ["cu128"]\n'
+            f'platform = ["linux/amd64", "windows/amd64"]\ngpus = ["RTX 4090"]\ndriver = "{driver}"\n')
+    res = results(hosts_graph, text)
+    linux, windows = res["py3_12-torch2_7_1-cu128-linux_amd64"], res["py3_12-torch2_7_1-cu128-windows_amd64"]
+    assert linux.resolution is not None and linux.resolution.compat == "minor-version"
+    assert windows.valid == windows_ok
+    if windows_ok:
+        assert windows.resolution is not None and windows.resolution.driver_min == "528.33"
+    else:
+        assert "cu128: driver 526.0 is too old for CUDA 12.8: needs >= 570.26 (or >= 528.33 by minor-version " \
+               "compatibility)" in windows.reason
+
+
+def test_cells_off_linux_have_no_image_in_any_format(hosts_graph: Provider) -> None:
+    ms = parse_matrix(HOSTS, "images.toml", hosts_graph)
+    rs = solve_cells(hosts_graph, ms, ms.cells())
+    rows = {r["id"]: r for r in formats.github(ms, rs, "d", None)["include"]}
+    win = rows["py3_12-torch2_7_1-cu128-windows_amd64"]
+    assert win == {"python": "3.12", "torch": "2.7.1", "accelerator": "cu128", "platform": "windows/amd64",
+                   "id": "py3_12-torch2_7_1-cu128-windows_amd64", "vendor": "nvidia", "runner": "windows-latest",
+                   "python_version": "3.12"}
+    assert rows["py3_12-torch2_7_1-mps-darwin_arm64"]["runner"] == "macos-15"
+    assert rows["py3_12-torch2_7_1-mps-darwin_arm64"]["vendor"] == "apple"
+    assert rows["py3_12-torch2_7_1-xpu-windows_amd64"]["vendor"] == "intel"
+    linux = rows["py3_12-torch2_7_1-cu128-linux_amd64"]
+    assert linux["image"] == "envsolve-matrix:py3_12-torch2_7_1-cu128-linux_amd64" and "python_version" not in linux
+    bake = formats.bake(ms, rs, "d")
+    assert all("linux" in t for t in bake["target"]) and "py3_12-torch2_7_1-cpu-linux_amd64" in bake["target"]
+    entries = {e["id"]: e for e in json.loads(formats.printed("json", ms, rs, "d"))["cells"]}
+    assert "image" not in entries["py3_12-torch2_7_1-cpu-windows_amd64"]
+    assert entries["py3_12-torch2_7_1-cpu-linux_amd64"]["image"].endswith("cpu-linux_amd64")
+    text = formats.printed("json", ms, rs, "d")  # the fast encoder writes each entry as cell_entry does
+    assert text.splitlines()[1:-1] == [json.dumps(formats.cell_entry(ms, r, "d"), separators=(",", ":")) + ","
+                                       for r in rs][:-1] + [json.dumps(formats.cell_entry(ms, rs[-1], "d"),
+                                                                       separators=(",", ":"))]
+    table = formats.table(rs)
+    assert "  ok      py3_12-torch2_7_1-mps-darwin_arm64: torch 2.7.1 mps; MPS (Apple GPU); no image: darwin/arm64" in table
+    assert "py3_12-torch2_7_1-xpu-windows_amd64: torch 2.7.1 xpu; XPU (Intel GPU); no image: windows/amd64" in table
+
+
+@pytest.mark.parametrize("text,expected", [
+    # every cell contradictory: the file says so, naming the key and the value
+    ('[matrix]\ntorch = ["2.7.1"]\naccelerator = ["cu128"]\nplatform = ["darwin/arm64"]\n',
+     "matrix.accelerator: 'cu128' makes no valid cell with 'darwin/arm64': macOS has no CUDA, ROCm or XPU builds"),
+    ('[matrix]\ntorch = ["2.7.1"]\naccelerator = ["rocm6.2", "cu128"]\nplatform = ["windows/amd64", "darwin/arm64"]\n',
+     "matrix.accelerator: 'rocm6.2' makes no valid cell with 'windows/amd64', 'darwin/arm64': the ROCm builds of "
+     "these frameworks are Linux wheels"),
+    ('[matrix]\ntorch = ["2.7.1"]\naccelerator = ["cu128", "rocm"]\nplatform = ["linux/amd64", "darwin/amd64"]\n',
+     "matrix.platform: 'darwin/amd64' makes no valid cell with 'cu128', 'rocm': macOS has no CUDA"),
+    ('[matrix]\ntorch = ["2.7.1"]\naccelerator = ["rocm6.2"]\nplatform = ["linux/amd64", "windows/amd64"]\n',
+     "matrix.platform: 'windows/amd64' makes no valid cell with 'rocm6.2': the ROCm builds"),
+    ('[matrix]\ntorch = ["2.7.1"]\naccelerator = ["mps"]\n',
+     "matrix.accelerator: 'mps' makes no valid cell with 'linux/amd64': Apple's GPU (MPS) is on Apple silicon only"),
+    ('[matrix]\ntorch = ["2.7.1"]\nplatform = ["windows/arm64"]\naccelerator = ["xpu"]\n',
+     "'xpu' makes no valid cell with 'windows/arm64': no framework publishes GPU builds for Windows on Arm"),
+    # an [[include]] must be valid: one the host cannot run is wrong in the file
+    ('[matrix]\ntorch = ["2.7.1"]\naccelerator = ["cpu", "rocm6.2"]\nplatform = ["linux/amd64", "windows/amd64"]\n'
+     '[[include]]\naccelerator = "rocm6.2"\nplatform = "windows/amd64"\n',
+     "include[0].accelerator: 'rocm6.2': accelerator rocm6.2 on windows/amd64: the ROCm builds"),
+    ('[matrix]\ntorch = ["2.7.1"]\nplatform = ["linux/amd64", "darwin/amd64"]\naccelerator = ["cpu", "cu128"]\n'
+     '[[include]]\nplatform = "darwin/amd64"\naccelerator = "cu128"\n', "include[0].accelerator: 'cu128'"),
+    # images are Linux: Windows and macOS cells are values of the platform axis
+    ('[matrix]\ntorch = ["2.7.1"]\n[image]\nplatforms = ["linux/amd64", "windows/amd64"]\n',
+     "image.platforms: ['linux/amd64', 'windows/amd64'] must be a list of linux/amd64 and linux/arm64 (images are "
+     "Linux; for windows/amd64 cells add a platform axis"),
+])
+def test_matrix_files_a_host_contradicts_exit_2_naming_key_and_value(text: str, expected: str, tmp_path: Path) -> None:
+    p = tmp_path / "images.toml"
+    p.write_text(text)
+    r = CliRunner().invoke(main, ["matrix", str(p)])
+    assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("text", [
+    # a contradictory cell among valid ones is pruned, not an error
+    '[matrix]\ntorch = ["2.7.1"]\naccelerator = ["cpu", "cu128"]\nplatform = ["linux/amd64", "darwin/arm64"]\n',
+    '[matrix]\ntorch = ["2.7.1"]\naccelerator = ["rocm6.2", "cpu"]\nplatform = ["linux/amd64", "windows/amd64"]\n',
+    '[matrix]\ntorch = ["2.7.1"]\nplatform = ["darwin/amd64", "windows/arm64"]\n',
+    '[matrix]\ntorch = ["2.7.1"]\naccelerator = ["cpu", "cu128"]\nplatform = ["linux/amd64", "darwin/arm64"]\n'
+    '[[include]]\nplatform = "darwin/arm64"\n',  # names a valid cell and one the check will flag (exit 1)
+])
+def test_matrix_files_with_some_cells_a_host_cannot_run_are_good_input(text: str, real_graph: Provider) -> None:
+    ms = parse_matrix(text, "images.toml", real_graph)
+    assert ms.cells()
+
+
+def test_the_base_image_axes_leave_cells_off_linux_alone(hosts_graph: Provider) -> None:
+    """os and flavor choose a Linux cell's base image; a Windows cell has none to choose."""
+    text = ('[matrix]\npython = ["3.12"]\ntorch = ["2.7.1"]\naccelerator = ["cpu"]\n'
+            'platform = ["linux/amd64", "windows/amd64"]\nos = ["ubuntu22.04"]\nflavor = ["runtime"]\n')
+    res = results(hosts_graph, text)
+    linux = res["py3_12-torch2_7_1-cpu-ubuntu22_04-runtime-linux_amd64"].resolution
+    windows = res["py3_12-torch2_7_1-cpu-ubuntu22_04-runtime-windows_amd64"].resolution
+    assert linux is not None and linux.base_image == "ubuntu:22.04"
+    assert windows is not None and windows.base_image == "" and windows.packages == linux.packages

@@ -27,8 +27,12 @@ from envsolve.errors import MatrixError
 from envsolve.matrix import formats
 from envsolve.matrix.cells import CellResult, solve_cells
 from envsolve.matrix.parse import Cell, parse_matrix
-from envsolve.matrix.workflow import load_actions, runner_label
+from envsolve.matrix.workflow import load_actions, runner_label, workflow
 from envsolve.provider import Provider
+from tests.matrix_hosts import hosts_data
+from tests.test_matrix import ISSUE_EXAMPLE
+
+GOLDEN = Path(__file__).parent / "goldens" / "matrix"
 
 MATRICES = {
     # GHCR (GITHUB_TOKEN, packages: write), two platforms (QEMU), GPUs of both vendors
@@ -109,6 +113,18 @@ accelerator = ["cu128"]
 
 [image]
 repository = "acme/ml"
+''',    # Windows and macOS cells beside Linux ones: no image, smoke tests on GitHub's runners (CPU,
+    # MPS) or on self-hosted Windows GPU runners; Linux GPU cells on self-hosted Linux runners
+    "hosts": '''
+[matrix]
+python = ["3.12"]
+torch = ["2.7.1"]
+accelerator = ["cpu", "cu128", "mps"]
+platform = ["linux/amd64", "windows/amd64", "darwin/arm64"]
+gpus = ["H100", "RTX 5090"]
+
+[image]
+repository = "ghcr.io/acme/hosts"
 ''',
 }
 
@@ -539,3 +555,131 @@ def test_gpu_smoke_steps_run_each_cell_as_its_rendered_artifacts_say(workflows: 
     dockerfile = (tmp_path / rows["cuda"]["id"] / "Dockerfile").read_text()
     run = next(line for line in dockerfile.splitlines() if "docker run" in line)
     assert f" {' '.join(gpu_run_flags('cuda', jetson=True))} " in run
+
+
+# ---------------------------------------------------------------------------- Windows and macOS cells
+
+
+def test_cells_off_linux_run_natively_on_the_runner_of_their_platform(workflows: dict[str, Path]) -> None:
+    doc = _doc(workflows["hosts"])
+    jobs = doc["jobs"]
+    assert set(jobs) == {"solve", "build", "smoke-nvidia", "smoke-hosted", "smoke-windows-nvidia"}
+    # the build job gets the Linux cells only: the others have no image
+    build = jobs["build"]
+    assert build["if"] == "needs.solve.outputs.images != '0'" and build["runs-on"] == "${{ matrix.runner }}"
+    assert build["strategy"]["matrix"] == "${{ fromJSON(needs.solve.outputs.matrix) }}"
+    # Linux GPU cells as before: their image, on self-hosted Linux runners labelled with the GPU
+    linux = jobs["smoke-nvidia"]
+    assert linux["runs-on"] == ["self-hosted", "linux", "gpu", "${{ matrix.gpu }}"]
+    assert linux["steps"][-1]["run"] == 'docker run --rm --gpus all "$IMAGE" python smoke_test.py'
+    # CPU and MPS cells of Windows and macOS: GitHub's runner of the platform, no container
+    hosted = jobs["smoke-hosted"]
+    assert hosted["runs-on"] == "${{ matrix.runner }}" and hosted["needs"] == "solve"
+    assert hosted["strategy"]["matrix"] == "${{ fromJSON(needs.solve.outputs.hosted-matrix) }}"
+    steps = hosted["steps"]
+    assert [s.get("uses", "").partition("@")[0] for s in steps[:2]] == ["actions/download-artifact",
+                                                                          "actions/setup-python"]
+    assert steps[1]["with"] == {"python-version": "${{ matrix.python_version }}"}
+    runs = {s["name"]: s for s in steps if "run" in s}
+    install = runs["install the cell's requirements (its index's file first)"]
+    assert install["shell"] == "bash" and install["env"] == {"CELL": "${{ matrix.id }}"}
+    assert install["run"].splitlines()[0] == 'cd "$RENDER_DIR/$CELL"'
+    assert install["run"].splitlines()[-1] == "python -m pip install -r requirements.txt"
+    assert runs["smoke test"]["if"] == "matrix.vendor != 'apple'"
+    assert runs["smoke test"]["run"].splitlines()[-1] == "python smoke_test.py"
+    mps = runs["smoke test (MPS: a hosted macOS VM may show no GPU, a skip then)"]
+    assert mps["if"] == "matrix.vendor == 'apple'" and mps["run"].splitlines()[-1] == "python smoke_test.py --allow-cpu"
+    # Windows CUDA cells: GitHub's Windows runners have no NVIDIA GPU; self-hosted Windows ones
+    # labelled as the Linux ones are, never reached from a fork, and the GPU must be there
+    windows = jobs["smoke-windows-nvidia"]
+    assert windows["runs-on"] == ["self-hosted", "windows", "gpu", "${{ matrix.gpu }}"]
+    assert "head.repo.full_name == github.repository" in windows["if"]
+    assert windows["steps"][-1]["run"].splitlines()[-1] == "python smoke_test.py"
+    for job in (hosted, windows):
+        assert not any("docker" in str(s) for s in job["steps"])
+        assert "permissions" not in job
+    text = workflows["hosts"].read_text()
+    assert "# Windows and macOS cells get no image: their smoke tests run on GitHub's runners (windows-latest, " \
+           "macos-15)." in text
+    assert "# Windows GPU smoke tests run on self-hosted runners labelled self-hosted, windows, gpu and one of: " \
+           "h100, rtx-5090." in text
+
+
+def test_solve_step_sends_each_cell_to_its_runner(tmp_path: Path) -> None:
+    """The solve step's jq programs, run on the `--format github` output of a matrix whose
+    Windows and macOS cells solve (made-up rows: tests/matrix_hosts.py)."""
+    jq = shutil.which("jq")
+    if jq is None:
+        pytest.skip("jq is not installed here (GitHub's runners have it)")
+    data = hosts_data(tmp_path)
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci" / "images.toml").write_text(MATRICES["hosts"].replace('"RTX 5090"]', '"RTX 5090", "Arc B580"]')
+                                                 .replace('"mps"]', '"mps", "xpu"]'))
+    r = subprocess.run([sys.executable, "-m", "envsolve", "--matrices", str(data), "matrix", "ci/images.toml",
+                        "--workflow", "images.yml"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = _doc(tmp_path / "images.yml")
+    assert {"smoke-intel", "smoke-windows-intel", "smoke-windows-nvidia", "smoke-hosted"} <= set(doc["jobs"])
+    assert doc["jobs"]["smoke-intel"]["runs-on"] == ["self-hosted", "linux", "gpu", "${{ matrix.gpu }}"]
+    assert doc["jobs"]["smoke-intel"]["steps"][-1]["run"] == (
+        f'docker run --rm {" ".join(gpu_run_flags("xpu"))} "$IMAGE" python smoke_test.py')
+    assert doc["jobs"]["smoke-windows-intel"]["runs-on"] == ["self-hosted", "windows", "gpu", "${{ matrix.gpu }}"]
+    (tmp_path / "actionlint.yaml").write_text(yaml.safe_dump({"self-hosted-runner": {"labels": ["gpu", "h100",
+                                                                                                "rtx-5090", "arc-b580"]}}))
+    lint = _lint(_tool("actionlint"), "-config-file", "actionlint.yaml", "-no-color", "images.yml", cwd=tmp_path)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    script = next(s["run"] for s in doc["jobs"]["solve"]["steps"] if s.get("id") == "cells")
+    # rendering the cells off Linux is the renderer's (no Dockerfile there): this checks the lists
+    script = script.replace(' --render "$RENDER_DIR"', "").replace("envsolve matrix", f"{sys.executable} -m envsolve matrix")
+    out = tmp_path / "out"
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "MATRIX_FILE": "ci/images.toml",
+           "ENVSOLVE_MATRICES": str(data), "GITHUB_OUTPUT": str(out), **doc["env"],
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # this tree's envsolve
+    r = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+
+    def ids(name: str) -> list[tuple[str, ...]]:
+        return sorted((j["id"].removeprefix("py3_12-torch2_7_1-"), j.get("gpu") or j["runner"])
+                      for j in json.loads(outputs[f"{name}-matrix" if name else "matrix"])["include"])
+
+    linux = [c for c, _ in ids("")]
+    assert {"cpu-linux_amd64", "cu128-linux_amd64"} <= set(linux) and all(c.endswith("linux_amd64") for c in linux)
+    assert outputs["images"] == str(len(linux)) and int(outputs["cells"]) == len(linux) + 5
+    assert ids("hosted") == [("cpu-darwin_arm64", "macos-15"), ("cpu-windows_amd64", "windows-latest"),
+                             ("mps-darwin_arm64", "macos-15")]
+    assert ids("windows-nvidia") == [("cu128-windows_amd64", "h100"), ("cu128-windows_amd64", "rtx-5090")]
+    assert ids("windows-intel") == [("xpu-windows_amd64", "arc-b580")]
+    assert ids("nvidia") == [("cu128-linux_amd64", "h100"), ("cu128-linux_amd64", "rtx-5090")]
+    assert outputs["hosted-jobs"] == "3" and outputs["windows-nvidia-jobs"] == "2" and outputs["nvidia-jobs"] == "2"
+    hosted = {j["id"].removeprefix("py3_12-torch2_7_1-"): j for j in json.loads(outputs["hosted-matrix"])["include"]}
+    assert hosted["mps-darwin_arm64"]["vendor"] == "apple" and hosted["mps-darwin_arm64"]["python_version"] == "3.12"
+    assert "image" not in hosted["cpu-windows_amd64"]
+
+
+_GOLDEN_MATRICES = {**{n: t for n, t in MATRICES.items() if n != "hosts"}, "issue": ISSUE_EXAMPLE}
+
+
+@pytest.mark.parametrize("name", list(_GOLDEN_MATRICES))
+def test_linux_only_workflows_are_the_same_bytes_as_before(real_graph: Provider, name: str,
+                                                          update_goldens: bool) -> None:
+    """Windows and macOS cells changed nothing for a matrix of Linux cells: its workflow is the
+    bytes written before they existed (tests/goldens/matrix)."""
+    ms = parse_matrix(_GOLDEN_MATRICES[name], "ci/images.toml", real_graph)
+    text = workflow(ms, matrix_file="ci/images.toml", version="0.0.0", command="x", pages=name == "pages")
+    golden = GOLDEN / f"{name}.yml"
+    if update_goldens:
+        golden.write_text(text)
+    assert text == golden.read_text()
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("arm-axis", "github"), ("arm-axis", "bake"), ("ghcr-gpus", "github"),
+                                           ("ghcr-gpus", "bake")])
+def test_linux_only_cells_print_the_same_bytes_as_before(real_graph: Provider, name: str, fmt: str,
+                                                         update_goldens: bool) -> None:
+    ms = parse_matrix(MATRICES[name], "ci/images.toml", real_graph)
+    text = formats.printed(fmt, ms, solve_cells(real_graph, ms, ms.cells()), "envsolve-matrix")
+    golden = GOLDEN / f"{name}.{fmt}.json"
+    if update_goldens:
+        golden.write_text(text)
+    assert text == golden.read_text()

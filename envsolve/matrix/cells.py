@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, PLATFORMS, Platform, cuda_of_variant
+from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, LINUX_PLATFORMS, PLATFORMS, Platform, Vendor, cuda_of_variant
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..solve import Cache, Resolution
@@ -20,7 +20,7 @@ from ..solve.search import try_solve_target
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from ..tables import word
 from ..versions import Dotted, parse_dotted, parse_driver
-from .parse import Cell, MatrixSpec
+from .parse import Cell, MatrixSpec, cell_vendor, host_problem
 
 __all__ = ["CellResult", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
 
@@ -60,21 +60,26 @@ def _rocm_pin(accelerator: str) -> Dotted | None:
 
 
 def _target(provider: Provider, ms: MatrixSpec, accelerator: str, cell_platform: str) -> Target:
-    """The hardware of a cell: the accelerator's vendor, its pin, the matrix GPUs of that vendor,
-    and the platform (a platform axis value, checked when parsing)."""
+    """The hardware of a cell: the accelerator's vendor (:func:`~.parse.cell_vendor`: Apple's on
+    Apple silicon without an accelerator axis), its pin, the matrix GPUs of that vendor, and the
+    platform (a platform axis value, checked when parsing). A Windows cell's driver is a Windows
+    driver (``Target.windows_driver``)."""
     platform = word(cell_platform, PLATFORMS) or DEFAULT_PLATFORM
-    if accelerator == "cpu":
-        return Target(name="default", vendor="cpu", platform=platform)
-    if accelerator.startswith("cu"):
+    vendor = cell_vendor(accelerator, platform)
+    if vendor == "nvidia":
         return _nvidia_target(provider, ms, accelerator, platform)
-    return Target(name="default", vendor="amd", gpus=tuple(g for g in ms.gpus if g.vendor == "amd"),
-                  rocm=_rocm_pin(accelerator), platform=platform)
+    return Target(name="default", vendor=vendor, gpus=_gpus_of(ms, vendor),
+                  rocm=_rocm_pin(accelerator) if vendor == "amd" else None, platform=platform)
+
+
+def _gpus_of(ms: MatrixSpec, vendor: Vendor) -> tuple[GpuReq, ...]:
+    return tuple(g for g in ms.gpus if g.vendor == vendor) if vendor != "cpu" else ()
 
 
 def _nvidia_target(provider: Provider, ms: MatrixSpec, accelerator: str, platform: Platform) -> Target:
     """A CUDA cell's hardware: the matrix's NVIDIA GPUs (with their JetPack when they are Jetson
     modules), its driver, the CUDA the accelerator pins."""
-    gpus = tuple(g for g in ms.gpus if g.vendor == "nvidia")
+    gpus = _gpus_of(ms, "nvidia")
     return Target(name="default", vendor="nvidia", gpus=gpus, driver=parse_driver(ms.driver) if ms.driver else None,
                   cuda=_cuda_pin(accelerator), platform=platform, jetpack=_jetpack(provider, gpus))
 
@@ -94,7 +99,7 @@ def _framework_reqs(ms: MatrixSpec, values: dict[str, str], cache: Cache, parts:
 def _cell_target(provider: Provider, ms: MatrixSpec, values: dict[str, str], platform: str,
                  parts: dict[Any, Any]) -> Target:
     """The cell's target (its platform's, else ``platform``, else [image]'s first), made once per matrix."""
-    accelerator = values.get("accelerator") or "cpu"
+    accelerator = values.get("accelerator", "")
     platform = values.get("platform") or platform or ms.platforms[0]
     if ("accelerator", accelerator, platform) not in parts:
         parts[("accelerator", accelerator, platform)] = _target(provider, ms, accelerator, platform)
@@ -109,11 +114,12 @@ def cell_spec(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, plat
     values = dict(cell.values)
     py = values.get("python")
     python_raw = f"=={py}.*" if py else "*"
+    target = _cell_target(provider, ms, values, platform, parts)
+    linux = target.platform in LINUX_PLATFORMS  # the OS and flavour of a base image: Linux cells only
     return ProjectSpec(
         path=ms.path, name="matrix", python=cache.range(python_raw), python_raw=python_raw,
         frameworks=tuple(sorted(_framework_reqs(ms, values, cache, parts), key=lambda f: f.name)),
-        targets=(_cell_target(provider, ms, values, platform, parts),),
-        os=values.get("os", ""), flavor=values.get("flavor", ""),
+        targets=(target,), os=values.get("os", "") if linux else "", flavor=values.get("flavor", "") if linux else "",
     )
 
 
@@ -139,12 +145,25 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
             yield CellResult(cell=cell, resolution=None, reason=why)
             continue
         spec = cell_spec(provider, ms, cell, cache)
+        if why := _host_refusal(cell, spec.targets[0]):
+            yield CellResult(cell=cell, resolution=None, reason=why)
+            continue
         r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
         refused[group] = _reason(r, reasons) if isinstance(r, Unsatisfiable) else None
         if isinstance(r, Resolution) and (why := _unlike_elsewhere(provider, ms, cell, cache, r, others)):
             yield CellResult(cell=cell, resolution=None, reason=why)
         else:
-            yield _result(cell, r, reasons)
+            yield _result(cell, r, reasons, spec.targets[0].platform in LINUX_PLATFORMS)
+
+
+def _host_refusal(cell: Cell, t: Target) -> str:
+    """Why a cell's platform cannot run its accelerator ("" when it can), as a project spec's
+    target is refused (spec's ``_host_problem``): CUDA on macOS, ROCm on Windows."""
+    why = host_problem(t.platform, t.vendor)
+    if not why:
+        return ""
+    accel = cell.get("accelerator")
+    return f"{f'accelerator {accel}' if accel else 'no accelerator'} on {t.platform}: {why}"
 
 
 def _grouper(ms: MatrixSpec) -> Callable[[tuple[tuple[str, str], ...]], object]:
@@ -171,14 +190,14 @@ def _unlike_elsewhere(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cac
     return ""
 
 
-def _result(cell: Cell, r: Resolution | Unsatisfiable, reasons: dict[int, str]) -> CellResult:
+def _result(cell: Cell, r: Resolution | Unsatisfiable, reasons: dict[int, str], image: bool) -> CellResult:
     """A solved cell: valid, or pruned because it is unsatisfiable, got a neighbour of the torch
-    variant it names, or has no base image."""
+    variant it names, or (``image``: a Linux cell, whose image is built) has no base image."""
     if isinstance(r, Unsatisfiable):
         return CellResult(cell=cell, resolution=None, reason=_reason(r, reasons))
     if variant := _variant_problem(cell, r):
         return CellResult(cell=cell, resolution=None, reason=variant)
-    if not r.base_image:
+    if image and not r.base_image:
         return CellResult(cell=cell, resolution=None, reason=r.warnings[0] if r.warnings else "no base image")
     return CellResult(cell=cell, resolution=r)
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, TextIO, TypeVar
 
-from ..domain import ACCELERATOR, GITHUB_RUNNER, PLATFORMS, VENDORS, Vendor, driver_text
+from ..domain import ACCELERATOR, GITHUB_RUNNER, LINUX_PLATFORMS, PLATFORMS, VENDORS, Vendor, driver_text
 from ..errors import Problem, SpecError
 from ..solve import PackagePin, Resolution
 from ..tables import word
@@ -25,8 +25,8 @@ from .cells import CellResult
 from .parse import Cell, MatrixSpec
 
 __all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "Tally", "bake", "check_shard",
-           "everything", "github", "cell_image", "html_page", "markdown", "md_escape", "printed", "row", "smoke_target",
-           "streamed", "table", "too_many_jobs", "vendor"]
+           "everything", "github", "cell_image", "has_image", "html_page", "markdown", "md_escape", "printed", "row",
+           "smoke_target", "streamed", "table", "too_many_jobs", "vendor"]
 
 GITHUB_JOB_LIMIT = 256
 # The rendered Dockerfile's stages: the image is ``runtime``; ``smoke`` (FROM runtime, RUN
@@ -47,24 +47,36 @@ def cell_image(ms: MatrixSpec, cell: Cell) -> str:
     return f"{ms.repository}:{cell.id}"
 
 
+def has_image(cell: Cell) -> bool:
+    """Whether a cell gets an image: a Linux cell does (the one without a platform axis is on
+    [image]'s Linux platforms); a Windows or macOS cell gets its requirements and smoke test only."""
+    platform = cell.get("platform")
+    return not platform or platform in LINUX_PLATFORMS
+
+
 def row(ms: MatrixSpec, res: CellResult, render_dir: str) -> dict[str, Any]:
-    """A valid cell as GitHub and JSON output show it: axis values under axis names, id, image,
-    whose GPU its smoke test needs, and a Jetson cell's ``jetpack`` (the workflow runs it with the
-    Jetson's ``nvidia`` runtime)."""
+    """A valid cell as GitHub and JSON output show it: axis values under axis names, id, image
+    (a Linux cell's), whose GPU its smoke test needs, a Jetson cell's ``jetpack`` (the workflow
+    runs it with the Jetson's ``nvidia`` runtime), the GitHub runner of its platform (a platform
+    axis), and for a Windows or macOS cell the Python to set up there (``python_version``)."""
     out: dict[str, Any] = dict(res.cell.values)
     out["id"] = res.cell.id
-    out["image"] = cell_image(ms, res.cell)
-    out["dockerfile"] = f"{render_dir}/{res.cell.id}/Dockerfile"
+    image = has_image(res.cell)
+    if image:
+        out["image"] = cell_image(ms, res.cell)
+        out["dockerfile"] = f"{render_dir}/{res.cell.id}/Dockerfile"
     out["vendor"] = vendor(res.resolution)
     if res.resolution is not None and res.resolution.jetpack:
         out["jetpack"] = res.resolution.jetpack
     if platform := word(res.cell.get("platform"), PLATFORMS):
         out["runner"] = GITHUB_RUNNER[platform]  # built natively: GitHub's Arm runners for linux/arm64
+    if not image and res.resolution is not None:
+        out["python_version"] = res.resolution.python
     return out
 
 
 def vendor(res: Resolution | None) -> Vendor:
-    """``nvidia``, ``amd`` or ``cpu``: whose GPU the cell's image needs to run its smoke test."""
+    """``nvidia``, ``amd``, ``intel``, ``apple`` or ``cpu``: whose GPU the cell's smoke test needs."""
     if res is None:
         return "cpu"
     return next((v for v in VENDORS if ACCELERATOR[v] == res.accelerator), "cpu")
@@ -183,9 +195,10 @@ def _bake(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -> Ite
     target first, so the targets wait on disk."""
     with _Spool() as images, _Spool() as smokes:
         for r in results:
-            if r.valid:
-                images.add([r.cell.id, _image_target(ms, r, render_dir)])
-            if r.valid and vendor(r.resolution) == "cpu":
+            if not (r.valid and has_image(r.cell)):  # a Windows or macOS cell has no Dockerfile
+                continue
+            images.add([r.cell.id, _image_target(ms, r, render_dir)])
+            if vendor(r.resolution) == "cpu":
                 smokes.add([smoke_target(r.cell), _smoke_target(ms, r, render_dir)])
         yield '{\n "group": {\n  "default": {\n   "targets": '
         yield from _array((name for name, _ in images), 3)
@@ -247,8 +260,9 @@ def cell_entry(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]
     if r.resolution is None:
         return entry | {"reason": r.reason}
     res = r.resolution
-    return entry | {"image": cell_image(ms, r.cell), "dockerfile": f"{render_dir}/{r.cell.id}/Dockerfile",
-                    "python_resolved": res.python, "cuda": res.cuda, "rocm": res.rocm, "cudnn": res.cudnn,
+    if has_image(r.cell):
+        entry |= {"image": cell_image(ms, r.cell), "dockerfile": f"{render_dir}/{r.cell.id}/Dockerfile"}
+    return entry | {"python_resolved": res.python, "cuda": res.cuda, "rocm": res.rocm, "cudnn": res.cudnn,
                     "driver_min": res.driver_min, "compat": res.compat, "base_image": res.base_image,
                     "packages": {p.name: f"{p.version} ({p.variant})" for p in res.packages}}
 
@@ -290,8 +304,9 @@ class _CellTexts:
         if res is None:
             return "{" + head + ',"reason":' + self._string(r.reason) + "}"
         enc = self._string
-        return ("{" + head + ',"image":' + json.dumps(cell_image(self.ms, cell)) + ',"dockerfile":'
-                + json.dumps(f"{self.render_dir}/{cid}/Dockerfile") + ',"python_resolved":' + enc(res.python)
+        image = (',"image":' + json.dumps(cell_image(self.ms, cell)) + ',"dockerfile":'
+                 + json.dumps(f"{self.render_dir}/{cid}/Dockerfile")) if has_image(cell) else ""
+        return ("{" + head + image + ',"python_resolved":' + enc(res.python)
                 + ',"cuda":' + enc(res.cuda) + ',"rocm":' + enc(res.rocm) + ',"cudnn":' + enc(res.cudnn)
                 + ',"driver_min":' + enc(res.driver_min) + ',"compat":' + enc(res.compat) + ',"base_image":'
                 + enc(res.base_image) + ',"packages":' + self._packages_text(res.packages) + "}")
@@ -352,7 +367,7 @@ def _table(results: Iterable[CellResult]) -> Iterator[str]:
 
 def _table_valid_line(r: CellResult) -> str:
     res = _resolved(r)
-    stack = f"{_packages(res, '{} {} {}')}; {_stack(res)}; {res.base_image}"
+    stack = f"{_packages(res, '{} {} {}')}; {_stack(res)}; {_base_image(res)}"
     return f"  ok      {r.cell.id}{_mark(r, ' [include]')}: {stack}"
 
 
@@ -376,7 +391,15 @@ def md_escape(text: str) -> str:
 def _stack(res: Resolution) -> str:
     if res.cuda:
         return f"CUDA {res.cuda} ({res.compat}, {driver_text(res.driver_min, res.jetpack)})"
-    return f"ROCm {res.rocm}" if res.rocm else "CPU"
+    return f"ROCm {res.rocm}" if res.rocm else _ACCEL_TEXT.get(res.accelerator, "CPU")
+
+
+_ACCEL_TEXT = {"xpu": "XPU (Intel GPU)", "mps": "MPS (Apple GPU)"}
+
+
+def _base_image(res: Resolution) -> str:
+    """The base image of a cell, or where a cell without one runs (Windows, macOS)."""
+    return res.base_image or f"no image: {res.platform}"
 
 
 def _md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], total: int, what: str) -> list[str]:
@@ -426,7 +449,7 @@ def markdown(ms: MatrixSpec, results: Iterable[CellResult]) -> str:
 def _md_valid_row(r: CellResult) -> tuple[str, ...]:
     """A valid cell in the summary: id, packages, CUDA/ROCm with the driver floor, base image."""
     res = _resolved(r)
-    return r.cell.id + _mark(r, " (include)"), _packages(res, "{} {} ({})"), _stack(res), res.base_image
+    return r.cell.id + _mark(r, " (include)"), _packages(res, "{} {} ({})"), _stack(res), _base_image(res)
 
 
 _HTML_STYLE = (
@@ -472,7 +495,7 @@ def _html_row(r: CellResult, kind: str) -> str:
     if r.valid:
         res = _resolved(r)
         return (f'{head}<td class="outcome">valid</td><td>{e(_packages(res, "{} {} ({})"))}</td>'
-                f"<td>{e(_stack(res))}</td><td><code>{e(res.base_image)}</code></td></tr>\n")
+                f"<td>{e(_stack(res))}</td><td><code>{e(_base_image(res))}</code></td></tr>\n")
     return f'{head}<td class="outcome">pruned</td><td></td><td></td><td title="{e(r.reason)}">{e(r.reason)}</td></tr>\n'
 
 

@@ -15,14 +15,24 @@ from typing import Any
 import msgspec
 import msgspec.structs
 
-from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, KERAS_BACKENDS, PLATFORMS, Platform
+from ..domain import (
+    APPLE_PLATFORM,
+    DEFAULT_PLATFORM,
+    FRAMEWORKS,
+    KERAS_BACKENDS,
+    LINUX_PLATFORMS,
+    PLATFORMS,
+    Platform,
+    Vendor,
+)
 from ..errors import Problem, SpecError
 from ..provider import Provider
 from ..spec import FLAVORS, GpuReq, SectionParser
+from ..spec import _host_problem as host_problem
 from ..tables import closest, load_toml, word
 from ..versions import parse_driver, parse_python_minor
 
-__all__ = ["AXES", "Cell", "MatrixSpec", "keys", "parse_matrix"]
+__all__ = ["AXES", "Cell", "MatrixSpec", "cell_vendor", "host_problem", "keys", "parse_matrix"]
 
 _REPOSITORY_DEFAULT = "envsolve-matrix"
 
@@ -39,10 +49,12 @@ _AXIS_MEANINGS = {
     "python": 'axis: Python minors, e.g. ["3.11", "3.12"]',
     **{fw: f"axis: {fw} releases, as the data writes them (e.g. 2.7.1 for torch)"
        for fw in FRAMEWORKS},
-    "accelerator": "axis: cpu, cuda, cuXYZ (cu128), rocm or rocmX.Y (rocm6.2)",
+    "accelerator": "axis: cpu, cuda, cuXYZ (cu128), rocm, rocmX.Y (rocm6.2), xpu (Intel GPUs) or mps (Apple's GPU); "
+                   f"without it a cell is cpu, on {APPLE_PLATFORM} mps",
     "os": "axis: the base image's OS, e.g. ubuntu22.04",
     "flavor": f"axis: the base image's flavor: {', '.join(FLAVORS)}",
-    "platform": f"axis: {' or '.join(PLATFORMS)} (Docker's names)",
+    "platform": f"axis: {' or '.join(PLATFORMS)} (Docker's names); a Windows or macOS cell gets no image: "
+                "CI runs its smoke test on GitHub's runner of that platform",
 }
 _HARDWARE_MEANINGS = {  # keys of [matrix] that are no axis
     "gpus": 'the GPUs every cell must run on, e.g. ["A100", "H100"] (models, sm_90 or gfx942)',
@@ -51,7 +63,8 @@ _HARDWARE_MEANINGS = {  # keys of [matrix] that are no axis
 }
 _IMAGE_MEANINGS = {
     "repository": f"the image repository, lower case, no tag (default {_REPOSITORY_DEFAULT})",
-    "platforms": f"the platforms each image is built for: {' and/or '.join(PLATFORMS)} (default {DEFAULT_PLATFORM})",
+    "platforms": f"the platforms each image is built for: {' and/or '.join(LINUX_PLATFORMS)} "
+                 f"(default {DEFAULT_PLATFORM})",
 }
 
 AXES = tuple(_AXIS_MEANINGS)
@@ -72,7 +85,11 @@ def keys() -> list[tuple[str, str]]:
     return out
 
 
-_ACCEL = re.compile(r"cpu|cuda|cu\d{2,3}|rocm|rocm\d+(\.\d+){0,2}")
+_ACCEL = re.compile(r"cpu|cuda|cu\d{2,3}|rocm|rocm\d+(\.\d+){0,2}|xpu|mps")
+_ACCEL_TEXT = "cpu, cuda, cuXYZ (cu128), rocm, rocmX.Y (rocm6.2), xpu or mps"
+# an accelerator value's first letters -> whose GPU the cell runs on
+_ACCEL_VENDOR: tuple[tuple[str, Vendor], ...] = (("cpu", "cpu"), ("cu", "nvidia"), ("rocm", "amd"), ("xpu", "intel"),
+                                                 ("mps", "apple"))
 # an image repository: registry host[:port]/path segments, lower case (Docker's reference grammar)
 _REPOSITORY = re.compile(r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*")
 _OS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -150,6 +167,15 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
         return hits or [Cell(tuple((a, order[a]) for a, _ in self.axes))]
 
 
+def cell_vendor(accelerator: str, platform: str) -> Vendor:
+    """Whose GPU a cell of ``accelerator`` (an axis value, "" without the axis) runs on: the
+    accelerator's; without one, Apple's on Apple silicon (as a project's darwin/arm64 target
+    without ``vendor``), else none."""
+    if not accelerator:
+        return "apple" if platform == APPLE_PLATFORM else "cpu"
+    return next((v for prefix, v in _ACCEL_VENDOR if accelerator.startswith(prefix)), "cpu")
+
+
 def _matches(cell: Cell, pattern: Iterable[tuple[str, str]]) -> bool:
     return all(cell.get(k) == v for k, v in pattern)
 
@@ -166,7 +192,7 @@ def _python_value(value: str) -> str | None:
 _VALUE_PROBLEM: dict[str, Callable[[str], str | None]] = {
     "python": _python_value,
     "accelerator": lambda v: None if _ACCEL.fullmatch(v) else (
-        f"{v!r} is not an accelerator: cpu, cuda, cuXYZ (cu128), rocm or rocmX.Y (rocm6.2)"),
+        f"{v!r} is not an accelerator: {_ACCEL_TEXT}"),
     "flavor": lambda v: None if v in FLAVORS else f"{v!r} is not one of {', '.join(FLAVORS)}",
     "os": lambda v: None if _OS.fullmatch(v) else f"{v!r} is not an OS name such as ubuntu22.04",
     "platform": lambda v: None if v in PLATFORMS else (
@@ -247,6 +273,41 @@ class _MatrixParser(SectionParser):
                 self.bad(f"include[{i}]", f"is outside the product, so it must name every axis "
                          f"(missing: {', '.join(sorted(names - named))})")
 
+    def hosts(self, axes: list[tuple[str, tuple[str, ...]]], includes: list[Pattern],
+              platforms: tuple[Platform, ...]) -> None:
+        """What the file itself makes impossible on a host (the project spec's rule, spec's
+        ``_host_problem``): an [[include]] naming such a cell, an accelerator or platform value
+        that goes with no value of the other axis. A product that merely holds such cells prunes
+        them, each with its reason."""
+        values = dict(axes)
+        plats = tuple(p for p in values.get("platform", platforms[:1]) if p in PLATFORMS)
+        accels = tuple(a for a in values.get("accelerator", ("",)) if not a or _ACCEL.fullmatch(a))
+        for i, inc in enumerate(includes):
+            self._include_host(f"include[{i}]", dict(inc), plats, accels)
+        for axis, own, other in (("accelerator", accels, plats), ("platform", plats, accels)):
+            if axis in values and other:
+                self._axis_hosts(axis, own, other)
+
+    def _include_host(self, where: str, named: dict[str, str], plats: tuple[str, ...],
+                      accels: tuple[str, ...]) -> None:
+        """An [[include]] whose platform and accelerator (each written, or the axis's only value)
+        cannot go together."""
+        p = named.get("platform", plats[0] if len(plats) == 1 else None)
+        a = named.get("accelerator", accels[0] if len(accels) == 1 else None)
+        key = "accelerator" if "accelerator" in named else "platform"
+        if p is None or a is None or key not in named:
+            return
+        if why := host_problem(_platform(p), cell_vendor(a, p)):
+            self.bad(f"{where}.{key}", f"{named[key]!r}: {_pair_text(a, p)}: {why}")
+
+    def _axis_hosts(self, axis: str, own: tuple[str, ...], other: tuple[str, ...]) -> None:
+        """Each value of ``axis`` that goes with no value of the other axis (platform <-> accelerator)."""
+        for v in own:
+            pairs = [(v, o) if axis == "platform" else (o, v) for o in other]
+            whys = [host_problem(_platform(p), cell_vendor(a, p)) for p, a in pairs]
+            if all(whys):
+                self.bad(f"matrix.{axis}", f"{v!r} makes no valid cell with {', '.join(map(repr, other))}: {whys[0]}")
+
     def hardware(self, m: dict[str, Any]) -> tuple[tuple[GpuReq, ...], str, str]:
         """(gpus, driver, keras_backend) of [matrix]."""
         raw_gpus = m.get("gpus", [])
@@ -283,12 +344,29 @@ class _MatrixParser(SectionParser):
         return _REPOSITORY_DEFAULT
 
     def _platforms(self, image: dict[str, Any]) -> tuple[Platform, ...]:
+        """Images are Linux: a Windows or macOS cell is a value of the platform axis."""
         raw = image.get("platforms", [DEFAULT_PLATFORM])
-        platforms = [word(p, PLATFORMS) for p in raw] if isinstance(raw, list) else []
+        platforms = [word(p, LINUX_PLATFORMS) for p in raw] if isinstance(raw, list) else []
         if platforms and all(platforms):
             return tuple(p for p in platforms if p is not None)
-        self.bad("image.platforms", f"{raw!r} must be a list of {' and '.join(PLATFORMS)}")
+        self.bad("image.platforms", f"{raw!r} must be a list of {' and '.join(LINUX_PLATFORMS)}{_linux_tip(raw)}")
         return (DEFAULT_PLATFORM,)
+
+
+def _linux_tip(raw: Any) -> str:
+    """What to write instead of Windows or macOS platforms in [image] platforms."""
+    other = [p for p in raw if p in PLATFORMS and p not in LINUX_PLATFORMS] if isinstance(raw, list) else []
+    return (f" (images are Linux; for {', '.join(other)} cells add a platform axis: "
+            "their smoke tests run on GitHub's runners of that platform)") if other else ""
+
+
+def _platform(value: str) -> Platform:
+    """A platform axis value (checked when parsing) as a Platform."""
+    return word(value, PLATFORMS) or DEFAULT_PLATFORM
+
+
+def _pair_text(accelerator: str, platform: str) -> str:
+    return f"accelerator {accelerator} on {platform}" if accelerator else f"no accelerator on {platform}"
 
 
 def parse_matrix(text: str, path: str, provider: Provider) -> MatrixSpec:
@@ -308,6 +386,7 @@ def parse_matrix(text: str, path: str, provider: Provider) -> MatrixSpec:
     parser.includes_inside(includes, axes)
     gpus, driver, backend = parser.hardware(m)
     repository, platforms = parser.image(data.get("image", {}))
+    parser.hosts(axes, includes, platforms)
     parser.problems.raise_if_any(SpecError, tip=f"edit {path} at the keys named above")
     return MatrixSpec(path=path, axes=tuple(axes), includes=tuple(includes), excludes=tuple(excludes),
                       gpus=gpus, driver=driver, keras_backend=backend, repository=repository, platforms=platforms)

@@ -30,7 +30,18 @@ from typing import Any
 
 import msgspec
 
-from ..domain import ACCELERATOR, DEFAULT_PLATFORM, VENDORS, Vendor, gpu_run_flags, registry_of
+from ..domain import (
+    ACCELERATOR,
+    DEFAULT_PLATFORM,
+    GITHUB_RUNNER,
+    PLATFORMS,
+    VENDORS,
+    Platform,
+    Vendor,
+    gpu_run_flags,
+    os_of,
+    registry_of,
+)
 from ..errors import MatrixError, Problem, Problems
 from . import formats
 from .parse import MatrixSpec
@@ -58,7 +69,14 @@ _SMOKE_RUNS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "nvidia": (("smoke test on the Jetson (its nvidia runtime)", "${{ matrix.jetpack }}", True),
                ("smoke test on the GPU", "${{ !matrix.jetpack }}", False)),
     "amd": (("smoke test on the GPU", "", False),),
+    "intel": (("smoke test on the GPU", "", False),),
 }
+# Whose GPUs self-hosted runners test, by the OS of the cell: Linux cells in a container, Windows
+# cells natively (no ROCm on Windows, no GPU builds for Windows on Arm). Apple's GPU is tested on
+# GitHub's macOS runners (Apple silicon), with the CPU cells of Windows and macOS.
+_SELF_HOSTED: dict[str, tuple[Vendor, ...]] = {"linux": ("nvidia", "amd", "intel"), "windows": ("nvidia", "intel")}
+_HOSTED_VENDORS = ("cpu", "apple")  # the cells of Windows and macOS that GitHub's own runners can test
+_LINUX = 'startswith("linux/")'  # jq: a row's platform is Linux (then its cell has an image)
 
 
 class Action(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,10 +164,26 @@ class _Setup(msgspec.Struct, frozen=True, kw_only=True):
 
     ms: MatrixSpec
     actions: dict[str, Action]
-    vendors: tuple[Vendor, ...]  # the GPU vendors of [matrix] gpus: a smoke job each
+    vendors: tuple[Vendor, ...]  # the GPU vendors of [matrix] gpus on Linux cells: a smoke job each
+    windows: tuple[Vendor, ...]  # those on Windows cells: a native smoke job each
     registry: str  # the image repository's registry host, "" for Docker Hub
     pushes: bool  # a bare name has no namespace to push to
     axis: bool  # a platform axis: each cell on a runner of its own platform
+    oses: tuple[str, ...]  # the OSes of the cells (linux, windows, darwin)
+
+    @property
+    def hosted(self) -> bool:
+        """Cells off Linux: no image, their smoke tests on GitHub's runners (or self-hosted Windows GPUs)."""
+        return self.oses != ("linux",)
+
+    @property
+    def linux(self) -> bool:
+        return "linux" in self.oses
+
+    @property
+    def platform_values(self) -> tuple[Platform, ...]:
+        """The platforms of the cells: the platform axis's values, else [image]'s."""
+        return tuple(p for p in PLATFORMS if p in dict(self.ms.axes).get("platform", self.ms.platforms))
 
     @property
     def ghcr(self) -> bool:
@@ -158,6 +192,11 @@ class _Setup(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def platforms(self) -> str:
         return "${{ matrix.platform }}" if self.axis else ",".join(self.ms.platforms)
+
+    @property
+    def gpu_vendors(self) -> tuple[Vendor, ...]:
+        """The vendors whose GPUs self-hosted runners test, Linux's or Windows'."""
+        return tuple(v for v in VENDORS if v in self.vendors or v in self.windows)
 
     def runners(self, vendor: str) -> list[str]:
         """The runner labels of the matrix GPUs of ``vendor``, each once."""
@@ -170,22 +209,35 @@ def workflow(ms: MatrixSpec, *, matrix_file: str, version: str, command: str,
     root, ``version`` the envsolve version the solve job installs, ``command`` the command line
     that made it (for the header), ``matrices_dir`` a ``--matrices`` folder to use instead of the
     shipped data; ``pages`` adds the jobs that publish the compatibility explorer to GitHub Pages."""
+    axis = dict(ms.axes).get("platform")
+    oses = tuple(dict.fromkeys(os_of(p) for p in (axis or ms.platforms)))
     setup = _Setup(ms=ms, actions=actions if actions is not None else load_actions(),
-                 vendors=tuple(v for v in VENDORS if v != "cpu" and any(g.vendor == v for g in ms.gpus)),
-                 registry=registry_of(ms.repository), pushes="/" in ms.repository,
-                 axis=any(a == "platform" for a, _ in ms.axes))
+                   vendors=_gpu_vendors(ms, oses, "linux"), windows=_gpu_vendors(ms, oses, "windows"),
+                   registry=registry_of(ms.repository), pushes="/" in ms.repository, axis=axis is not None, oses=oses)
     w = _Lines()
     _header(w, setup, version, command)
     _env(w, setup, version, matrix_file, matrices_dir)
     w(0, "jobs:")
     _solve_job(w, setup)
-    _build_job(w, setup)
+    if setup.linux:
+        _build_job(w, setup)
     for v in setup.vendors:
         _gpu_job(w, setup, v)
+    if setup.hosted:
+        _native_job(w, setup, "hosted")
+    for v in setup.windows:
+        _native_job(w, setup, v)
     if pages:
         _site_job(w, setup)
         _pages_job(w, setup)
     return "\n".join(w.lines).rstrip("\n") + "\n"
+
+
+def _gpu_vendors(ms: MatrixSpec, oses: tuple[str, ...], host: str) -> tuple[Vendor, ...]:
+    """The vendors of the matrix GPUs that self-hosted runners of ``host`` test, when it has cells."""
+    if host not in oses:
+        return ()
+    return tuple(v for v in _SELF_HOSTED[host] if any(g.vendor == v for g in ms.gpus))
 
 
 def _header(w: _Lines, setup: _Setup, version: str, command: str) -> None:
@@ -195,9 +247,7 @@ def _header(w: _Lines, setup: _Setup, version: str, command: str) -> None:
     w(0, "# Regenerate it rather than edit it; the actions are pinned by commit (envsolve/matrix/actions.toml).")
     if setup.pushes and not setup.ghcr:
         w(0, "# Pushing logs in with the repository secrets REGISTRY_USERNAME and REGISTRY_PASSWORD.")
-    if setup.vendors:
-        labels = ", ".join(runner_label(g.name) for g in setup.ms.gpus)
-        w(0, f"# GPU smoke tests run on self-hosted runners labelled self-hosted, linux, gpu and one of: {labels}.")
+    _runner_comments(w, setup)
     w.block(0, "name: images", "", "on:")
     w.block(2, "push:", "pull_request:", "workflow_dispatch:")
     w.block(0, "", "permissions:")
@@ -208,13 +258,26 @@ def _header(w: _Lines, setup: _Setup, version: str, command: str) -> None:
     w(0, "")
 
 
+def _runner_comments(w: _Lines, setup: _Setup) -> None:
+    """The header lines that say which runners the smoke tests need."""
+    for host, vendors in (("linux", setup.vendors), ("windows", setup.windows)):
+        if vendors:
+            labels = ", ".join(runner_label(g.name) for g in setup.ms.gpus if g.vendor in vendors)
+            what = "GPU" if host == "linux" else "Windows GPU"
+            w(0, f"# {what} smoke tests run on self-hosted runners labelled self-hosted, {host}, gpu and one of: "
+              f"{labels}.")
+    if setup.hosted:
+        runners = ", ".join(dict.fromkeys(GITHUB_RUNNER[p] for p in setup.platform_values if os_of(p) != "linux"))
+        w(0, f"# Windows and macOS cells get no image: their smoke tests run on GitHub's runners ({runners}).")
+
+
 def _env(w: _Lines, setup: _Setup, version: str, matrix_file: str, matrices_dir: str) -> None:
     """The workflow's env: what every job's scripts read instead of expressions."""
     w(0, "env:")
     w.block(2, f"ENVSOLVE_VERSION: {_q(version)}", f"MATRIX_FILE: {_q(matrix_file)}", f"RENDER_DIR: {_q(RENDER_DIR)}")
     if matrices_dir:
         w(2, f"ENVSOLVE_MATRICES: {_q(matrices_dir)}")
-    w.block(2, *(f"{v.upper()}_RUNNERS: {_q(json.dumps(setup.runners(v)))}" for v in setup.vendors))
+    w.block(2, *(f"{v.upper()}_RUNNERS: {_q(json.dumps(setup.runners(v)))}" for v in setup.gpu_vendors))
     w(0, "")
 
 
@@ -223,9 +286,11 @@ def _solve_job(w: _Lines, setup: _Setup) -> None:
     w(2, "solve:")
     w.block(4, "name: " + _q("solve the image matrix"), "runs-on: ubuntu-latest", "timeout-minutes: 30", "outputs:")
     w.block(6, "matrix: ${{ steps.cells.outputs.matrix }}", "cells: ${{ steps.cells.outputs.cells }}")
-    for v in setup.vendors:
-        w.block(6, f"{v}-matrix: ${{{{ steps.cells.outputs.{v}-matrix }}}}",
-                f"{v}-jobs: ${{{{ steps.cells.outputs.{v}-jobs }}}}")
+    for name in _cell_lists(setup):
+        w.block(6, f"{name}-matrix: ${{{{ steps.cells.outputs.{name}-matrix }}}}",
+                f"{name}-jobs: ${{{{ steps.cells.outputs.{name}-jobs }}}}")
+    if setup.hosted:
+        w(6, "images: ${{ steps.cells.outputs.images }}")
     w(4, "steps:")
     _envsolve_steps(w, a)
     w(6, "- name: " + _q("summary"))
@@ -233,23 +298,51 @@ def _solve_job(w: _Lines, setup: _Setup) -> None:
     w(6, "- name: " + _q("check the [[include]] cells, render every valid cell, list them"))
     w.block(8, "id: cells", "run: |")
     w.block(10, 'envsolve matrix "$MATRIX_FILE" --check --render "$RENDER_DIR" --format github > matrix.json', "{",
-            '  echo "matrix=$(jq -c . matrix.json)"', "  echo \"cells=$(jq '.include | length' matrix.json)\"")
-    for v in setup.vendors:
-        w.block(10, *_gpu_cells_script(v))
-    w(10, '} >> "$GITHUB_OUTPUT"')
+            *_cells_outputs(setup), '} >> "$GITHUB_OUTPUT"')
     w.uses(6, a["actions/upload-artifact"], "keep the rendered cells",
            {"name": RENDER_DIR, "path": RENDER_DIR, "if-no-files-found": "error", "retention-days": "7"},
            if_="steps.cells.outputs.cells != '0'")
     w(0, "")
 
 
-def _gpu_cells_script(vendor: str) -> tuple[str, ...]:
-    """The solve step's lines that list each GPU cell of ``vendor`` once per GPU of that vendor,
-    for the runner of that GPU."""
-    select = f'[.include[] | select(.vendor == "{vendor}") | . as $c | $runners[] | $c + {{gpu: .}}]'
-    return (f"  {vendor}=$(jq -c --argjson runners \"${vendor.upper()}_RUNNERS\" '{select}' matrix.json)",
-            f'  echo "{vendor}-matrix={{\\"include\\":${vendor}}}"',
-            f"  echo \"{vendor}-jobs=$(jq length <<< \"${vendor}\")\"")
+def _cells_outputs(setup: _Setup) -> list[str]:
+    """The solve step's lines that write its outputs: the build job's cells (those with an
+    image: the Linux cells) and the lists of each smoke job."""
+    if not setup.hosted:
+        lines = ['  echo "matrix=$(jq -c . matrix.json)"', "  echo \"cells=$(jq '.include | length' matrix.json)\""]
+        return lines + [line for v in setup.vendors for line in _gpu_cells_script(v)]
+    linux = f"[.include[] | select(.platform | {_LINUX})]"
+    lines = [f"  echo \"matrix=$(jq -c '{{include: {linux}}}' matrix.json)\"",
+             "  echo \"cells=$(jq '.include | length' matrix.json)\"",
+             f"  echo \"images=$(jq '{linux} | length' matrix.json)\""]
+    lines += [line for v in setup.vendors for line in _gpu_cells_script(v, f" and (.platform | {_LINUX})")]
+    hosted = " or ".join(f'.vendor == "{v}"' for v in _HOSTED_VENDORS)
+    lines += _cells_script("hosted", f"(.platform | {_LINUX} | not) and ({hosted})", "")
+    for v in setup.windows:
+        lines += _gpu_cells_script(v, ' and (.platform | startswith("windows/"))', "windows-")
+    return lines
+
+
+def _cell_lists(setup: _Setup) -> list[str]:
+    """The lists of cells the solve job hands to the smoke jobs (``<name>-matrix``, ``<name>-jobs``)."""
+    return [*setup.vendors, *(["hosted"] if setup.hosted else []), *(f"windows-{v}" for v in setup.windows)]
+
+
+def _gpu_cells_script(vendor: str, where: str = "", prefix: str = "") -> tuple[str, ...]:
+    """The solve step's lines that list each GPU cell of ``vendor`` (and ``where``, a jq
+    condition on its row) once per GPU of that vendor, for the runner of that GPU."""
+    return _cells_script(prefix + vendor, f'.vendor == "{vendor}"{where}',
+                         f' --argjson runners "${vendor.upper()}_RUNNERS"', " | . as $c | $runners[] | $c + {gpu: .}")
+
+
+def _cells_script(name: str, select: str, args: str, each: str = "") -> tuple[str, ...]:
+    """The solve step's lines that list the rows of ``select`` (each as ``each`` makes it) as the
+    outputs ``<name>-matrix`` and ``<name>-jobs``."""
+    var = name.replace("-", "_")
+    program = f"[.include[] | select({select}){each}]"
+    return (f"  {var}=$(jq -c{args} '{program}' matrix.json)",
+            f'  echo "{name}-matrix={{\\"include\\":${var}}}"',
+            f"  echo \"{name}-jobs=$(jq length <<< \"${var}\")\"")
 
 
 def _build_job(w: _Lines, setup: _Setup) -> None:
@@ -257,7 +350,8 @@ def _build_job(w: _Lines, setup: _Setup) -> None:
     context = f"{RENDER_DIR}/${{{{ matrix.id }}}}"
     cache_from = "type=gha,scope=${{ matrix.id }}"
     w(2, "build:")
-    w.block(4, "name: build ${{ matrix.id }}", "needs: solve", "if: needs.solve.outputs.cells != '0'",
+    count = "images" if setup.hosted else "cells"
+    w.block(4, "name: build ${{ matrix.id }}", "needs: solve", f"if: needs.solve.outputs.{count} != '0'",
             "runs-on: ${{ matrix.runner }}" if setup.axis else "runs-on: ubuntu-latest", "timeout-minutes: 120")
     if setup.ghcr:
         w(4, "permissions:")
@@ -319,6 +413,53 @@ def _gpu_job(w: _Lines, setup: _Setup, vendor: Vendor) -> None:
     for name, if_, jetson in _SMOKE_RUNS[vendor]:
         _smoke_run(w, name, if_, " ".join(gpu_run_flags(ACCELERATOR[vendor], jetson=jetson)))
     w(0, "")
+
+
+def _native_job(w: _Lines, setup: _Setup, which: str) -> None:
+    """The smoke tests of the cells without an image, run natively from the rendered
+    requirements: ``hosted``, on GitHub's runner of each cell's platform (``matrix.runner``: CPU
+    cells, and MPS cells on Apple silicon, whose VM may show no GPU: their test says so as a skip,
+    ``--allow-cpu``), or a vendor's, on self-hosted Windows runners labelled with the GPU."""
+    a = setup.actions
+    name = "hosted" if which == "hosted" else f"windows-{which}"
+    w(2, f"smoke-{name}:")
+    if which == "hosted":
+        w.block(4, "name: smoke ${{ matrix.id }} on ${{ matrix.runner }}", "needs: solve",
+                "if: needs.solve.outputs.hosted-jobs != '0'", "runs-on: ${{ matrix.runner }}")
+    else:
+        w.block(4, "name: smoke ${{ matrix.id }} on ${{ matrix.gpu }}", "needs: solve")
+        # a pull request from a fork never reaches a self-hosted runner
+        w(4, "if: >-")
+        w.block(6, f"${{{{ needs.solve.outputs.{name}-jobs != '0' &&", "(github.event_name != 'pull_request' ||",
+                "github.event.pull_request.head.repo.full_name == github.repository) }}")
+        w(4, "runs-on: [self-hosted, windows, gpu, \"${{ matrix.gpu }}\"]")
+    w.block(4, "timeout-minutes: 60", "strategy:")
+    w.block(6, "fail-fast: false", f"matrix: ${{{{ fromJSON(needs.solve.outputs.{name}-matrix) }}}}")
+    w(4, "steps:")
+    w.uses(6, a["actions/download-artifact"], "fetch the rendered cells", {"name": RENDER_DIR, "path": RENDER_DIR})
+    w.uses(6, a["actions/setup-python"], "set up the cell's Python", {"python-version": "${{ matrix.python_version }}"})
+    _native_run(w, "install the cell's requirements (its index's file first)",
+                "for f in requirements-*.txt; do", '  if [ -f "$f" ]; then python -m pip install -r "$f"; fi', "done",
+                "python -m pip install -r requirements.txt")
+    if which != "hosted":
+        _native_run(w, "smoke test on the GPU", "python smoke_test.py")
+        w(0, "")
+        return
+    _native_run(w, "smoke test", "python smoke_test.py", if_="matrix.vendor != 'apple'")
+    _native_run(w, "smoke test (MPS: a hosted macOS VM may show no GPU, a skip then)",
+                "python smoke_test.py --allow-cpu", if_="matrix.vendor == 'apple'")
+    w(0, "")
+
+
+def _native_run(w: _Lines, name: str, *script: str, if_: str = "") -> None:
+    """A bash step in the cell's rendered folder (the cell's id comes through env)."""
+    w(6, "- name: " + _q(name))
+    if if_:
+        w(8, f"if: {if_}")
+    w.block(8, "shell: bash", "env:")
+    w(10, "CELL: ${{ matrix.id }}")
+    w(8, "run: |")
+    w.block(10, 'cd "$RENDER_DIR/$CELL"', *script)
 
 
 def _site_job(w: _Lines, setup: _Setup) -> None:
