@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .data import Gpu, JetPack
     from .provider import Provider
 
-__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "is_name",
+__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "host_problem", "is_name",
            "package_problem", "parse_gpus", "parse_spec", "url_credentials"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
@@ -384,7 +384,7 @@ class _ProjectParser(SectionParser):
         Arm, no ROCm on native Windows; the keys of a stack the host lacks are errors too."""
         if platform == APPLE_PLATFORM and "vendor" not in table and "gpus" not in table:
             vendor = "apple"
-        why = _host_problem(platform, vendor)
+        why = host_problem(platform, vendor)
         if why:
             key = "gpus" if "gpus" in table and "vendor" not in table else "vendor"
             self.bad(f"{where}.{key}", f"{table.get(key, vendor)!r} on {platform}: {why}")
@@ -609,7 +609,7 @@ def _merged(table: dict[str, Any], base: dict[str, Any]) -> tuple[dict[str, Any]
     return merged, set(base) - set(table)
 
 
-def _host_problem(platform: Platform, vendor: str) -> str:
+def host_problem(platform: Platform, vendor: str) -> str:
     """Why ``platform`` cannot drive ``vendor``'s GPUs ("" when it can): what each OS's frameworks run on."""
     host = os_of(platform)
     if vendor == "apple" and platform != APPLE_PLATFORM:

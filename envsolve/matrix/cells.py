@@ -158,7 +158,7 @@ def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Ite
 
 def _host_refusal(cell: Cell, t: Target) -> str:
     """Why a cell's platform cannot run its accelerator ("" when it can), as a project spec's
-    target is refused (spec's ``_host_problem``): CUDA on macOS, ROCm on Windows."""
+    target is refused (spec's ``host_problem``): CUDA on macOS, ROCm on Windows."""
     why = host_problem(t.platform, t.vendor)
     if not why:
         return ""

@@ -27,12 +27,11 @@ from ..domain import (
 )
 from ..errors import Problem, SpecError
 from ..provider import Provider
-from ..spec import FLAVORS, GpuReq, SectionParser
-from ..spec import _host_problem as host_problem
+from ..spec import FLAVORS, GpuReq, SectionParser, host_problem
 from ..tables import closest, load_toml, word
 from ..versions import parse_driver, parse_python_minor
 
-__all__ = ["AXES", "Cell", "MatrixSpec", "cell_vendor", "host_problem", "keys", "parse_matrix"]
+__all__ = ["AXES", "Cell", "MatrixSpec", "cell_vendor", "keys", "parse_matrix"]
 
 _REPOSITORY_DEFAULT = "envsolve-matrix"
 
@@ -276,7 +275,7 @@ class _MatrixParser(SectionParser):
     def hosts(self, axes: list[tuple[str, tuple[str, ...]]], includes: list[Pattern],
               platforms: tuple[Platform, ...]) -> None:
         """What the file itself makes impossible on a host (the project spec's rule, spec's
-        ``_host_problem``): an [[include]] naming such a cell, an accelerator or platform value
+        ``host_problem``): an [[include]] naming such a cell, an accelerator or platform value
         that goes with no value of the other axis. A product that merely holds such cells prunes
         them, each with its reason."""
         values = dict(axes)
