@@ -17,10 +17,10 @@ from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..solve import Cache, Resolution
 from ..solve.search import try_solve_target
-from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
+from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target, host_problem
 from ..tables import word
 from ..versions import Dotted, parse_dotted, parse_driver
-from .parse import Cell, MatrixSpec, cell_vendor, host_problem
+from .parse import Cell, MatrixSpec, cell_vendor
 
 __all__ = ["CellResult", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
 
