@@ -70,10 +70,10 @@ def _builds(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel:
     fitting: list[Candidate] = []
     for b in provider.builds(rel):
         c = fit(provider, cache, spec, t, rel, b)
-        if isinstance(c, No):
-            reporter.rejected(t.name, f"{rel.package} {rel.raw} ({b.variant})", c.text)
-        else:
+        if not isinstance(c, No):
             fitting.append(c)
+        elif c.code != "elsewhere":  # another OS's builds are no choice here: not told
+            reporter.rejected(t.name, f"{rel.package} {rel.raw} ({b.variant})", c.text)
     return preferred(fitting)
 
 

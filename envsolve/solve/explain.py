@@ -13,16 +13,14 @@ from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from ..versions import Dotted
 from .cache import Cache
 from .candidates import BUILD_ORDER, companion_problem, memo_key
-from .fit import fit, gpu_text
+from .fit import fit, gpu_text, target_text
 from .model import Candidate, No
 
 __all__ = ["has_kind", "why_chosen", "why_misfits", "why_none", "why_none_shared"]
 
 _Misfit = tuple[Build, No]  # a build and why it does not fit
 _STACK = {"nvidia": "CUDA", "amd": "ROCm", "intel": "XPU", "apple": "MPS"}  # the software stack a vendor's builds name
-_HARDWARE = {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs", "intel": "Intel GPUs",
-             "apple": "Apple's GPU"}  # a target with no GPU named
-_OTHER_KIND = ("accelerator", "jetson")  # the misfits of builds of another kind than the target asks for
+_OTHER_KIND = ("accelerator", "jetson", "elsewhere")  # the misfits of builds of another kind than the target asks for
 
 
 def why_none_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
@@ -215,7 +213,7 @@ def _pin_text(t: Target) -> str:
 
 def _hardware(t: Target) -> str:
     """The target's GPUs as the user knows them, else its kind of machine."""
-    return ", ".join(gpu_text(x) for x in t.gpus) or _HARDWARE.get(t.vendor, "a CPU-only machine")
+    return target_text(t)
 
 
 def _needs_newer_cuda(provider: Provider, t: Target, name: str, misfits: list[_Misfit]) -> str:

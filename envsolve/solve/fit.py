@@ -33,7 +33,7 @@ from .cache import Cache
 from .model import Candidate, No
 
 __all__ = ["families_text", "fit", "fit_drivers", "gpu_driver_floor", "gpu_families", "gpu_text", "jit_note",
-           "pythons"]
+           "pythons", "target_text"]
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
@@ -45,6 +45,14 @@ _NEED = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm 
 def gpu_text(gpu: GpuReq) -> str:
     """``RTX 5090 (sm_120)``, or the bare arch when the user named one."""
     return f"{gpu.name} ({gpu.arch.name})" if gpu.name != gpu.arch.name else gpu.arch.name
+
+
+_GPUS_OF = {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs", "intel": "Intel GPUs", "apple": "Apple's GPU"}
+
+
+def target_text(t: Target, cpu: str = "a CPU-only machine") -> str:
+    """The target's GPUs as the user knows them, else its vendor's (no model named), else ``cpu``."""
+    return ", ".join(gpu_text(x) for x in t.gpus) or _GPUS_OF.get(t.vendor, cpu)
 
 
 def gpu_families(t: Target) -> set[str]:
@@ -251,12 +259,15 @@ def families_text(families: set[str]) -> str:
 def _platform(provider: Provider, b: Build, t: Target) -> No | None:
     """Why ``b`` cannot run on ``t``'s platform or JetPack (None when it can). A Jetson build for
     another machine, or another build for a Jetson before SBSA, is a build of another kind (code
-    ``jetson``): explanations leave it out, as they do builds of another accelerator."""
+    ``jetson``), as is a build published only for other platforms (``elsewhere``: the macOS
+    builds for a Linux target): explanations leave them out, as they do builds of another accelerator."""
     jp = _jetpack(provider, t)
     if jp is not None and not jp.sbsa:
         return _jetpack_build(b, jp)
     if b.jetpack:
         return No("jetson", f"{b.variant} is built for Jetson modules (JetPack {b.jetpack}) only")
+    if b.platforms and t.platform not in b.platforms:
+        return No("elsewhere", f"{b.variant} is built for {', '.join(b.platforms)} only")
     if not provider.on_platform(b, t.platform):
         return No("platform", f"no {t.platform} wheel of this build (matrices/platforms.toml)")
     return None

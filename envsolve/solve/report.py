@@ -15,7 +15,7 @@ from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
 from ..versions import Dotted
-from .fit import gpu_text, jit_note
+from .fit import jit_note, target_text
 from .fixes import solve_explained
 from .model import Candidate, ExtensionPin, PackagePin, Reporter, Resolution
 from .output import python_reason
@@ -238,7 +238,7 @@ def _hardware_lines(t: Target) -> list[str]:
 
 
 def _hardware(t: Target) -> str:
-    return ", ".join(map(gpu_text, t.gpus)) or "CPU only"
+    return target_text(t, "CPU only")
 
 
 def _driver_lines(r: Resolution) -> list[str]:
