@@ -82,7 +82,7 @@ HOSTS = {
     "darwin-mps": 'platform = "darwin/arm64"\n',
     "darwin-cpu": 'platform = "darwin/arm64"\nvendor = "cpu"\n',
     "linux-xpu": 'vendor = "intel"\ngpus = ["Arc A770"]\n',
-    "wsl-cuda": 'wsl = true\ngpus = ["RTX 3090"]\ndriver = "560.94"\n',
+    "wsl-cuda": 'platform = "linux/amd64"\nwsl = true\ngpus = ["RTX 3090"]\ndriver = "560.94"\n',
 }
 
 
