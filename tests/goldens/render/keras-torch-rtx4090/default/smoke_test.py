@@ -336,19 +336,23 @@ def likely_cause() -> str:
         if missing:
             causes.append(f"{p['name']}'s GPU packages are not installed ({', '.join(missing[:3])}): "
                           f"install {p['name']} with its GPU extra")
-    if EXPECTED["accelerator"] in ("xpu", "mps"):
-        causes += _host_cause()
-        return "; ".join(causes) or "the frameworks see no GPU although a device is present"
+    causes += _host_cause() if EXPECTED["accelerator"] in ("xpu", "mps") else _device_cause()
+    return "; ".join(causes) or "the frameworks see no GPU although a device is present"
+
+
+def _device_cause() -> list[str]:
+    """Why no NVIDIA or AMD GPU is visible: no device files (the container's flags, the host's
+    driver), or an NVIDIA driver that does not answer."""
     nvidia = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
     amd = os.path.exists("/dev/kfd")
     if not nvidia and not amd:
         flags = EXPECTED.get("run_flags") or "--gpus all (NVIDIA) or --device=/dev/kfd --device=/dev/dri (ROCm)"
-        causes.append(f"no GPU device or driver is visible: start the container with {flags}, "
-                      "and check that the host has the GPU driver loaded")
-    elif nvidia and not _nvidia_smi_driver():
-        causes.append("nvidia-smi is present but reports no driver: the driver is not loaded or "
-                      f"does not match (this environment needs >= {EXPECTED.get('driver_min') or '?'})")
-    return "; ".join(causes) or "the frameworks see no GPU although a device is present"
+        return [f"no GPU device or driver is visible: start the container with {flags}, "
+                "and check that the host has the GPU driver loaded"]
+    if nvidia and not _nvidia_smi_driver():
+        return ["nvidia-smi is present but reports no driver: the driver is not loaded or "
+                f"does not match (this environment needs >= {EXPECTED.get('driver_min') or '?'})"]
+    return []
 
 
 def _cpu_build(torch: Any) -> bool:
@@ -432,15 +436,22 @@ def check_pins(r: Report, cpu_run: bool) -> None:
                        f"({p['variant']}) pins {want}: a different build of {p['name']} is installed")
 
 
-def torch_accelerator(r: Report) -> list[dict[str, Any]]:
-    """GPUs torch sees, after checking its CUDA/ROCm, cuDNN and arch list against the lock."""
+def torch_gpus(r: Report) -> list[dict[str, Any]]:
+    """GPUs torch sees, each checked by its accelerator's rule: an Intel GPU through torch.xpu,
+    Apple's through MPS, NVIDIA's and AMD's through torch.cuda."""
     torch = _module("torch")
     if torch is None or not torch_sees_gpu(torch):
         return []
     if torch_device() == "xpu":
         return torch_xpu(r, torch)
-    if torch_device() == "mps":
-        return torch_mps(r, torch)
+    return torch_mps(r, torch) if torch_device() == "mps" else torch_accelerator(r)
+
+
+def torch_accelerator(r: Report) -> list[dict[str, Any]]:
+    """GPUs torch sees, after checking its CUDA/ROCm, cuDNN and arch list against the lock."""
+    torch = _module("torch")
+    if torch is None or not torch_sees_gpu(torch):
+        return []
     gpus = []
     arch_list = list(torch.cuda.get_arch_list())
     r.facts["torch_arch_list"] = arch_list
@@ -887,7 +898,7 @@ def run(allow_cpu: bool) -> Report:
             r.fail("GPU", f"the lock targets {EXPECTED['accelerator'].upper()} on "
                    f"{', '.join(EXPECTED.get('gpus') or ['a GPU'])} but no GPU is visible: {cause}")
             return r
-    gpus = torch_accelerator(r) if "torch" in seen_by else jax_or_tf_gpus() if gpu_seen else []
+    gpus = torch_gpus(r) if "torch" in seen_by else jax_or_tf_gpus() if gpu_seen else []
     r.facts["gpus"] = gpus
     if gpu_seen:
         other_frameworks_see_gpu(r)
