@@ -352,7 +352,7 @@ def test_a_windows_cuda_environment_is_locked_with_windows_wheels_from_its_route
     from tests.fakehosts import spec_text
 
     r = _lock(tmp_path, spec_text("windows-cuda", 'torch = "*"', extra='[packages]\npip = ["servepkg", "nativepkg"]\n')
-              .removeprefix('[project]\nname = "demo"\n'))
+              .removeprefix('[project]\nname = "demo"\n'), "--render")
     env = _env(r)
     assert (env["platform"], env["accelerator"], env["frameworks"][0]["variant"]) == ("windows/amd64", "cuda", "cu118")
     assert "servepkg==1.0 asks torch ==2.7.1" in r.stderr  # its Requires-Dist read with Windows' markers
@@ -360,6 +360,10 @@ def test_a_windows_cuda_environment_is_locked_with_windows_wheels_from_its_route
     assert got["torch"] == ("2.7.1+cu118", f"{root}/cu118", [win.sha256])  # the win_amd64 wheel's hash alone
     assert got["colorama"][0] == "0.4.6" and "triton" not in got  # Windows' dependencies, not Linux's
     assert got["nativepkg"][0] == "1.0" and got["nativepkg"][2] == [default[3].sha256]  # 2.0 has no Windows wheel
+    out = tmp_path / "envsolve-out" / "default"
+    assert not (out / "Dockerfile").exists()
+    assert f"torch==2.7.1+cu118 --hash={win.sha256}" in (out / "requirements-pytorch.txt").read_text()
+    assert "    pip install --require-hashes --no-deps -r requirements-pytorch.txt\n" in (out / "README.md").read_text()
 
 
 def test_a_macos_environment_pins_the_default_index_build_plainly_with_its_arm64_wheel(
