@@ -473,9 +473,10 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
                   "packages": reader.each(at(where, "packages"), Package.from_dict),
                   "extensions": reader.each(at(where, "extensions"), _read_extension)}
         checked = reader.row(v, where, checks, optional=_UNLESS_EMPTY)
-        for key, why in _problems(checked):
+        problems = _problems(checked)
+        for key, why in problems:
             reader.bad(at(where, key), why)
-        return None if checked is None or _problems(checked) else cls(**checked)
+        return None if checked is None or problems else cls(**checked)
 
     def to_dict(self) -> dict[str, Any]:
         """The table the lock writes, keys in the fields' order (``jit_archs`` and ``extensions``

@@ -408,7 +408,12 @@ def _host(env: Environment) -> dict[str, Any]:
             "no_dockerfile": "" if containerised(env) else no_dockerfile(env),
             "venv": f"py -{env.python} -m venv .venv" if windows else f"python{env.python} -m venv .venv",
             "activate": r".venv\Scripts\activate" if windows else "source .venv/bin/activate",
-            "wsl_run": " ".join(("docker run --rm", *env.run_flags)) if env.wsl else ""}
+            "wsl_run": _docker_run(env) if env.wsl else ""}
+
+
+def _docker_run(env: Environment) -> str:
+    """``docker run --rm`` with the flags that give the environment's container its GPUs."""
+    return " ".join(("docker run --rm", *env.run_flags))
 
 
 def no_dockerfile(env: Environment) -> str:
@@ -430,7 +435,7 @@ def host_notes(lock: Lock, target: str | None = None) -> list[str]:
             out.append(f"{env.name}: {no_dockerfile(env)}; its README.md says how")
         elif env.wsl:
             out.append(f"{env.name}: WSL2: run the image under Docker Desktop's WSL2 backend, "
-                       f"`{' '.join(('docker run --rm', *env.run_flags))} IMAGE` (README.md says how)")
+                       f"`{_docker_run(env)} IMAGE` (README.md says how)")
     return out
 
 
