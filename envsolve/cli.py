@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import ui
-from .domain import PLATFORMS
+from .domain import LINUX_PLATFORMS
 from .errors import CheckFailed, EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
 from .files import IMAGES_CAP, MATRIX_CAP, SPEC_CAP, check_output, check_output_dir, user_input, write_all
 from .index import policy
@@ -205,11 +205,6 @@ def _write_artifacts(data: Lock, lock_path: Path, out_dir: Path | None, target: 
     return list(texts)
 
 
-def _render(lock_path: Path, out_dir: Path | None, target: str | None, dockerfile: bool = True) -> list[Path]:
-    """Render the lock file at ``lock_path`` (see :func:`_write_artifacts`)."""
-    return _write_artifacts(_read_lock(lock_path), lock_path, out_dir, target, dockerfile)
-
-
 def _read_lock(lock_path: Path) -> Lock:
     from .lock import model as lockfile
 
@@ -227,8 +222,13 @@ def _read_lock(lock_path: Path) -> Lock:
 @_handles_errors
 def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dockerfile: bool) -> None:
     """Write Dockerfile, requirements.txt, environment.yml and smoke_test.py per environment."""
-    for path in _render(lock_path, output, target, dockerfile=not no_dockerfile):
+    from .render.artifacts import host_notes
+
+    data = _read_lock(lock_path)
+    for path in _write_artifacts(data, lock_path, output, target, dockerfile=not no_dockerfile):
         ui.console().say(f"wrote {path}")
+    for note in host_notes(data, target):
+        ui.console().say(note)
 
 
 def _image_tag(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -262,7 +262,8 @@ def site_cmd(output: Path) -> None:
               "with several environments each gets -ENVIRONMENT appended.")
 @click.option("--engine", type=click.Choice(["docker", "podman", "buildah"]),
               help="Default: docker with BuildKit when its daemon answers, else podman, else buildah.")
-@click.option("--platform", type=click.Choice(PLATFORMS), help="The image's platform (default: the environment's).")
+@click.option("--platform", type=click.Choice(LINUX_PLATFORMS),
+              help="The image's platform (default: the environment's; images run Linux).")
 @click.option("--push", is_flag=True, help="Push each image after it is built (and checked).")
 @click.option("--smoke", is_flag=True, help="Run the smoke test: at build time for CPU images, in a "
               "container with the GPUs for GPU images.")
@@ -276,8 +277,8 @@ def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str
     from .render import build as builder
 
     data = _read_lock(lock_path)
+    envs = builder.buildable(data, target, ui.console().warn)  # Linux only: a Windows or macOS one is refused
     _write_artifacts(data, lock_path, output, target)
-    envs = [e for e in data.environments if target in (None, e.name)]
     from .spec import url_credentials
 
     options = builder.BuildOptions(root=output or lock_path.parent / "envsolve-out", tag=tag,

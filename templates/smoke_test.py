@@ -3,7 +3,8 @@
 
 Checks that this environment is what the lock says (Python, framework versions and variants,
 the CUDA/ROCm and cuDNN the frameworks report, every GPU's architecture in the compiled arch
-list), runs a matmul on the accelerator in fp32 (at full precision: TF32 off) and bf16/fp16
+list), runs a matmul on the accelerator the lock names (CUDA, ROCm, an Intel GPU through
+torch.xpu, Apple's GPU through MPS or jax-metal, else the CPU) in fp32 (at full precision: TF32 off) and bf16/fp16
 against a CPU reference, times TF32 separately where the GPU has it, and runs a small training
 step for each locked framework.
 
@@ -151,12 +152,42 @@ def _installed(dist: str) -> bool:
     return True
 
 
+# The one rule of which torch device runs the checks, by the lock's accelerator: ROCm's torch
+# answers to "cuda" too (HIP behind torch.cuda); Intel GPUs are "xpu" (torch.xpu), Apple's GPU
+# "mps" (torch.backends.mps); anything else runs on the CPU.
+_TORCH_DEVICE = {"cuda": "cuda", "rocm": "cuda", "xpu": "xpu", "mps": "mps"}
+
+
+def torch_device() -> str:
+    """The torch device of the lock's accelerator: cuda, xpu, mps or cpu."""
+    return _TORCH_DEVICE.get(EXPECTED["accelerator"], "cpu")
+
+
+def torch_sees_gpu(torch: Any) -> bool:
+    """Whether torch can run on the lock's accelerator here."""
+    dev = torch_device()
+    try:
+        if dev == "mps":
+            return bool(torch.backends.mps.is_available())
+        if dev == "xpu":
+            return hasattr(torch, "xpu") and bool(torch.xpu.is_available())
+        return dev == "cuda" and bool(torch.cuda.is_available())
+    except Exception:  # a build without the backend, no driver: torch sees no GPU
+        return False
+
+
+def torch_sync(torch: Any, dev: str) -> None:
+    """Wait for the device's queued work (torch.cuda / torch.xpu / torch.mps .synchronize())."""
+    if dev != "cpu":
+        getattr(torch, dev).synchronize()
+
+
 def gpu_frameworks() -> list[str]:
     """The locked frameworks that see a GPU."""
     names = {p["name"] for p in EXPECTED["packages"]}
     seen = []
     torch = _module("torch") if "torch" in names else None
-    if torch is not None and torch.cuda.is_available():
+    if torch is not None and torch_sees_gpu(torch):
         seen.append("torch")
     jax = _module("jax") if "jax" in names else None
     if jax is not None:
@@ -239,7 +270,8 @@ def jax_or_tf_gpus() -> list[dict[str, Any]]:
     jax = _module("jax")
     if jax is not None:
         return [{"index": i, "name": getattr(d, "device_kind", str(d)), "memory_mib": 0,
-                 "arch": f"sm_{str(getattr(d, 'compute_capability', '')).replace('.', '')}"}
+                 "arch": f"sm_{str(d.compute_capability).replace('.', '')}" if getattr(d, "compute_capability", "")
+                 else ""}  # jax-metal's device has none
                 for i, d in enumerate(d for d in jax.devices() if d.platform != "cpu")]
     tf = _module("tensorflow")
     out = []
@@ -297,23 +329,52 @@ def likely_cause() -> str:
     """Why no GPU is visible, in the terms a user can act on."""
     causes = []
     torch = _module("torch")
-    if torch is not None and not getattr(torch.version, "cuda", None) and not getattr(torch.version, "hip", None):
+    if torch is not None and _cpu_build(torch):
         causes.append(f"a CPU build of torch is installed (torch {torch.__version__})")
     for p in EXPECTED["packages"]:
         missing = [d for d in p.get("pins", {}) if re.match(r"^(jax-cuda|jax-rocm|nvidia-)", d) and not _installed(d)]
         if missing:
             causes.append(f"{p['name']}'s GPU packages are not installed ({', '.join(missing[:3])}): "
                           f"install {p['name']} with its GPU extra")
+    causes += _host_cause() if EXPECTED["accelerator"] in ("xpu", "mps") else _device_cause()
+    return "; ".join(causes) or "the frameworks see no GPU although a device is present"
+
+
+def _device_cause() -> list[str]:
+    """Why no NVIDIA or AMD GPU is visible: no device files (the container's flags, the host's
+    driver), or an NVIDIA driver that does not answer."""
     nvidia = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
     amd = os.path.exists("/dev/kfd")
     if not nvidia and not amd:
         flags = EXPECTED.get("run_flags") or "--gpus all (NVIDIA) or --device=/dev/kfd --device=/dev/dri (ROCm)"
-        causes.append(f"no GPU device or driver is visible: start the container with {flags}, "
-                      "and check that the host has the GPU driver loaded")
-    elif nvidia and not _nvidia_smi_driver():
-        causes.append("nvidia-smi is present but reports no driver: the driver is not loaded or "
-                      f"does not match (this environment needs >= {EXPECTED.get('driver_min') or '?'})")
-    return "; ".join(causes) or "the frameworks see no GPU although a device is present"
+        return [f"no GPU device or driver is visible: start the container with {flags}, "
+                "and check that the host has the GPU driver loaded"]
+    if nvidia and not _nvidia_smi_driver():
+        return ["nvidia-smi is present but reports no driver: the driver is not loaded or "
+                f"does not match (this environment needs >= {EXPECTED.get('driver_min') or '?'})"]
+    return []
+
+
+def _cpu_build(torch: Any) -> bool:
+    """Whether the installed torch was built without the lock's accelerator."""
+    dev = torch_device()
+    if dev == "xpu":
+        return not getattr(torch.version, "xpu", None)
+    if dev == "mps":
+        return not torch.backends.mps.is_built()
+    return not getattr(torch.version, "cuda", None) and not getattr(torch.version, "hip", None)
+
+
+def _host_cause() -> list[str]:
+    """Why an Intel GPU or Apple's GPU is not visible, in the host's terms."""
+    if EXPECTED["accelerator"] == "mps":
+        return ["MPS needs macOS on Apple silicon (a recent macOS: newer torch releases need newer ones), "
+                "and no Apple GPU is visible here"]
+    if sys.platform.startswith("linux") and not os.path.exists("/dev/dri"):
+        flags = EXPECTED.get("run_flags") or "--device=/dev/dri"
+        return [f"no Intel GPU device is visible: start the container with {flags}, and check that the host "
+                "has Intel's GPU driver loaded"]
+    return ["torch.xpu sees no Intel GPU: install Intel's GPU driver (Arc, Core Ultra or Data Center GPU Max)"]
 
 
 # ----------------------------------------------------------------------------- checks
@@ -375,10 +436,21 @@ def check_pins(r: Report, cpu_run: bool) -> None:
                        f"({p['variant']}) pins {want}: a different build of {p['name']} is installed")
 
 
+def torch_gpus(r: Report) -> list[dict[str, Any]]:
+    """GPUs torch sees, each checked by its accelerator's rule: an Intel GPU through torch.xpu,
+    Apple's through MPS, NVIDIA's and AMD's through torch.cuda."""
+    torch = _module("torch")
+    if torch is None or not torch_sees_gpu(torch):
+        return []
+    if torch_device() == "xpu":
+        return torch_xpu(r, torch)
+    return torch_mps(r, torch) if torch_device() == "mps" else torch_accelerator(r)
+
+
 def torch_accelerator(r: Report) -> list[dict[str, Any]]:
     """GPUs torch sees, after checking its CUDA/ROCm, cuDNN and arch list against the lock."""
     torch = _module("torch")
-    if torch is None or not torch.cuda.is_available():
+    if torch is None or not torch_sees_gpu(torch):
         return []
     gpus = []
     arch_list = list(torch.cuda.get_arch_list())
@@ -415,6 +487,54 @@ def torch_accelerator(r: Report) -> list[dict[str, Any]]:
     return gpus
 
 
+def _xpu_kernels(arch_list: list[str], arch: str) -> str:
+    """What an XPU build's AOT target list (torch.xpu.get_arch_list(): ocloc names such as dg2, bmg)
+    carries for an Intel GPU of AOT target ``arch``: "sass" (compiled for it) or "ptx" (SPIR-V,
+    which the driver JIT-compiles on the first run: every XPU build carries it)."""
+    return "sass" if arch in arch_list else "ptx"
+
+
+def torch_xpu(r: Report, torch: Any) -> list[dict[str, Any]]:
+    """Intel GPUs as torch.xpu sees them, each checked against the build's AOT targets
+    (torch.xpu.get_arch_list(), from torch 2.6; a GPU outside them runs the SPIR-V kernels)."""
+    xpu = torch.xpu
+    arch_list = list(xpu.get_arch_list()) if hasattr(xpu, "get_arch_list") else None
+    r.facts["torch_arch_list"] = arch_list or []
+    gpus = []
+    for i in range(xpu.device_count()):
+        name = xpu.get_device_name(i)
+        props = xpu.get_device_properties(i)
+        arch = (_model(name) or {}).get("arch", "")
+        gpus.append({"index": i, "name": name, "arch": arch,
+                     "memory_mib": int(getattr(props, "total_memory", 0)) // (1024 * 1024)})
+        if arch_list is None:
+            r.skip(f"GPU {i} kernels", f"{name}: torch {torch.__version__} has no torch.xpu.get_arch_list() (2.6+)")
+        elif _xpu_kernels(arch_list, arch) == "sass":
+            r.ok(f"GPU {i} kernels", f"{name} ({arch}): in torch's AOT targets {', '.join(arch_list)}")
+        else:
+            r.ok(f"GPU {i} kernels", f"{name} ({arch or 'AOT target unknown'}): not in torch's AOT targets "
+                 f"{', '.join(arch_list) or '(none)'}: the driver JIT-compiles the SPIR-V kernels (a slow first run)")
+    return gpus
+
+
+def torch_mps(r: Report, torch: Any) -> list[dict[str, Any]]:
+    """Apple's GPU as torch.backends.mps sees it (one GPU; it has no kernel list to check)."""
+    r.ok("torch MPS", f"torch {torch.__version__}: the MPS backend is built and available")
+    name = (EXPECTED.get("gpus") or [_apple_chip() or "Apple GPU"])[0]
+    return [{"index": 0, "name": name, "arch": (EXPECTED.get("gpu_archs") or [""])[0], "memory_mib": 0}]
+
+
+def _apple_chip() -> str:
+    """The Mac's chip as macOS names it ("Apple M2"), whose GPU MPS runs on; "" elsewhere."""
+    if sys.platform != "darwin":
+        return ""
+    try:
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
 def other_frameworks_see_gpu(r: Report) -> None:
     names = {p["name"] for p in EXPECTED["packages"]}
     if any(n.removeprefix("nvidia-").startswith("tensorflow") for n in names):
@@ -429,7 +549,7 @@ def other_frameworks_see_gpu(r: Report) -> None:
         jax = _module("jax")
         if jax is not None:
             try:
-                gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
+                gpus = [d for d in jax.devices() if d.platform.lower() in ("gpu", "cuda", "rocm", "metal")]
             except RuntimeError:
                 gpus = []
             (r.ok if gpus else r.fail)("jax GPUs", f"{len(gpus)} GPU(s) visible to JAX")
@@ -462,14 +582,15 @@ class _Ops:
         np = _module("numpy")
         if framework == "torch":
             torch = _module("torch")
-            dev = "cuda" if on_gpu else "cpu"
+            dev = torch_device() if on_gpu else "cpu"
             dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-            self.put = lambda a, dt: torch.from_numpy(a).to(dev, dtypes[dt])
+            # cast on the CPU, then move: MPS has no float64 to cast from
+            self.put = lambda a, dt: torch.from_numpy(a).to(dtypes[dt]).to(dev)
             self.mm = torch.matmul
-            self.sync = lambda z: torch.cuda.synchronize() if on_gpu else None
-            self.back = lambda z: z.to("cpu", torch.float64).numpy()
-            self.bf16 = (not on_gpu) or torch.cuda.is_bf16_supported()
-            self.tf32 = on_gpu and not getattr(torch.version, "hip", None) and \
+            self.sync = lambda z: torch_sync(torch, dev)
+            self.back = lambda z: z.to("cpu").to(torch.float64).numpy()
+            self.bf16 = _torch_bf16(torch, dev)
+            self.tf32 = dev == "cuda" and not getattr(torch.version, "hip", None) and \
                 torch.cuda.get_device_capability()[0] >= 8
 
             def set_tf32(on: bool) -> None:
@@ -571,6 +692,14 @@ class _Ops:
                 self.labels = ("fp32",)
 
 
+def _torch_bf16(torch: Any, dev: str) -> bool:
+    """Whether the device computes bf16 (else the check takes fp16): the CPU does; MPS is left
+    to fp16 (bf16 needs macOS 14 there)."""
+    if dev in ("cuda", "xpu"):  # torch.xpu has no such question before 2.5: Intel's GPUs have bf16
+        return bool(getattr(getattr(torch, dev), "is_bf16_supported", lambda: True)())
+    return dev == "cpu"
+
+
 def _matmul_framework() -> str:
     for name in ("torch", "jax", "tensorflow", "paddle", "cupy", "onnxruntime"):
         if any(p["name"].removeprefix("nvidia-").startswith(_DISTS.get(name, name)) for p in EXPECTED["packages"]) and \
@@ -649,7 +778,7 @@ def _decreased(losses: list[float]) -> bool:
 
 def train_torch(r: Report, on_gpu: bool) -> None:
     torch = _module("torch")
-    dev = "cuda" if on_gpu else "cpu"
+    dev = torch_device() if on_gpu else "cpu"
     torch.manual_seed(0)
     x = torch.randn(512, 32, device=dev)
     y = x @ torch.randn(32, 1, device=dev) + 0.01 * torch.randn(512, 1, device=dev)
@@ -769,7 +898,7 @@ def run(allow_cpu: bool) -> Report:
             r.fail("GPU", f"the lock targets {EXPECTED['accelerator'].upper()} on "
                    f"{', '.join(EXPECTED.get('gpus') or ['a GPU'])} but no GPU is visible: {cause}")
             return r
-    gpus = torch_accelerator(r) if "torch" in seen_by else jax_or_tf_gpus() if gpu_seen else []
+    gpus = torch_gpus(r) if "torch" in seen_by else jax_or_tf_gpus() if gpu_seen else []
     r.facts["gpus"] = gpus
     if gpu_seen:
         other_frameworks_see_gpu(r)

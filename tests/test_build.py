@@ -218,3 +218,41 @@ def test_build_says_which_environment_and_step_runs_with_verbose(tmp_path: Path,
     assert steps[:3] == [f"build: environment default (1 of 3): {step} of registry.example/ml-default:1"
                          for step in ("build", "smoke test", "push")]
     assert len(steps) == 9 and steps[8].startswith("build: environment ") and " (3 of 3): push of " in steps[8]
+
+
+# ----------------------------------------------------------------------------- Windows, macOS
+
+
+def _host_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hardware: str, targets: str = "") -> Path:
+    from tests.fakehosts import HOSTS, host_matrices
+
+    monkeypatch.setenv("ENVSOLVE_MATRICES", str(host_matrices(tmp_path)))
+    spec = tmp_path / "project.toml"
+    spec.write_text(f'[project]\nname = "demo"\npython = "==3.12.*"\n[frameworks]\ntorch = "==2.7.1"\n'
+                    f"[hardware]\n{HOSTS[hardware]}{targets}")
+    assert CliRunner().invoke(main, ["lock", str(spec)]).exit_code == 0
+    return tmp_path / "envsolve.lock"
+
+
+def test_build_refuses_a_macos_or_windows_environment_and_writes_nothing(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    lock = _host_lock(tmp_path, monkeypatch, "darwin-mps")
+    r = CliRunner().invoke(main, ["build", str(lock), "--engine", "docker", "--print"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.startswith("ERROR: environment 'default' has no image to build: no Dockerfile: containers run "
+                               "Linux and this environment is for darwin/arm64; on macOS use its requirements files")
+    assert "TIP: `envsolve render` writes its requirements files" in r.output
+    assert not (tmp_path / "envsolve-out").exists()
+
+
+def test_build_leaves_the_windows_target_of_a_fleet_out_and_says_so(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    lock = _host_lock(tmp_path, monkeypatch, "wsl-cuda", '[targets.laptop]\nplatform = "windows/amd64"\nwsl = false\n')
+    r = CliRunner().invoke(main, ["build", str(lock), "--engine", "docker", "--smoke", "--print"])
+    assert r.exit_code == 0, r.output
+    assert "WARNING: environment 'laptop' is not built: no Dockerfile: containers run Linux" in r.stderr
+    commands = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
+    assert len(commands) == 2 and all("laptop" not in ln for ln in commands)  # the WSL2 image: build, smoke run
+    assert commands[1].startswith("docker run --rm --gpus=all demo-default")
+    bad = CliRunner().invoke(main, ["build", str(lock), "--platform", "windows/amd64", "--print"])
+    assert bad.exit_code == 2 and "'windows/amd64' is not one of 'linux/amd64', 'linux/arm64'" in bad.output

@@ -279,3 +279,28 @@ def test_the_packages_and_indexes_of_a_full_lock_are_checked_on_read(fixture_gra
         "indexes['../evil']", "environments[0].packages[0].version", "environments[0].packages[0].hashes[0]"]
     assert "envsolve.lock: indexes['../evil'] must be a name of letters" in str(bad.value)
     assert "envsolve.lock: environments[0].packages[0].hashes[0] must be a sha256 digest" in str(bad.value)
+
+
+# ----------------------------------------------------------------------------- WSL2
+
+
+def test_a_wsl_target_is_recorded_and_a_lock_without_the_key_reads_as_before(fixture_graph: Provider) -> None:
+    text = make(fixture_graph)
+    assert "wsl" not in text and not lockfile.loads(text, "envsolve.lock").environments[0].wsl  # written only when true
+    wsl = make(fixture_graph, SPEC + "wsl = true\n")
+    assert 'platform = "linux/amd64"\nwsl = true\n' in wsl
+    read = lockfile.loads(wsl, "envsolve.lock")
+    assert read.environments[0].wsl and lockfile.dumps(read) == wsl
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"wsl": "yes"}, "environments[0].wsl must be true or false, not 'yes'"),
+    ({"wsl": True, "platform": "windows/amd64"},
+     "environments[0].wsl is true but the platform is 'windows/amd64': WSL2 runs linux/amd64 Linux"),
+])
+def test_a_wsl_value_is_checked_on_read(fixture_graph: Provider, edit: dict[str, Any], message: str) -> None:
+    data = tomllib.loads(make(fixture_graph))
+    data["environments"][0].update(edit)
+    with pytest.raises(LockError) as bad:
+        lockfile.loads(redigested(data), "envsolve.lock")
+    assert str(bad.value) == f"envsolve.lock: {message}"

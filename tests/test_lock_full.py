@@ -311,3 +311,88 @@ def test_a_release_newer_than_the_cached_page_is_read_from_the_index(index: HTTP
     serve(index, [*_index(), Wheel("servepkg", "1.1", requires=["torch==2.9.1"])])
     r = _lock(tmp_path, SERVE + '[packages]\npip = ["servepkg==1.1"]\n')
     assert _env(r)["frameworks"][0]["version"] == "2.9.1" and "servepkg==1.1 asks torch ==2.9.1" in r.stderr
+
+
+# ----------------------------------------------------------------------------- Windows and macOS targets
+
+_WIN = "cp312-cp312-win_amd64"
+_MAC = "cp312-cp312-macosx_11_0_arm64"
+_LINUX = "cp312-cp312-manylinux_2_17_x86_64"
+
+
+def _host_index(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                pytorch: dict[str, list[Wheel]], default: list[Wheel]) -> str:
+    """A default index of ``default`` and a PyTorch index with a folder per variant; the matrices of
+    tests/fakehosts.py. The PyTorch index's root URL."""
+    from tests.fakehosts import host_matrices
+
+    for variant, wheels in pytorch.items():
+        serve(httpserver, wheels, prefix=f"/whl/{variant}")
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", serve(httpserver, default))
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYTORCH", httpserver.url_for("/whl"))
+    monkeypatch.setenv("ENVSOLVE_MATRICES", str(host_matrices(tmp_path)))
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    return httpserver.url_for("/whl")
+
+
+def _packages(env: dict) -> dict[str, tuple[str, str, list[str]]]:  # type: ignore[type-arg]
+    return {p["name"]: (p["version"], p["index_url"], p["hashes"]) for p in env["packages"]}
+
+
+def test_a_windows_cuda_environment_is_locked_with_windows_wheels_from_its_routed_index(
+        httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    win = Wheel("torch", "2.7.1+cu118", requires=["filelock", 'colorama; sys_platform == "win32"'], tag=_WIN)
+    linux = Wheel("torch", "2.7.1+cu118", requires=["filelock", "triton==3.3.1"], tag=_LINUX)
+    default = [Wheel("filelock", "3.16.1"), Wheel("colorama", "0.4.6"),
+               Wheel("nativepkg", "2.0", tag=_LINUX), Wheel("nativepkg", "1.0", tag=_WIN),
+               Wheel("servepkg", "1.0", requires=['torch==2.5.1; sys_platform == "linux"',
+                                                  'torch==2.7.1; sys_platform == "win32"'])]
+    root = _host_index(httpserver, monkeypatch, tmp_path, {"cu118": [win, linux]}, default)
+    from tests.fakehosts import spec_text
+
+    r = _lock(tmp_path, spec_text("windows-cuda", 'torch = "*"', extra='[packages]\npip = ["servepkg", "nativepkg"]\n')
+              .removeprefix('[project]\nname = "demo"\n'), "--render")
+    env = _env(r)
+    assert (env["platform"], env["accelerator"], env["frameworks"][0]["variant"]) == ("windows/amd64", "cuda", "cu118")
+    assert "servepkg==1.0 asks torch ==2.7.1" in r.stderr  # its Requires-Dist read with Windows' markers
+    got = _packages(env)
+    assert got["torch"] == ("2.7.1+cu118", f"{root}/cu118", [win.sha256])  # the win_amd64 wheel's hash alone
+    assert got["colorama"][0] == "0.4.6" and "triton" not in got  # Windows' dependencies, not Linux's
+    assert got["nativepkg"][0] == "1.0" and got["nativepkg"][2] == [default[3].sha256]  # 2.0 has no Windows wheel
+    out = tmp_path / "envsolve-out" / "default"
+    assert not (out / "Dockerfile").exists()
+    assert f"torch==2.7.1+cu118 --hash={win.sha256}" in (out / "requirements-pytorch.txt").read_text()
+    assert "    pip install --require-hashes --no-deps -r requirements-pytorch.txt\n" in (out / "README.md").read_text()
+
+
+def test_a_macos_environment_pins_the_default_index_build_plainly_with_its_arm64_wheel(
+        httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    mac = Wheel("torch", "2.7.1", requires=['filelock; sys_platform == "darwin"'], tag=_MAC)
+    linux = Wheel("torch", "2.7.1", requires=["nvidia-cudnn-cu12==9.5.1.17"], tag=_LINUX)
+    _host_index(httpserver, monkeypatch, tmp_path, {}, [mac, linux, Wheel("filelock", "3.16.1")])
+    from tests.fakehosts import spec_text
+
+    env = _env(_lock(tmp_path, spec_text("darwin-mps").removeprefix('[project]\nname = "demo"\n')))
+    assert (env["platform"], env["accelerator"]) == ("darwin/arm64", "mps")
+    pin = env["frameworks"][0]
+    assert (pin["variant"], pin["index"]) == ("mps", "pypi")
+    got = _packages(env)
+    pypi = httpserver.url_for("/simple")
+    assert got["torch"] == ("2.7.1", pypi, [mac.sha256])  # a plain version: no local label on the default index
+    assert set(got) == {"torch", "filelock"}  # not Linux's CUDA libraries
+
+
+def test_a_wsl_environment_is_recorded_and_read_back(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    from envsolve.lock import model as lockfile
+    from tests.fakehosts import spec_text
+
+    _host_index(httpserver, monkeypatch, tmp_path, {}, [Wheel("requests", "2.32.3")])
+    spec = tmp_path / "project.toml"
+    spec.write_text(spec_text("wsl-cuda", "", extra='[packages]\npip = ["requests"]\n'))
+    r = CliRunner().invoke(main, ["lock", str(spec)])
+    assert r.exit_code == 0, r.output
+    text = (tmp_path / "envsolve.lock").read_text()
+    assert 'platform = "linux/amd64"\nwsl = true\n' in text
+    assert lockfile.read(tmp_path / "envsolve.lock").environments[0].wsl

@@ -468,13 +468,17 @@ def _check_text(request: Request, text: str, output: _Output) -> None:
     output.line(f"{request.out} is up to date")
 
 
+# the stack of an environment with no CUDA or ROCm version, in a few words
+_STACK = {"cpu": "CPU", "xpu": "XPU (Intel GPU)", "mps": "MPS (Apple GPU)"}
+
+
 def _stack(r: Resolution) -> str:
-    """A resolution's stack in a few words: CUDA and driver, ROCm, CPU, else the base image."""
+    """A resolution's stack in a few words: CUDA and driver, ROCm, XPU, MPS, CPU, else the base image."""
     if r.cuda:
         return f"CUDA {r.cuda}, {driver_text(r.driver_min, r.jetpack)} ({r.compat})"
     if r.rocm:
         return f"ROCm {r.rocm}"
-    return "CPU" if r.accelerator == "cpu" else r.base_image
+    return _STACK.get(r.accelerator) or r.base_image
 
 
 def _summarise(done: Outcome, python_asked: str, out: Path, fmt: str, output: _Output) -> None:

@@ -2,7 +2,8 @@
 
 envsolve's compatibility solve stays in charge of the frameworks: its pins (with their variant
 and index) go to uv as exact requirements, beside the project's ``[packages] pip``, and uv
-resolves the transitive closure for the environment's Python and platform (Linux x86_64 or aarch64)
+resolves the transitive closure for the environment's Python and platform (``--python-platform``:
+domain.PYTHON_PLATFORM, so a Windows or macOS environment is locked from Linux with its own wheels)
 (``uv pip compile --generate-hashes --format pylock.toml``). uv is a runtime dependency; it is
 run as ``python -m uv``'s binary (:func:`uv.find_uv_bin`) in a scratch folder holding a generated
 ``pyproject.toml``.

@@ -4,7 +4,8 @@
 the line admits (and that leaves the project's framework ranges and Python range something to
 choose), its ``Requires-Dist`` on the frameworks the project names (``vllm==0.11.0`` asks
 ``torch==2.8.0``) and the Pythons it can install on (``Requires-Python`` and the cpXY tags of its
-Linux wheels: ``scipy==1.11.4`` has wheels up to cp312). Those become extra ranges on the
+wheels for the targets' platforms: ``scipy==1.11.4`` has wheels up to cp312), its markers evaluated
+for each target's platform (index.metadata.marker_environment: domain.MARKERS). Those become extra ranges on the
 spec, each remembering which package asked for it, so the solver's explanations can say so.
 
 Pure: the index is read through an :class:`envsolve.index.reader.Reader` (``IndexClient`` in the command).

@@ -2,11 +2,14 @@
 
 ``render_environment(lock, env)`` returns ``{file name: text}`` for the Dockerfile, requirements.txt
 (and requirements-pytorch.txt when PyTorch-index builds are locked), environment.yml and
-smoke_test.py; the same lock gives the same bytes. Every value that reaches a file is checked
-first (no line breaks or control characters, URLs as :func:`envsolve.config.check_url` wants
-them) and quoted for where it lands: shell words with :func:`shlex.quote`, Dockerfile strings
-escaped, YAML scalars as JSON strings (JSON is YAML). Jinja2 is imported here only, so commands
-that do not render never pay for it.
+smoke_test.py; the same lock gives the same bytes. Containers run Linux: a Windows or macOS
+environment gets no Dockerfile, and a README.md that says why and how to install it on its
+host; a WSL2 environment's README.md says how to run its image under Docker Desktop's WSL2
+GPU support. Every value that reaches a file is checked first (no line breaks or control
+characters, URLs as :func:`envsolve.config.check_url` wants them) and quoted for where it
+lands: shell words with :func:`shlex.quote`, Dockerfile strings escaped, YAML scalars as JSON
+strings (JSON is YAML). Jinja2 is imported here only, so commands that do not render never
+pay for it.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from ..domain import (
     DEFAULT_PLATFORM,
     EXTRA_INDEXES,
     FLAT_INDEXES,
+    LINUX_PLATFORMS,
+    Platform,
     cuda_of_variant,
     driver_text,
+    os_of,
     qualified_image,
 )
 from ..errors import LockError
@@ -33,9 +39,17 @@ from ..paths import templates_dir
 from ..solve import PackagePin
 from ..spec import is_name
 
-__all__ = ["ARTIFACTS", "PYTORCH_REQUIREMENTS", "render_environment", "render_lock"]
+__all__ = ["ARTIFACTS", "HOST_README", "PYTORCH_REQUIREMENTS", "containerised", "host_notes", "no_dockerfile",
+           "render_environment", "render_lock"]
 
 ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py")
+# written beside them for an environment of a Windows or macOS host (no Dockerfile) or of WSL2
+HOST_README = "README.md"
+# conda's subdir of each platform that has no Dockerfile (environment.yml names it)
+_CONDA_SUBDIR: dict[Platform, str] = {"windows/amd64": "win-64", "windows/arm64": "win-arm64",
+                                      "darwin/arm64": "osx-arm64", "darwin/amd64": "osx-64"}
+# the operating system's name as its users say it
+_OS_NAME = {"windows": "Windows", "darwin": "macOS", "linux": "Linux"}
 # written beside them when the environment has PyTorch-index builds (requirements-<index>.txt for
 # another index's, such as requirements-paddle.txt)
 PYTORCH_REQUIREMENTS = "requirements-pytorch.txt"
@@ -297,10 +311,10 @@ def _conda_pip(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]
 
 
 def _refuse(lock: Lock, env: Environment, lock_name: str, groups: list[dict[str, Any]], dockerfile: bool) -> None:
-    """Refuse (exit 2) what no artifact can carry: a bad value, no base image, conda packages in
-    a Dockerfile, builds from two non-default index URLs."""
+    """Refuse (exit 2) what no artifact can carry: a bad value, no base image for a Dockerfile,
+    conda packages in a Dockerfile, builds from two non-default index URLs."""
     _check(lock, env, lock_name)
-    if not env.base_image:
+    if dockerfile and not env.base_image:
         raise LockError(f"environment {env.name!r} has no base image (the data has none for it)",
                         tip="add the image to matrices/images.toml, or set [container] os/flavor to one that exists")
     if dockerfile and env.conda:
@@ -380,22 +394,72 @@ def _smoke_test(lock: Lock, env: Environment) -> str:
     return script.replace(_MARKER, repr(json.dumps(_expected(lock, env), sort_keys=True)), 1)
 
 
+def containerised(env: Environment) -> bool:
+    """Whether ``env`` can have a Dockerfile: containers run Linux (domain.LINUX_PLATFORMS)."""
+    return env.platform in LINUX_PLATFORMS
+
+
+def _host(env: Environment) -> dict[str, Any]:
+    """The host's part of the templates' context: its OS's name, conda's subdir, why there is no
+    Dockerfile, how a venv is made and activated there."""
+    system = os_of(env.platform)
+    windows = system == "windows"
+    return {"os_name": _OS_NAME.get(system, system), "conda_subdir": _CONDA_SUBDIR.get(env.platform, ""),
+            "no_dockerfile": "" if containerised(env) else no_dockerfile(env),
+            "venv": f"py -{env.python} -m venv .venv" if windows else f"python{env.python} -m venv .venv",
+            "activate": r".venv\Scripts\activate" if windows else "source .venv/bin/activate",
+            "wsl_run": _docker_run(env) if env.wsl else ""}
+
+
+def _docker_run(env: Environment) -> str:
+    """``docker run --rm`` with the flags that give the environment's container its GPUs."""
+    return " ".join(("docker run --rm", *env.run_flags))
+
+
+def no_dockerfile(env: Environment) -> str:
+    """Why a Windows or macOS environment has no Dockerfile, and what to do instead: the one text
+    render's output, its README.md and `envsolve build` say."""
+    system = _OS_NAME.get(os_of(env.platform), env.platform)
+    instead = ("on Windows use its requirements files in a venv, or WSL2 for a container (a target with "
+               "platform = 'linux/amd64' and wsl = true)" if system == "Windows" else
+               f"on {system} use its requirements files in a venv")
+    return f"no Dockerfile: containers run Linux and this environment is for {env.platform}; {instead}"
+
+
+def host_notes(lock: Lock, target: str | None = None) -> list[str]:
+    """What `envsolve render` says of each environment (or ``target``) beyond the files it wrote:
+    why a Windows or macOS one has no Dockerfile, how a WSL2 one's image gets the GPUs."""
+    out = []
+    for env in (e for e in lock.environments if target in (None, e.name)):
+        if not containerised(env):
+            out.append(f"{env.name}: {no_dockerfile(env)}; its README.md says how")
+        elif env.wsl:
+            out.append(f"{env.name}: WSL2: run the image under Docker Desktop's WSL2 backend, "
+                       f"`{_docker_run(env)} IMAGE` (README.md says how)")
+    return out
+
+
 def render_environment(lock: Lock, env: Environment, lock_name: str = "envsolve.lock", *, dockerfile: bool = True
                        ) -> dict[str, str]:
-    """Every artifact of one environment of ``lock``, as ``{file name: text}``.
+    """Every artifact of one environment of ``lock``, as ``{file name: text}``; no Dockerfile for
+    a Windows or macOS environment (:func:`containerised`), which gets a README.md instead, as a
+    WSL2 one does beside its Dockerfile.
 
-    Raises :class:`LockError` (exit 2) for a value no file may carry, an environment without a
-    base image, or (when ``dockerfile``) conda packages, which the image cannot install."""
+    Raises :class:`LockError` (exit 2) for a value no file may carry, or (when ``dockerfile``) an
+    environment without a base image or with conda packages, which the image cannot install."""
+    dockerfile = dockerfile and containerised(env)
     groups = _groups(lock, env)
     _refuse(lock, env, lock_name, groups, dockerfile)
     full = lock.scope == "full"
-    ctx = {"lock_name": lock_name, "lock_digest": lock.lock_digest, "env": env, "conda_specs": _conda_specs(env),
+    ctx = {"lock_name": lock_name, "lock_digest": lock.lock_digest, "project": lock.project, "env": env,
+           "conda_specs": _conda_specs(env),
            "pip_flags": " --require-hashes --no-deps" if full else "", **_image(lock, env),
-           "extension_steps": _extension_steps(env, full),
+           "extension_steps": _extension_steps(env, full), **_host(env),
            **_indexes(lock, groups), **(_full_lines if full else _framework_lines)(env, groups)}
     jenv = _jinja()
     names = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]
     names += [PYTORCH_REQUIREMENTS] if groups else []
+    names += [HOST_README] if env.wsl or not containerised(env) else []
     out = {_file_name(n, groups): jenv.get_template(f"{n}.j2").render(ctx) for n in names}
     out["smoke_test.py"] = _smoke_test(lock, env)
     return out

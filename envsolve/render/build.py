@@ -33,8 +33,9 @@ from ..errors import EnvsolveError
 from ..lock.model import Environment, Lock
 from ..voice import silent
 
-__all__ = ["PRINT_NOTE", "BuildError", "BuildOptions", "BuildPlan", "Built", "Engine", "build_all", "commands",
-           "engine_to_print", "failure", "find_engine", "image_tag", "pip_secrets", "plan", "build_image", "summary"]
+__all__ = ["PRINT_NOTE", "BuildError", "BuildOptions", "BuildPlan", "Built", "Engine", "build_all", "buildable",
+           "commands", "engine_to_print", "failure", "find_engine", "image_tag", "pip_secrets", "plan", "build_image",
+           "summary"]
 
 ENGINES = ("docker", "podman", "buildah")
 _STEP = re.compile(r"^(STEP \d+/\d+: .*|#\d+ \[[^\]]+\] .*)$")  # podman/buildah, BuildKit
@@ -199,6 +200,23 @@ def image_tag(lock: Lock, environment: str, tag: str | None, several: bool) -> s
         return tag
     repo, _, version = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "")
     return f"{repo}-{environment}" + (f":{version}" if version else "")
+
+
+def buildable(lock: Lock, target: str | None, warn: Callable[[str], None] = silent) -> list[Environment]:
+    """The environments of ``lock`` (or ``target``) that have an image to build: the Linux ones
+    (containers run Linux). A Windows or macOS one is left out, ``warn`` saying why; refused (exit 2)
+    when nothing is left to build."""
+    from .artifacts import containerised, no_dockerfile
+
+    envs = [e for e in lock.environments if target in (None, e.name)]
+    hosts = [e for e in envs if not containerised(e)]
+    if envs and len(hosts) == len(envs):
+        raise EnvsolveError(f"environment {hosts[0].name!r} has no image to build: {no_dockerfile(hosts[0])}",
+                            tip="`envsolve render` writes its requirements files and a README.md that says how to "
+                                "install them on its host; `envsolve build` builds Linux and WSL2 targets")
+    for e in hosts:
+        warn(f"WARNING: environment {e.name!r} is not built: {no_dockerfile(e)}")
+    return [e for e in envs if containerised(e)]
 
 
 def plans(engine: Engine, lock: Lock, envs: Sequence[Environment], options: BuildOptions,
