@@ -180,6 +180,7 @@ class Build(_Row, frozen=True, kw_only=True):
     python: tuple[str, ...] = ()
     driver_min: Dotted | None = None
     pins: tuple[tuple[str, str], ...] = ()
+    plugins: tuple[tuple[str, str], ...] = ()  # installed beside it, not required by it (tensorflow-metal, jax-metal)
     system_cuda: bool = False
     dist_version: str = ""
     jetpack: str = ""  # a Jetson build: the JetPack major it is built for
@@ -282,6 +283,9 @@ class PlatformWheel(_Row, frozen=True, kw_only=True):
     archs: tuple[str, ...] = ()  # SASS compiled in there, when it differs from the default platform's build
     ptx: tuple[str, ...] = ()
     xpu: tuple[str, ...] = ()  # Intel AOT targets there, when they differ (torch's Windows XPU builds)
+    # the index the builds are on for this platform when it is not theirs: the default index's CUDA
+    # builds of torch are on the PyTorch index for Windows (under their variant's folder, cu132)
+    on_index: str = ""
     sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
     ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
@@ -644,6 +648,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
                 "python": _pythons,
                 "driver_min": _driver,
                 "pins": _str_map,
+                "plugins": _str_map,
                 "system_cuda": _bool,
                 "dist_version": _str,
                 "jetpack": _str,
@@ -665,7 +670,8 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             PlatformWheel,
             {"package": _one_of(*FRAMEWORKS), "platform": _one_of(*_OTHER_PLATFORMS),
              "index": _one_of("pypi", *DEFAULT_INDEXES), "versions": _specifier, "variants": _strs},
-            {"python": _pythons, "dist": _str, "archs": _archs, "ptx": _archs, "xpu": _archs},
+            {"python": _pythons, "dist": _str, "archs": _archs, "ptx": _archs, "xpu": _archs,
+             "on_index": _one_of(*DEFAULT_INDEXES)},
         ),
         "image": _Rows(PlatformImage,
                        {"repository": _str, "platform": _one_of(*_OTHER_PLATFORMS), "versions": _specifier}, {}),

@@ -36,6 +36,7 @@ __all__ = [
     "APPLE_PLATFORM",
     "MARKERS",
     "PYTHON_PLATFORM",
+    "MACOS_TARGET",
     "WHEEL_TAGS",
     "EXTRA_INDEXES",
     "FLAT_INDEXES",
@@ -157,6 +158,10 @@ PYTHON_PLATFORM: dict[Platform, str] = {
     "windows/amd64": "x86_64-pc-windows-msvc", "windows/arm64": "aarch64-pc-windows-msvc",
     "darwin/arm64": "aarch64-apple-darwin", "darwin/amd64": "x86_64-apple-darwin",
 }
+# A macOS platform -> the macOS release a full lock resolves its wheels for (uv's --python-platform
+# takes it from MACOSX_DEPLOYMENT_TARGET): 14.0, Sonoma, which torch's wheels from 2.12 and
+# onnxruntime's from 1.24.1 are built for (macosx_14_0_arm64); uv's own default, 13.0, takes none of them.
+MACOS_TARGET: dict[Platform, str] = {"darwin/arm64": "14.0", "darwin/amd64": "14.0"}
 # Docker's name of a platform -> the GitHub-hosted runner that builds or tests it natively (the CI
 # workflow): GitHub's Arm runners for linux/arm64 and windows/arm64, macos-15 on Apple silicon,
 # macos-15-intel the last Intel-Mac image.

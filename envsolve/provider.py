@@ -332,13 +332,18 @@ class Provider:
 
     def for_platform(self, b: Build, platform: str) -> Build:
         """``b`` as published for ``platform``: the kernels of that platform's build where
-        matrices/platforms.toml lists them (PyTorch's aarch64 CUDA builds target other archs)."""
+        matrices/platforms.toml lists them (PyTorch's aarch64 CUDA builds target other archs), and
+        its index there when it is not the build's own (``on_index``)."""
         w = self.platform_wheel(b, platform) if platform != DEFAULT_PLATFORM else None
-        if w is None or not (w.archs or w.xpu):
+        if w is None:
             return b
+        if w.on_index:  # on another index there, in its variant's folder
+            b = msgspec.structs.replace(b, index=w.on_index, index_path=b.variant, default=False)
         if w.xpu:
             return msgspec.structs.replace(b, xpu=w.xpu)
-        return msgspec.structs.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
+        if w.archs:
+            return msgspec.structs.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
+        return b
 
     def on_platform(self, b: Build, platform: str) -> bool:
         """Whether ``b`` is published for ``platform``: a build that names its platforms (the macOS

@@ -316,7 +316,7 @@ def test_a_release_newer_than_the_cached_page_is_read_from_the_index(index: HTTP
 # ----------------------------------------------------------------------------- Windows and macOS targets
 
 _WIN = "cp312-cp312-win_amd64"
-_MAC = "cp312-cp312-macosx_11_0_arm64"
+_MAC = "cp312-cp312-macosx_14_0_arm64"  # as torch >= 2.12 tags them: uv must be told macOS 14 (domain.MACOS_TARGET)
 _LINUX = "cp312-cp312-manylinux_2_17_x86_64"
 
 

@@ -37,7 +37,7 @@ import tomli_w
 from packaging.utils import canonicalize_name
 
 from ..config import Credential, scrub, strip_credentials, write_netrc
-from ..domain import DEFAULT_PLATFORM, PYTHON_PLATFORM, Platform
+from ..domain import DEFAULT_PLATFORM, MACOS_TARGET, PYTHON_PLATFORM, Platform
 from ..errors import ResolveError
 from ..index.policy import BACKOFF, RETRIES
 from ..paths import cache_dir
@@ -395,6 +395,8 @@ def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequenc
     # environ: settings over this process's; the user's uv settings do not change a lock
     env = uv_environ({**os.environ, **(environ or {})})
     env["UV_HTTP_RETRIES"] = "0"  # envsolve's retries, said, instead of uv's silent ones
+    if platform in MACOS_TARGET:  # uv reads the macOS a darwin --python-platform means from here
+        env["MACOSX_DEPLOYMENT_TARGET"] = MACOS_TARGET[platform]
     ask = _Ask(python=python, platform=platform, pins=pins, pip=pip, default_index=default_index, offline=offline,
                exclude_newer=exclude_newer, upgrade=upgrade)
     with tempfile.TemporaryDirectory(prefix="envsolve-resolve-") as tmp:  # private: mode 0700

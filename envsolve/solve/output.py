@@ -238,12 +238,14 @@ def _rests_on_low(c: Candidate) -> bool:
 
 def _pins(provider: Provider, spec: ProjectSpec, t: Target, c: Candidate, python: str,
           accel: Accelerator) -> list[PackagePin]:
-    """The pin of a chosen candidate, and of each companion the spec asks for (same build)."""
+    """The pin of a chosen candidate, of each companion the spec asks for (same build), and of each
+    plugin its build installs beside it (jax-metal: the default index's, pure pins)."""
     b = c.build
     own = _pin(_dist_name(provider, t, c), _dist_version(c), b, extra=b.extra if b else "",
                conda=_conda(provider, spec, c, python, accel) if t.platform in LINUX_PLATFORMS else (), pins=c.pins)
+    plugins = [_pin(name, version, None) for name, version in (b.plugins if b else ())]  # the default index's
     return [own, *(_pin(comp, version, b) for comp, version in c.release.companions
-                  if spec.framework(comp) is not None)]
+                  if spec.framework(comp) is not None), *plugins]
 
 
 def _pin(name: str, version: str, b: Build | None, *, extra: str = "", conda: tuple[str, ...] = (),
