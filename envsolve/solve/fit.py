@@ -40,6 +40,7 @@ _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or (
 _NEED = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build",
          "xpu": "Intel GPUs need an XPU build", "mps": "Apple's GPU needs an MPS build (macOS on Apple silicon)",
          "cpu": "the target has no GPU"}
+_A_BUILD = {"cuda": "a CUDA", "rocm": "a ROCm", "xpu": "an XPU", "mps": "an MPS", "cpu": "a CPU"}
 
 
 def gpu_text(gpu: GpuReq) -> str:
@@ -454,7 +455,7 @@ def _accelerator(b: Build, t: Target) -> No | None:
     wanted = ACCELERATOR[t.vendor]
     if b.accelerator == wanted:
         return None
-    return No("accelerator", f"{b.variant} is a {b.accelerator.upper()} build; {_NEED[wanted]}")
+    return No("accelerator", f"{b.variant} is {_A_BUILD[b.accelerator]} build; {_NEED[wanted]}")
 
 
 def _pythons_on(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release,

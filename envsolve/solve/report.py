@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import msgspec.structs
 
+from ..domain import LINUX_PLATFORMS
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
@@ -87,12 +88,13 @@ class TargetReport(msgspec.Struct, frozen=True, kw_only=True):
         if r is None:
             return [f"target {self.target.name}: no resolution", *self._rejections(limit)]
         out = [*_hardware_lines(self.target), *(f"  chose {c.subject}: {c.reason}" for c in self.chosen)]
-        out += [f"  PTX JIT: {c.jit_note}" for c in self.chosen if c.jit_note]
+        out += [f"  {'PTX ' if 'PTX' in c.jit_note else ''}JIT: {c.jit_note}" for c in self.chosen if c.jit_note]
         out += [f"  extension {x.name} {x.version} ({_INSTALLED[x.install]}): {x.reason}" for x in r.extensions]
         out.append(f"  python {r.python}: {self.python_why}")
         out += _driver_lines(r)
         out += [f"  note: {w}" for w in r.warnings if w.startswith(_FLOOR_NOTE)]
-        out.append(f"  base image {r.base_image}")
+        out.append(f"  base image {r.base_image}" if r.base_image or self.target.platform in LINUX_PLATFORMS
+                   else f"  no base image: containers run Linux, and this environment is for {self.target.platform}")
         return out + self._rejections(limit)
 
     def _rejections(self, limit: int | None) -> list[str]:
