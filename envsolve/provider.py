@@ -337,8 +337,9 @@ class Provider:
         w = self.platform_wheel(b, platform) if platform != DEFAULT_PLATFORM else None
         if w is None:
             return b
-        if w.on_index:  # on another index there, in its variant's folder
-            b = msgspec.structs.replace(b, index=w.on_index, index_path=b.variant, default=False)
+        if w.on_index:  # on another index there, in its variant's folder; its Requires-Dist pins (nvidia-*,
+            # triton) are the Linux wheel's, so none there, as no build of the PyTorch index has them
+            b = msgspec.structs.replace(b, index=w.on_index, index_path=b.variant, default=False, pins=(), shared=())
         if w.xpu:
             return msgspec.structs.replace(b, xpu=w.xpu)
         if w.archs:

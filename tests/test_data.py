@@ -13,6 +13,7 @@ from envsolve.cli import main
 from envsolve.data import Build, data_dir, load_dir
 from envsolve.errors import MatrixError
 from envsolve.provider import Provider
+from envsolve.solve import solve
 from envsolve.spec import parse_spec
 from envsolve.versions import parse_arch, parse_dotted, parse_driver
 
@@ -165,8 +166,8 @@ def test_torch_on_native_windows_is_the_pytorch_index_builds_with_the_windows_ke
     """Windows CUDA builds come from the PyTorch index only (the default index's Windows wheels are
     CPU builds) with Windows' own arch lists: sm_61 kept, compute_37 in CUDA 11, no PTX of the newest."""
     win = "windows/amd64"
-    assert not [b for b in real_graph.m.builds if b.package == "torch" and b.index == "pypi"
-                and b.accelerator == "cuda" and real_graph.on_platform(b, win)]
+    assert all(real_graph.for_platform(b, win).index == "pytorch" for b in real_graph.m.builds
+               if b.package == "torch" and b.accelerator == "cuda" and real_graph.on_platform(b, win))
     cu128 = _torch(real_graph, "2.7.1", "cu128")
     assert "sm_61" not in cu128.archs and cu128.ptx == ("sm_120",)
     on_windows = real_graph.for_platform(cu128, win)
@@ -180,6 +181,31 @@ def test_torch_on_native_windows_is_the_pytorch_index_builds_with_the_windows_ke
     arm = real_graph.platform_wheel(_torch(real_graph, "2.8.0", "cpu"), "windows/arm64")
     assert arm is not None and arm.python == ("3.11", "3.12", "3.13")
     assert not real_graph.on_platform(_torch(real_graph, "2.8.0", "cu128"), "windows/arm64")
+
+
+def test_torch_default_cuda_build_is_the_pytorch_index_one_on_windows_where_its_release_builds_it(
+        real_graph: Provider) -> None:
+    """The default index's CUDA build of a release (Linux wheels) is built for Windows too where the
+    release's Windows matrix has that CUDA: the PyTorch index's build of the variant (2.15.0 cu132,
+    pinned torch==2.15.0+cu132) with Windows' kernels; 1.11/1.12 built no Windows cu102."""
+    win = "windows/amd64"
+    default = {b.raw: b for b in real_graph.m.builds if b.package == "torch" and b.index == "pypi" and b.accelerator == "cuda"}
+    on_windows = {v for v, b in default.items() if real_graph.on_platform(b, win)}
+    assert on_windows == {v for v, b in default.items() if b.version >= Version("1.8")} - {"1.11.0", "1.12.0", "1.12.1"}
+    cu132 = real_graph.for_platform(default["2.15.0"], win)
+    assert (cu132.variant, cu132.index, cu132.index_path, cu132.default) == ("cu132", "pytorch", "cu132", False)
+    assert default["2.15.0"].pins and (cu132.pins, cu132.shared) == ((), ())  # the Linux wheel's nvidia-* pins
+    assert real_graph.for_platform(default["2.15.0"], "linux/amd64").index == "pypi"
+    assert real_graph.for_platform(default["2.7.1"], win).archs[:3] == ("sm_50", "sm_60", "sm_61")
+    assert real_graph.for_platform(default["1.13.1"], win).ptx == real_graph.for_platform(default["1.9.0"], win).ptx == (
+        "sm_37",)
+    assert real_graph.for_platform(default["2.14.1"], win).ptx == ()
+    spec = parse_spec('[frameworks]\ntorch = ">=2.15"\n[hardware]\nplatform = "windows/amd64"\ngpus = ["RTX 5090"]\n',
+                      "project.toml", real_graph)
+    (r,) = solve(real_graph, spec)
+    pin = next(p for p in r.packages if p.name == "torch")
+    assert (pin.variant, pin.index, pin.index_path, pin.requirement, pin.pins) == ("cu132", "pytorch", "cu132",
+                                                                                  "torch==2.15.0+cu132", ())
 
 
 def test_torch_xpu_builds_carry_torch_xpu_ops_aot_targets_on_linux_and_from_2_6_on_windows(real_graph: Provider) -> None:
