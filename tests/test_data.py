@@ -619,15 +619,15 @@ def test_jax_has_no_cuda_or_rocm_build_off_linux_and_cpu_on_windows_from_0_4_13(
 
 def test_apple_gpu_builds_pair_the_metal_plugin_and_exist_on_apple_silicon_only(real_graph: Provider) -> None:
     metal = [b for b in real_graph.m.builds if b.accelerator == "mps"]
-    assert {b.package for b in metal} == {"tensorflow", "jax", "onnxruntime"}
+    assert {b.package for b in metal} == {"torch", "tensorflow", "jax", "onnxruntime"}
     for b in metal:
         assert b.platforms == ("darwin/arm64",), b
         for other in ("linux/amd64", "linux/arm64", "windows/amd64", "darwin/amd64"):
             assert not real_graph.on_platform(b, other)
-    tf = {b.raw: dict(b.pins)["tensorflow-metal"] for b in metal if b.package == "tensorflow"}
+    tf = {b.raw: dict(b.plugins)["tensorflow-metal"] for b in metal if b.package == "tensorflow"}
     assert (tf["2.5.0"], tf["2.12.0"], tf["2.13.0"], tf["2.16.2"]) == ("0.1.2", "0.8.0", "1.0.0", "1.1.0")
     assert "2.19.0" not in tf and "2.12.1" not in tf  # no plugin after 2.18; no macOS wheel of 2.12.1
-    jax = {b.raw: dict(b.pins) for b in metal if b.package == "jax"}
+    jax = {b.raw: {**dict(b.pins), **dict(b.plugins)} for b in metal if b.package == "jax"}
     assert all(p["jaxlib"] == v for v, p in jax.items())  # jax-metal loads into its own jaxlib only
     assert jax["0.4.34"]["jax-metal"] == "0.1.1" and "0.4.28" not in jax and "0.5.1" not in jax
     b216 = next(b for b in metal if b.package == "tensorflow" and b.raw == "2.16.1")
