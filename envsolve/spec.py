@@ -380,27 +380,30 @@ class _ProjectParser(SectionParser):
 
     def _host_vendor(self, table: dict[str, Any], where: str, platform: Platform, vendor: str, wsl: bool) -> str:
         """The vendor, checked against what the host's OS drives: Apple's GPU on Apple silicon only
-        (implied there when no vendor or GPU is written), no GPU stack on an Intel Mac or Windows on
-        Arm, no ROCm on native Windows; the keys of a stack the host lacks are errors too."""
+        (implied there when no vendor or GPU is written), no GPU stack on an Intel Mac, no AMD or
+        Intel GPU on Windows on Arm, no ROCm on native Windows (:func:`host_problem`)."""
         if platform == APPLE_PLATFORM and "vendor" not in table and "gpus" not in table:
             vendor = "apple"
         why = host_problem(platform, vendor)
         if why:
             key = "gpus" if "gpus" in table and "vendor" not in table else "vendor"
             self.bad(f"{where}.{key}", f"{table.get(key, vendor)!r} on {platform}: {why}")
-        host = os_of(platform)
+        if vendor in ("nvidia", "amd"):
+            self._stack_keys(table, where, os_of(platform), wsl and vendor == "amd")
+        return vendor
+
+    def _stack_keys(self, table: dict[str, Any], where: str, host: str, amd_under_wsl: bool) -> None:
+        """The keys of a GPU stack the host lacks: CUDA or ROCm on macOS, ROCm on native Windows, the
+        amdgpu kernel driver's release under WSL2 (the Windows host's driver runs the GPU)."""
         for key in ("driver", "cuda", "rocm", "rocm_driver"):
-            if key not in table or vendor not in ("nvidia", "amd"):
-                continue
-            if host == "darwin":
+            if key in table and host == "darwin":
                 self.bad(f"{where}.{key}", f"{table[key]!r}: macOS has no CUDA or ROCm; drop the key (a Mac's GPU "
                          "is Apple's, through MPS)")
-            elif host == "windows" and key.startswith("rocm"):
+            elif key in table and host == "windows" and key.startswith("rocm"):
                 self.bad(f"{where}.{key}", f"{table[key]!r}: ROCm builds of these frameworks are for Linux; drop the "
                          "key, or use WSL2 (platform = 'linux/amd64', wsl = true)")
-        if wsl and vendor == "amd" and "rocm_driver" in table:
+        if amd_under_wsl and "rocm_driver" in table:
             self.bad(f"{where}.rocm_driver", "does not apply under WSL2, which runs the Windows host's AMD driver")
-        return vendor
 
     def _target_gpus(self, table: dict[str, Any], where: str) -> list[GpuReq]:
         raw = table.get("gpus", [])

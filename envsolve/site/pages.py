@@ -19,7 +19,7 @@ from ..domain import DEFAULT_PLATFORM, PLATFORMS
 from ..errors import Unsatisfiable
 from ..paths import templates_dir
 from ..provider import Provider
-from .tables import ANSWER_FIELDS, CPU_ONLY, Choice, project_toml
+from .tables import ANSWER_FIELDS, CPU_ONLY, Choice, explored_gpus, project_toml
 
 __all__ = ["COMMANDS", "LABELS", "packed", "pages", "slug"]
 
@@ -86,7 +86,7 @@ def pages(provider: Provider, data: dict[str, Any]) -> dict[str, str]:
     out["index.html"] = page("index.html.j2", "", data=packed(data), fields=ANSWER_FIELDS[:8],
                              labels=LABELS, project=project_toml(DEFAULT), commands=COMMANDS,
                              default_gpu=DEFAULT.gpu)
-    gpus = sorted(provider.m.gpus, key=lambda g: g.name)
+    gpus = explored_gpus(provider)
     out["gpus/index.html"] = page("gpus.html.j2", "../", gpus=gpus, arch=_arch_of(provider))
     entries = {x["name"]: x for x in data["gpus"]}
     runs: dict[int, dict[str, Any]] = {}  # by table: the GPU models of a class on a platform share it
@@ -176,7 +176,7 @@ def _branch(provider: Provider, branch: int) -> dict[str, Any]:
 
 def _dropped(provider: Provider, families: tuple[str, ...]) -> list[Gpu]:
     out = []
-    for g in sorted(provider.m.gpus, key=lambda g: g.name):
+    for g in explored_gpus(provider):
         info = provider.arch_info(g.arch)
         if info is not None and info.family in families:
             out.append(g)

@@ -46,7 +46,7 @@ from ..solve.together import clash
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target, parse_spec
 from ..versions import Dotted
 
-__all__ = ["CPU_ONLY", "FORMAT", "Choice", "project_toml", "selector_data"]
+__all__ = ["CPU_ONLY", "FORMAT", "Choice", "explored_gpus", "project_toml", "selector_data"]
 
 FORMAT = 1  # the version of the data's layout (site.js reads it)
 CPU_ONLY = "CPU only"  # the selector's entry for a machine without a GPU
@@ -556,6 +556,13 @@ class _Models(msgspec.Struct, frozen=True):
     reqs: dict[str, GpuReq]
 
 
+def explored_gpus(provider: Provider) -> list[Gpu]:
+    """The GPU models the explorer answers for, by name: those of the Linux platforms (Apple's GPUs
+    are on macOS alone)."""
+    return sorted((g for g in provider.m.gpus if (g.platform or LINUX_PLATFORMS[0]) in LINUX_PLATFORMS),
+                  key=lambda g: g.name)
+
+
 def _classes(provider: Provider) -> _Models:
     """The GPU classes (CPU only first) and each GPU model's class (read once, before the workers
     start: they inherit it)."""
@@ -563,7 +570,7 @@ def _classes(provider: Provider) -> _Models:
     index: dict[tuple[str, ...], int] = {}
     of: dict[str, int] = {}
     reqs: dict[str, GpuReq] = {}
-    for g in sorted(provider.m.gpus, key=lambda g: g.name):
+    for g in explored_gpus(provider):
         gpu = reqs[g.name] = _gpu_req(provider, g.name)
         jp = provider.jetpacks_for([g.name])
         key = (gpu.arch.name, gpu.family, gpu.vendor, gpu.platform,
@@ -738,7 +745,7 @@ def _gpus(b: _Builder, models: _Models, drivers: list[str]) -> list[dict[str, An
     out = [{"name": CPU_ONLY, "names": [CPU_ONLY], "text": "", "cls": 0,
             "invalid": _invalid(b, CPU_ONLY, drivers[-1])}]
     taken: set[int] = set()  # the classes the spec takes with every choice
-    for g in sorted(b.provider.m.gpus, key=lambda g: g.name):
+    for g in explored_gpus(b.provider):
         cls = models.of[g.name]
         invalid = [0] * (2 * len(LINUX_PLATFORMS)) if cls in taken else _invalid(b, g.name, drivers[-1])
         if not any(invalid):
