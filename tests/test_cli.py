@@ -81,6 +81,23 @@ def test_bad_spec_exit_2_names_key_no_traceback_nothing_written(spec: Path) -> N
     assert lock.read_bytes() == before
 
 
+@pytest.mark.parametrize("hardware,line", [
+    ('platform = "darwin/arm64"\ngpus = ["RTX 4090"]\n',
+     "hardware.gpus: ['RTX 4090'] on darwin/arm64: macOS has no CUDA, ROCm or XPU builds of these frameworks"),
+    ('platform = "windows/amd64"\nvendor = "amd"\nrocm = "6.2"\n',
+     "hardware.vendor: 'amd' on windows/amd64: the ROCm builds of these frameworks are Linux wheels; use WSL2"),
+    ('platform = "windows/amd64"\nvendor = "cpu"\nwsl = true\n', "hardware.wsl: is true but the platform is 'windows/amd64'"),
+])
+def test_a_host_that_cannot_have_a_key_exit_2_nothing_written(spec: Path, hardware: str, line: str) -> None:
+    assert run("lock", str(spec)).exit_code == 0
+    lock = spec.parent / "envsolve.lock"
+    before = lock.read_bytes()
+    spec.write_text(f'[frameworks]\ntorch = "*"\n[hardware]\n{hardware}')
+    r = run("lock", str(spec))
+    assert r.exit_code == 2 and line in r.output and "TIP: edit " in r.output and "Traceback" not in r.output
+    assert lock.read_bytes() == before
+
+
 def test_missing_spec_file(tmp_path: Path) -> None:
     r = run("lock", str(tmp_path / "nope.toml"))
     assert r.exit_code == 2 and f"ERROR: {tmp_path / 'nope.toml'}: no such file" in r.output
