@@ -122,6 +122,7 @@ class DriverBranch(_Row, frozen=True, kw_only=True):
     branch: int
     cuda_max: Dotted
     unsupported_families: tuple[str, ...] = ()
+    wsl_cuda: bool = False  # the first branch whose Windows driver runs CUDA under WSL 2
 
 
 class Cudnn(_Row, frozen=True, kw_only=True):
@@ -608,7 +609,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
         "branch": _Rows(
             DriverBranch,
             {"branch": _branch, "cuda_max": _dotted},
-            {"unsupported_families": _strs},
+            {"unsupported_families": _strs, "wsl_cuda": _bool},
         ),
     },
     "cudnn": {

@@ -25,6 +25,9 @@ __all__ = [
     "DEFAULT_PLATFORM",
     "PLATFORMS",
     "VENDORS",
+    "VENDOR_NAME",
+    "VENDOR_OF",
+    "STACK_NAME",
     "Accelerator",
     "Platform",
     "Vendor",
@@ -60,6 +63,7 @@ __all__ = [
     "requirement",
     "serves",
     "shared_name",
+    "stack_text",
     "variant_of_cuda",
 ]
 
@@ -101,6 +105,18 @@ APPLE_PLATFORM: Platform = "darwin/arm64"
 # Vendor -> the accelerator its GPUs need: Intel GPUs run PyTorch's XPU builds (SYCL, Level Zero),
 # Apple's GPU runs Metal Performance Shaders (MPS).
 ACCELERATOR: dict[str, Accelerator] = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu", "apple": "mps", "cpu": "cpu"}
+# Accelerator -> the vendor whose GPUs it drives (the same fact, the other way round).
+VENDOR_OF: dict[str, Vendor] = {ACCELERATOR[vendor]: vendor for vendor in VENDORS}
+# The names messages give a vendor's GPUs and an accelerator's stack.
+VENDOR_NAME: dict[str, str] = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple"}
+STACK_NAME: dict[str, str] = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "mps": "MPS", "cpu": "CPU"}
+
+
+def stack_text(accelerator: str) -> str:
+    """An environment's stack when it names no CUDA or ROCm version: ``XPU (Intel GPU)``, ``CPU``."""
+    name = STACK_NAME.get(accelerator, accelerator)
+    vendor = VENDOR_OF.get(accelerator, "cpu")
+    return f"{name} ({VENDOR_NAME[vendor]} GPU)" if vendor in VENDOR_NAME else name
 
 
 def canonical_name(name: str) -> str:

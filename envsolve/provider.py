@@ -287,6 +287,10 @@ class Provider:
                 best = t.version
         return best
 
+    def wsl_cuda_branch(self) -> int | None:
+        """The first driver branch whose Windows driver runs CUDA under WSL 2 (None: the data does not say)."""
+        return min((b.branch for b in self.m.branches if b.wsl_cuda), default=None)
+
     def newest_branch_for(self, families: set[str]) -> int | None:
         """The newest driver branch that still supports every family; None: no limit known."""
         limit = min((b.branch for b in self.m.branches if families & set(b.unsupported_families)), default=None)

@@ -27,6 +27,7 @@ from .domain import (
     FRAMEWORKS,
     KERAS_BACKENDS,
     PLATFORMS,
+    VENDOR_NAME,
     VENDORS,
     Platform,
     Vendor,
@@ -129,7 +130,6 @@ class ProjectSpec(msgspec.Struct, frozen=True, kw_only=True):
         return next((f for f in self.frameworks if f.name == name), None)
 
 
-_VENDOR_NAME = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple", "cpu": "no"}
 _HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm", "platform", "jetpack", "rocm_driver", "wsl"}
 # a [hardware] key -> the vendor it applies to; a target of another vendor does not inherit it
 _KEY_VENDOR = {"driver": "nvidia", "cuda": "nvidia", "rocm": "amd", "rocm_driver": "amd", "jetpack": "nvidia"}
@@ -420,7 +420,7 @@ class _ProjectParser(SectionParser):
         vendor = self._written_vendor(table, where)
         vendors = {g.vendor for g in gpus}
         if len(vendors) > 1:
-            names = " and ".join(_VENDOR_NAME[v] for v in VENDORS if v in vendors)
+            names = " and ".join(VENDOR_NAME[v] for v in VENDORS if v in vendors)
             self.bad(f"{where}.gpus", f"mixes {names} GPUs; put each vendor in its own [targets.NAME]")
             return None
         if not vendor:

@@ -9,7 +9,6 @@ import pytest
 from click.testing import CliRunner
 
 from envsolve.cli import main
-from envsolve.data import data_dir, load_dir
 from envsolve.host import detect as det
 from envsolve.host.facts import (
     GpuInfo,
@@ -508,74 +507,6 @@ def test_cli_lock_host_on_a_jetson_nano_refuses_torch_2_naming_the_jetpack(
 # -- issue 23: WSL 2, native Windows, macOS, Intel GPUs (recordings: each fixture's SOURCES.md) ---------------
 
 
-_ISSUE23_ROWS = {
-    "cuda.toml": {  # NVIDIA's Windows columns (drivers-detect.md sections 1 and 2)
-        'version = "12.6.0"\ndriver_min = "560.28.03"\n': 'driver_min_windows = "560.76"\n',
-        'major = 12\nminor_compat_driver_min = "525.60.13"\n': 'minor_compat_driver_min_windows = "528.33"\n'},
-    "gpus.toml": {"": """
-[[arch]]
-name = "dg2"
-vendor = "intel"
-family = "xe-hpg"
-source = "https://github.com/intel/compute-runtime/blob/00eda8078de3d10a1fe6c7f608ec7dc74243f125/shared/source/dll/devices/devices_base.inl"
-
-[[arch]]
-name = "bmg"
-vendor = "intel"
-family = "xe2"
-source = "https://github.com/intel/compute-runtime/blob/00eda8078de3d10a1fe6c7f608ec7dc74243f125/shared/source/dll/devices/devices_base.inl"
-
-[[arch]]
-name = "apple-m3"
-vendor = "apple"
-family = "apple"
-source = "https://github.com/narugit/smctemp/issues/26"
-
-[[gpu]]
-name = "Arc A770"
-vendor = "intel"
-arch = "dg2"
-aliases = ["Intel(R) Arc(TM) A770 Graphics", "8086:56a0"]
-source = "https://github.com/intel/compute-runtime/blob/00eda8078de3d10a1fe6c7f608ec7dc74243f125/shared/source/dll/devices/devices_base.inl"
-
-[[gpu]]
-name = "Arc B580"
-vendor = "intel"
-arch = "bmg"
-aliases = ["Intel(R) Arc(TM) B580 Graphics", "8086:e20b"]
-source = "https://github.com/intel/compute-runtime/blob/00eda8078de3d10a1fe6c7f608ec7dc74243f125/shared/source/dll/devices/devices_base.inl"
-
-[[gpu]]
-name = "Apple M3"
-vendor = "apple"
-arch = "apple-m3"
-platform = "darwin/arm64"
-source = "https://github.com/narugit/smctemp/issues/26"
-"""}}
-
-
-def issue23_data(d: Path) -> Provider:
-    """The shipped data with the rows issue 23 adds (Intel and Apple GPUs named as the tools print
-    them and by PCI id; NVIDIA's Windows driver floors), where the shipped data lacks them, in the
-    folder ``d``: the mechanism is tested here, the rows belong to gpus.toml and cuda.toml."""
-    shutil.copytree(data_dir(), d, dirs_exist_ok=True)
-    for name, edits in _ISSUE23_ROWS.items():
-        text = (d / name).read_text()
-        for after, added in edits.items():
-            if not after:
-                rows = [r for r in added.split("\n\n") if r.strip() and r.split("name = ")[1].split("\n")[0] not in text]
-                text += "\n" + "\n\n".join(rows) + "\n"
-            elif added.split(" =")[0] not in text.split(after)[1].split("\n\n")[0]:
-                text = text.replace(after, after + added)
-        (d / name).write_text(text)
-    return Provider(load_dir(d))
-
-
-@pytest.fixture(scope="module")
-def issue23_graph(tmp_path_factory: pytest.TempPathFactory) -> Provider:
-    return issue23_data(tmp_path_factory.mktemp("matrices"))
-
-
 def test_wsl2_is_known_by_its_kernel_dxg_and_driver_folder(real_graph: Provider) -> None:
     """microsoft/WSL#11277: nvidia-smi in /usr/lib/wsl/lib (not on PATH) prints the Windows driver
     (555.99); its table cuts the GPU's name and nothing else names it."""
@@ -642,16 +573,16 @@ def test_the_r610_table_says_kmd_version_and_cuda_umd_version(real_graph: Provid
         det.parse_smi_table("NVIDIA-SMI has failed\n")
 
 
-def test_apple_silicon_is_an_apple_gpu_on_darwin_arm64(real_graph: Provider, issue23_graph: Provider) -> None:
+def test_apple_silicon_is_an_apple_gpu_on_darwin_arm64(real_graph: Provider) -> None:
     f = host("macos-m3", real_graph)
     assert (f.vendor, f.platform, f.machine, f.chip, f.source) == (
         "apple", "darwin", "arm64", "Apple M3", "system_profiler SPDisplaysDataType")
     assert [g.name for g in f.gpus] == ["Apple M3"] and host_platform(f) == "darwin/arm64"
     assert {k: v for k, v in hardware_table(f, real_graph).items() if k != "gpus"} == {
         "vendor": "apple", "platform": "darwin/arm64"}
-    known = host("macos-m3", issue23_graph)  # with the data's Apple rows, the chip's model and arch
+    known = host("macos-m3", real_graph)  # with the data's Apple rows, the chip's model and arch
     assert [g.arch for g in known.gpus] == ["apple-m3"]
-    assert hardware_table(known, issue23_graph) == {"gpus": ["Apple M3"], "vendor": "apple", "platform": "darwin/arm64"}
+    assert hardware_table(known, real_graph) == {"gpus": ["Apple M3"], "vendor": "apple", "platform": "darwin/arm64"}
 
 
 def test_a_python_under_rosetta_is_still_on_apple_silicon(real_graph: Provider) -> None:
@@ -670,18 +601,18 @@ def test_an_intel_mac_runs_on_the_cpu(real_graph: Provider) -> None:
     assert hardware_table(f, real_graph) == {"vendor": "cpu", "platform": "darwin/amd64"}
 
 
-def test_intel_arc_from_xpu_smi_then_sycl_ls(tmp_path: Path, issue23_graph: Provider) -> None:
+def test_intel_arc_from_xpu_smi_then_sycl_ls(tmp_path: Path, real_graph: Provider) -> None:
     f = recorded(HOSTS / "linux-arc-a770")
     assert (f.vendor, f.source, f.driver, f.level_zero) == ("intel", "xpu-smi discovery", "17013219", True)
     assert [(g.name, g.pci_id) for g in f.gpus] == [("Intel(R) Arc(TM) A770 Graphics", "8086:56a0")]
     d = tmp_path / "no-xpu-smi"
     shutil.copytree(HOSTS / "linux-arc-a770", d)
     (d / "bin" / "xpu-smi").unlink()
-    s = complete(recorded(d), issue23_graph)
+    s = complete(recorded(d), real_graph)
     assert (s.source, s.driver, s.level_zero) == ("sycl-ls", "1.3.28454", True)
     assert [(g.name, g.arch) for g in s.gpus] == [("Intel(R) Arc(TM) A770 Graphics", "dg2"),
                                                   ("Intel(R) UHD Graphics 630", "")]
-    assert hardware_table(s, issue23_graph) == {"gpus": ["Arc A770"], "vendor": "intel"}
+    assert hardware_table(s, real_graph) == {"gpus": ["Arc A770"], "vendor": "intel"}
 
 
 def test_sycl_ls_of_oneapi_2025_and_opencl_only() -> None:
@@ -696,7 +627,7 @@ def test_sycl_ls_of_oneapi_2025_and_opencl_only() -> None:
                              "OpenCL 3.0 (Build 0) [2024.18.7.0.11_160000]\n") == ("", [], False)
 
 
-def test_an_arc_b580_known_by_its_pci_id_only(issue23_graph: Provider, real_graph: Provider) -> None:
+def test_an_arc_b580_known_by_its_pci_id_only(real_graph: Provider) -> None:
     f = recorded(HOSTS / "linux-arc-b580")
     assert (f.vendor, f.source, f.level_zero) == ("intel", "lspci -nn", False)
     assert [(g.name, g.pci_id) for g in f.gpus] == [("Arc B580", "8086:e20b")]  # the audio function is no GPU
@@ -704,15 +635,15 @@ def test_an_arc_b580_known_by_its_pci_id_only(issue23_graph: Provider, real_grap
     # pci.ids older than the GPU names it "Device e20b": the data's PCI id alias still knows it
     old = HostFacts(vendor="intel", source="lspci -nn", gpus=(GpuInfo(index=0, name="Intel Corporation Device e20b",
                                                                        pci_id="8086:e20b"),))
-    assert [g.arch for g in complete(old, issue23_graph).gpus] == ["bmg"]
-    assert hardware_table(complete(old, issue23_graph), issue23_graph)["gpus"] == ["Arc B580"]
+    assert [g.arch for g in complete(old, real_graph).gpus] == ["bmg"]
+    assert hardware_table(complete(old, real_graph), real_graph)["gpus"] == ["Arc B580"]
 
 
-def test_an_arc_b580_without_lspci_is_known_by_the_kernels_pci_devices(issue23_graph: Provider) -> None:
+def test_an_arc_b580_without_lspci_is_known_by_the_kernels_pci_devices(real_graph: Provider) -> None:
     f = recorded(HOSTS / "linux-arc-b580-sysfs")
     assert (f.vendor, f.source, [(g.name, g.pci_id) for g in f.gpus]) == (
         "intel", "/sys/bus/pci/devices", [("Intel GPU [8086:e20b]", "8086:e20b")])
-    assert hardware_table(complete(f, issue23_graph), issue23_graph) == {"gpus": ["Arc B580"], "vendor": "intel"}
+    assert hardware_table(complete(f, real_graph), real_graph) == {"gpus": ["Arc B580"], "vendor": "intel"}
 
 
 def test_intel_gpus_on_native_windows_from_sycl_ls_exe() -> None:
@@ -722,7 +653,7 @@ def test_intel_gpus_on_native_windows_from_sycl_ls_exe() -> None:
     assert host_platform(f) == "windows/amd64"
 
 
-def test_lock_host_on_wsl2_windows_mac_and_arc(real_graph: Provider, issue23_graph: Provider) -> None:
+def test_lock_host_on_wsl2_windows_mac_and_arc(real_graph: Provider) -> None:
     spec = parse_spec('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["A100"]\ncuda = "12.8"\n', "p.toml", real_graph)
     wsl, _ = for_host(spec, host("rtx4090-wsl", real_graph), real_graph)
     t = wsl.targets[0]
@@ -731,7 +662,7 @@ def test_lock_host_on_wsl2_windows_mac_and_arc(real_graph: Provider, issue23_gra
     win, _ = for_host(spec, host("windows-rtx2080s-591", real_graph), real_graph)
     assert (win.targets[0].platform, win.targets[0].wsl, [g.name for g in win.targets[0].gpus]) == (
         "windows/amd64", False, ["RTX 2080 SUPER"])
-    mac, _ = for_host(spec, host("macos-m3", issue23_graph), issue23_graph)
+    mac, _ = for_host(spec, host("macos-m3", real_graph), real_graph)
     t = mac.targets[0]
     assert (t.vendor, t.platform, [g.name for g in t.gpus], t.cuda, t.driver) == (
         "apple", "darwin/arm64", ["Apple M3"], None, None)
@@ -740,7 +671,7 @@ def test_lock_host_on_wsl2_windows_mac_and_arc(real_graph: Provider, issue23_gra
     assert warnings == []
     intel_mac, _ = for_host(spec, host("macos-intel", real_graph), real_graph)
     assert (intel_mac.targets[0].vendor, intel_mac.targets[0].platform) == ("cpu", "darwin/amd64")
-    arc, warnings = for_host(spec, complete(recorded(HOSTS / "windows-arc-a770-sycl"), issue23_graph), issue23_graph)
+    arc, warnings = for_host(spec, complete(recorded(HOSTS / "windows-arc-a770-sycl"), real_graph), real_graph)
     assert (arc.targets[0].vendor, [g.name for g in arc.targets[0].gpus], arc.targets[0].platform) == (
         "intel", ["Arc A770"], "windows/amd64")
     assert warnings == ["GPU 0 'Intel(R) UHD Graphics 770' is not in envsolve's data; solving without it"]

@@ -13,7 +13,7 @@ from envsolve.lock import model as lockfile
 from envsolve.lock.model import Environment
 from envsolve.provider import Provider
 from tests.conftest import resolve
-from tests.test_detect import _DETECT, HOSTS, host, issue23_data
+from tests.test_detect import _DETECT, HOSTS, host
 
 H100_TORCH = '[frameworks]\ntorch = "==2.7.1"\n[hardware]\ngpus = ["H100"]\n'
 
@@ -308,40 +308,34 @@ def test_cli_doctor_names_the_other_distribution_installed(tmp_path: Path, monke
 # -- issue 23: WSL 2, native Windows, macOS, Intel GPUs ------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def issue23_graph(tmp_path_factory: pytest.TempPathFactory) -> Provider:
-    return issue23_data(tmp_path_factory.mktemp("matrices"))
-
-
 def _xpu(graph: Provider) -> Environment:
     """An XPU environment (the shape a torch XPU lock has: no CUDA, Intel archs) made from a CUDA one."""
     return replace(environment(H100_TORCH, graph), accelerator="xpu", cuda="", cudnn="", driver_min="", compat="",
                    gpus=("Arc A770",), gpu_archs=("dg2",), gpu_models=())
 
 
-def test_under_wsl2_the_windows_driver_is_held_to_the_windows_floors(issue23_graph: Provider,
-                                                                     real_graph: Provider) -> None:
+def test_under_wsl2_the_windows_driver_is_held_to_the_windows_floors(real_graph: Provider) -> None:
     """CUDA 12.6's Windows floor is 560.76 and CUDA 12.x's minor-version one 528.33 (NVIDIA's Windows
     columns): the WSL 2 host's 555.99 is a Windows driver, held to those, not to the Linux 560.28.03."""
     lock = environment(H100_TORCH, real_graph)  # CUDA 12.6, native
-    wsl = host("wsl2-rtx4070", issue23_graph)
-    [(level, msg)] = by(check(lock, wsl, issue23_graph, installed={}, tools={}), "driver")
+    wsl = host("wsl2-rtx4070", real_graph)
+    [(level, msg)] = by(check(lock, wsl, real_graph, installed={}, tools={}), "driver")
     assert level == "warn" and msg.startswith("Windows driver 555.99 runs CUDA 12.6 only by minor-version "
                                               "compatibility (>= 528.33), not natively (>= 560.76)")
     old = replace(wsl, driver="527.41")  # CUDA 12.0 GA's Windows driver: under 12.x's Windows floor
-    findings = check(lock, old, issue23_graph, installed={}, tools={})
+    findings = check(lock, old, real_graph, installed={}, tools={})
     assert by(findings, "driver") == [("fail", "Windows driver 527.41 is too old for CUDA 12.6: it needs 560.76 "
                                                "(native) or 528.33 (minor-version compatibility)")]
     assert next(f.fix for f in findings if f.check == "driver").startswith("upgrade the NVIDIA Windows driver to "
                                                                            ">= 560.76")
     # CUDA reaches WSL 2 from R495 on (NVIDIA's CUDA on WSL guide), whatever CUDA's own floors say
     cu114 = replace(lock, cuda="11.4", driver_min="", compat="native", gpu_archs=("sm_86",), gpu_models=())
-    r470 = by(check(cu114, replace(wsl, driver="472.50"), issue23_graph, installed={}, tools={}), "driver")
+    r470 = by(check(cu114, replace(wsl, driver="472.50"), real_graph, installed={}, tools={}), "driver")
     assert r470[0][0] == "ok" and r470[1] == ("fail", "Windows driver 472.50 is older than R495, the first branch "
                                                       "whose CUDA reaches WSL 2 (NVIDIA's CUDA on WSL guide)")
     # the same number on Linux is a Linux driver, held to the Linux floors
     linux = replace(old, platform="linux")
-    assert by(check(lock, linux, issue23_graph, installed={}, tools={}), "driver")[0][1].startswith(
+    assert by(check(lock, linux, real_graph, installed={}, tools={}), "driver")[0][1].startswith(
         "driver 527.41 runs CUDA 12.6 only by minor-version compatibility (>= 525.60.13)")
 
 
@@ -372,23 +366,23 @@ def test_a_linux_lock_on_native_windows_fails_naming_both_platforms(real_graph: 
     assert ("fail", "environment 'default' is built for linux/amd64, but this host is windows/amd64 (AMD64)") in host_
 
 
-def test_an_xpu_lock_checks_level_zero_and_the_intel_gpus(issue23_graph: Provider) -> None:
-    env = _xpu(issue23_graph)
-    arc = check(env, host("linux-arc-a770", issue23_graph), issue23_graph, installed={}, tools={})
+def test_an_xpu_lock_checks_level_zero_and_the_intel_gpus(real_graph: Provider) -> None:
+    env = _xpu(real_graph)
+    arc = check(env, host("linux-arc-a770", real_graph), real_graph, installed={}, tools={})
     assert by(arc, "driver") == [("ok", "Intel's GPU driver answers through Level Zero (xpu-smi discovery 17013219), "
                                         "as torch.xpu needs")]
     assert by(arc, "gpu") == [("ok", "GPU 0 Intel(R) Arc(TM) A770 Graphics (dg2) runs the xpu builds: SPIR-V the "
                                      "driver compiles on first use")]
     assert [f for f in arc if f.level == "fail"] == []
-    b580 = check(env, host("linux-arc-b580", issue23_graph), issue23_graph, installed={}, tools={})
+    b580 = check(env, host("linux-arc-b580", real_graph), real_graph, installed={}, tools={})
     [(level, msg)] = by(b580, "driver")
     assert level == "warn" and msg.startswith("the Intel GPU is there (lspci -nn) but no Level Zero runtime answered")
-    none = check(env, host("no-gpu", issue23_graph), issue23_graph, installed={}, tools={})
+    none = check(env, host("no-gpu", real_graph), real_graph, installed={}, tools={})
     [failed] = [f for f in none if f.level == "fail"]
     assert failed.message == ("environment 'default' needs an Intel GPU (PyTorch's XPU builds) but this host has "
                               "no GPU")
     assert "ZE_AFFINITY_MASK" in failed.fix
-    uhd = by(check(env, host("windows-arc-a770-sycl", issue23_graph), issue23_graph, installed={}, tools={}), "gpu")
+    uhd = by(check(env, host("windows-arc-a770-sycl", real_graph), real_graph, installed={}, tools={}), "gpu")
     assert uhd[0][0] == "warn" and uhd[0][1].startswith("GPU 0 Intel(R) UHD Graphics 770 is not in envsolve's data")
 
 

@@ -190,6 +190,15 @@ def test_render_cli_writes_every_artifact_per_environment(tmp_path: Path) -> Non
     assert r.exit_code == 0 and sorted(p.name for p in (tmp_path / "o").iterdir()) == ["ci"]
 
 
+def test_a_missing_lock_names_the_one_a_folder_down(tmp_path: Path) -> None:
+    """README's first command writes examples/envsolve.lock; a bare `envsolve render` in the root is told where it is."""
+    (tmp_path / "examples").mkdir()
+    shutil.copyfile(HERE / "cases" / "fleet-three-targets" / "expected.lock", tmp_path / "examples" / "envsolve.lock")
+    r = CliRunner().invoke(main, ["render", str(tmp_path / "envsolve.lock")])
+    assert r.exit_code == 2
+    assert f"TIP: give its path: {tmp_path / 'examples' / 'envsolve.lock'} (a lock one folder down)" in r.output
+
+
 def test_render_bad_input_exit_2(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["render", str(tmp_path / "missing.lock")])
     assert r.exit_code == 2 and "no such lock file" in r.output

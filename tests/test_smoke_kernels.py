@@ -1,5 +1,6 @@
 """The smoke test's copy of the kernels rule (templates/smoke_test.py runs inside an image without
-envsolve) says what envsolve.domain.kernels says, over every arch x GPU pair the data can produce."""
+envsolve) says what envsolve.domain.kernels says, over every arch x GPU pair the data can produce
+(NVIDIA's arch lists, and Intel's AOT target lists of the XPU builds)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,18 @@ def test_every_build_of_the_data_gets_the_same_answer_on_every_gpu(real_graph: P
     template = real_graph.m.builds[0]
     differ = [(e, g.name) for e in sorted(lists) for g in _gpus(real_graph)
               if smoke._kernels(list(e), g.major, g.minor) != kernels(_as_build(template, list(e)), g)]
+    assert differ == []
+
+
+def test_every_xpu_build_gets_the_same_answer_on_every_intel_gpu(real_graph: Provider) -> None:
+    """The smoke test's copy of the Intel rule (an AOT target, else SPIR-V JIT) against domain.kernels,
+    for each XPU build as published on each platform (Windows' AOT lists differ) and each Intel arch."""
+    smoke = _smoke({})
+    intel = [parse_arch(a.name) for a in real_graph.m.archs if a.vendor == "intel"]
+    xpu = [real_graph.for_platform(b, p) for b in real_graph.m.builds if b.accelerator == "xpu"
+           for p in ("linux/amd64", "windows/amd64") if real_graph.on_platform(b, p)]
+    assert len(intel) >= 10 and any(b.xpu != xpu[0].xpu for b in xpu)
+    differ = [(b.raw, b.xpu, g.name) for b in xpu for g in intel if smoke._xpu_kernels(list(b.xpu), g.name) != kernels(b, g)]
     assert differ == []
 
 

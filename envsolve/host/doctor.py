@@ -16,7 +16,7 @@ import msgspec
 from packaging.version import InvalidVersion, Version
 
 from ..data import Build
-from ..domain import ACCELERATOR, serves
+from ..domain import ACCELERATOR, VENDOR_NAME, VENDOR_OF, kernels, serves
 from ..lock.model import Environment, Lock
 from ..provider import Provider
 from ..solve import PackagePin
@@ -67,7 +67,7 @@ def check_host(env: Environment, facts: HostFacts, provider: Provider) -> list[F
     """The findings about the machine alone (accelerator, platform, driver, GPUs), nothing about
     what is installed: what `envsolve sync` checks before it installs."""
     out = [Finding(level="warn", check="host", message=w) for w in facts.warnings]
-    out += _accelerator(env, facts)
+    out += _accelerator(env, facts, provider)
     out += _platform(env, facts)
     out += _driver(env, facts, provider)
     out += _level_zero(env, facts)
@@ -125,13 +125,14 @@ def where(facts: HostFacts) -> str:
     return "container" if facts.container else "host"
 
 
-def _accelerator(env: Environment, facts: HostFacts) -> list[Finding]:
+def _accelerator(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
     if env.accelerator == "cpu":
         return [Finding(level="ok", check="host",
                         message=f"environment '{env.name}' runs on the CPU; any host will do")]
     if _gpu_reachable(env, facts):
         return []
-    return [Finding(level="fail", check="host", message=_missing_gpu(env, facts), fix=_no_gpu_fix(env, facts))]
+    return [Finding(level="fail", check="host", message=_missing_gpu(env, facts),
+                    fix=_no_gpu_fix(env, facts, provider))]
 
 
 def _gpu_reachable(env: Environment, facts: HostFacts) -> bool:
@@ -141,18 +142,17 @@ def _gpu_reachable(env: Environment, facts: HostFacts) -> bool:
     return jetson or (ACCELERATOR.get(facts.vendor) == env.accelerator and bool(facts.gpus))
 
 
-_VENDOR_NAME = {"cuda": "NVIDIA", "rocm": "AMD", "xpu": "Intel", "mps": "Apple"}
 # how a stack's GPUs are hidden from a program (Intel's: the Level Zero specification's ZE_AFFINITY_MASK)
 _HIDING = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "ROCR_VISIBLE_DEVICES", "xpu": "ZE_AFFINITY_MASK"}
 
 
 def _missing_gpu(env: Environment, facts: HostFacts) -> str:
-    vendor = _VENDOR_NAME[env.accelerator]
+    vendor = VENDOR_NAME[VENDOR_OF[env.accelerator]]
     if ACCELERATOR.get(facts.vendor) == env.accelerator:
         return f"the {vendor} driver is present ({facts.source}) but no GPU is visible"
     stack = {"cuda": f"CUDA {env.cuda}", "rocm": f"ROCm {env.rocm}", "xpu": "PyTorch's XPU builds"}.get(
         env.accelerator, "MPS")
-    has = "no GPU" if facts.vendor == "cpu" else f"{_VENDOR_NAME.get(ACCELERATOR[facts.vendor], '')} GPUs"
+    has = "no GPU" if facts.vendor == "cpu" else f"{VENDOR_NAME.get(facts.vendor, '')} GPUs"
     return f"environment '{env.name}' needs an {vendor} GPU ({stack}) but this {where(facts)} has {has}"
 
 
@@ -171,7 +171,7 @@ def _run_flags(env: Environment) -> str:
     return " ".join(env.run_flags)
 
 
-def _no_gpu_fix(env: Environment, facts: HostFacts) -> str:
+def _no_gpu_fix(env: Environment, facts: HostFacts, provider: Provider) -> str:
     if facts.container:
         toolkit = (_DOCKER_DESKTOP if facts.wsl else " (NVIDIA container toolkit)") if env.accelerator == "cuda" else ""
         return f"start the container with `{_run_flags(env)}`{toolkit}"
@@ -180,8 +180,8 @@ def _no_gpu_fix(env: Environment, facts: HostFacts) -> str:
     if facts.wsl and env.accelerator == "cuda":
         # NVIDIA's CUDA on WSL guide: the Windows driver is the only one ("Do not install any Linux
         # display driver in WSL")
-        return (f"install or update the NVIDIA driver on Windows (R{_WSL_CUDA_BRANCH} or newer runs CUDA in WSL 2), "
-                f"never a Linux driver inside WSL; check that {_HIDING['cuda']} is not hiding the GPUs")
+        return (f"install or update the NVIDIA driver on Windows (R{provider.wsl_cuda_branch()} or newer runs CUDA in "
+                f"WSL 2), never a Linux driver inside WSL; check that {_HIDING['cuda']} is not hiding the GPUs")
     return (f"check that the driver is loaded and {_HIDING[env.accelerator]} is not hiding the GPUs; or run on a "
             "machine with the GPUs, or lock a target for this one (`envsolve lock --host`)")
 
@@ -250,26 +250,23 @@ def _driver(env: Environment, facts: HostFacts, provider: Provider) -> list[Find
         return []
     if facts.platform == "jetson":
         return _jetpack(env, facts, provider)
-    return [_nvidia_driver(env, facts, provider), *_wsl_branch(facts)] if facts.vendor == "nvidia" else []
+    return [_nvidia_driver(env, facts, provider), *_wsl_branch(facts, provider)] if facts.vendor == "nvidia" else []
 
 
-# NVIDIA's CUDA on WSL guide (https://docs.nvidia.com/cuda/wsl-user-guide/index.html, "NVIDIA Compute
-# Software Support on WSL 2"): "R495 and later windows will have CUDA support for WSL 2"
-_WSL_CUDA_BRANCH = 495
-
-
-def _wsl_branch(facts: HostFacts) -> list[Finding]:
-    """Under WSL 2, a Windows driver older than the first branch that brings CUDA into WSL 2."""
+def _wsl_branch(facts: HostFacts, provider: Provider) -> list[Finding]:
+    """Under WSL 2, a Windows driver older than the first branch that brings CUDA into WSL 2
+    (matrices/drivers.toml's ``wsl_cuda``)."""
+    first = provider.wsl_cuda_branch()
     try:
-        old = facts.wsl and parse_driver(facts.driver).major < _WSL_CUDA_BRANCH
+        old = facts.wsl and first is not None and parse_driver(facts.driver).major < first
     except ValueError:
         return []
     if not old:
         return []
     return [Finding(level="fail", check="driver",
-                    message=f"Windows driver {facts.driver} is older than R{_WSL_CUDA_BRANCH}, the first branch "
+                    message=f"Windows driver {facts.driver} is older than R{first}, the first branch "
                             "whose CUDA reaches WSL 2 (NVIDIA's CUDA on WSL guide)",
-                    fix=f"install an NVIDIA Windows driver of R{_WSL_CUDA_BRANCH} or newer on Windows (never a Linux "
+                    fix=f"install an NVIDIA Windows driver of R{first} or newer on Windows (never a Linux "
                         "driver inside WSL)")]
 
 
@@ -434,8 +431,9 @@ def _jit_gpu(env: Environment, g: GpuInfo, builds: list[Build], provider: Provid
     names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds) or f"the {env.accelerator} builds"
     if env.accelerator == "mps":
         return Finding(level="ok", check="gpu", message=f"{shown} runs {names} through MPS")
-    aot = builds and all(g.arch in b.xpu for b in builds)
-    how = "AOT code for it" if aot else "SPIR-V the driver compiles on first use"
+    arch = parse_arch(g.arch) if g.arch else None
+    aot = arch is not None and all(kernels(provider.for_platform(b, env.platform), arch) == "sass" for b in builds)
+    how = "AOT code for it" if builds and aot else "SPIR-V the driver compiles on first use"
     if not model_name(g, provider):
         return Finding(level="warn", check="gpu",
                        message=f"{shown} is not in envsolve's data; {names} carry SPIR-V the driver compiles for "

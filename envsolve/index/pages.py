@@ -235,7 +235,7 @@ def _tags(f: DistFile) -> frozenset[Tag]:
         return frozenset()
 
 
-def _linux_wheel(tag: Tag, platform: str = DEFAULT_PLATFORM) -> bool:
+def _wheel_tag_for(tag: Tag, platform: str = DEFAULT_PLATFORM) -> bool:
     """A wheel tag for ``platform`` (linux/amd64 unless said: a glibc Linux one), or a pure one
     (:data:`~envsolve.domain.WHEEL_TAGS`)."""
     prefixes, suffixes = WHEEL_TAGS[platform]  # type: ignore[index]
@@ -289,7 +289,7 @@ def cpython_minors(files: Iterable[DistFile], known: Sequence[str],
 def _file_minors(f: DistFile, known: Sequence[str], requires_python: str, platform: str) -> set[str]:
     """The minors one file's wheel tags for ``platform`` serve (its own Requires-Python first)."""
     rp = f.requires_python or requires_python
-    return {m for tag in _tags(f) if _linux_wheel(tag, platform) for m in _tag_minors(tag, known, rp)}
+    return {m for tag in _tags(f) if _wheel_tag_for(tag, platform) for m in _tag_minors(tag, known, rp)}
 
 
 def requires_python_of(files: Iterable[DistFile]) -> str:
@@ -337,14 +337,14 @@ def wheel_python(f: DistFile, fallback: str) -> str:
 
 def _metadata_rank(f: DistFile) -> tuple[int, int, int, str]:
     """Those the index says have a metadata file first, then the newest regular CPython, then pure."""
-    minors = [parse_python_minor(m) for t in _tags(f) if _linux_wheel(t) and (m := _cp_minor(t)) and _own_abi(t)]
+    minors = [parse_python_minor(m) for t in _tags(f) if _wheel_tag_for(t) and (m := _cp_minor(t)) and _own_abi(t)]
     newest = max(minors, default=(0, 0))
     return (0 if f.metadata else 1 if f.metadata is None else 2, -newest[0], -newest[1], f.filename)
 
 
 def _regular_linux_wheel(f: DistFile) -> bool:
     return f.filename.endswith(".whl") and not f.yanked and any(
-        _linux_wheel(t) and not t.abi.endswith("t") for t in _tags(f))
+        _wheel_tag_for(t) and not t.abi.endswith("t") for t in _tags(f))
 
 
 def metadata_candidates(files: Iterable[DistFile]) -> list[DistFile]:

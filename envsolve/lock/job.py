@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 import msgspec.structs
 
-from ..domain import FLAT_INDEXES, canonical_name, driver_text
+from ..domain import FLAT_INDEXES, canonical_name, driver_text, stack_text
 from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError, SpecError
 from ..files import LOCK_CAP, check_output, read_text, write_all
 from ..provider import Provider
@@ -468,17 +468,13 @@ def _check_text(request: Request, text: str, output: _Output) -> None:
     output.line(f"{request.out} is up to date")
 
 
-# the stack of an environment with no CUDA or ROCm version, in a few words
-_STACK = {"cpu": "CPU", "xpu": "XPU (Intel GPU)", "mps": "MPS (Apple GPU)"}
-
-
 def _stack(r: Resolution) -> str:
-    """A resolution's stack in a few words: CUDA and driver, ROCm, XPU, MPS, CPU, else the base image."""
+    """A resolution's stack in a few words: CUDA and driver, ROCm, else XPU, MPS or CPU."""
     if r.cuda:
         return f"CUDA {r.cuda}, {driver_text(r.driver_min, r.jetpack)} ({r.compat})"
     if r.rocm:
         return f"ROCm {r.rocm}"
-    return _STACK.get(r.accelerator) or r.base_image
+    return stack_text(r.accelerator)
 
 
 def _summarise(done: Outcome, python_asked: str, out: Path, fmt: str, output: _Output) -> None:

@@ -652,6 +652,18 @@ def loads(text: str, path: str) -> Lock:
     return Lock.from_dict(data, path)
 
 
+def _missing_tip(path: Path) -> str:
+    """Create the lock, or name one a folder below (``envsolve lock examples/project.toml`` writes
+    ``examples/envsolve.lock``, which a bare ``envsolve render`` in the project's root does not see)."""
+    try:
+        near = sorted(p for p in path.parent.glob(f"*/{path.name}") if p.is_file())[:3]
+    except OSError:
+        near = []
+    if near:
+        return f"give its path: {' or '.join(str(p) for p in near)} (a lock one folder down)"
+    return "create it with `envsolve lock project.toml`"
+
+
 def read(path: Path) -> Lock:
     """The lock at ``path``: a regular UTF-8 file of at most :data:`~envsolve.files.LOCK_CAP`
     bytes (:func:`envsolve.files.read_text`), checked; :class:`LockError` naming what is wrong."""
@@ -660,8 +672,7 @@ def read(path: Path) -> Lock:
     try:
         text = read_text(path, LOCK_CAP)
     except FileNotFoundError:
-        raise LockError(f"{path}: no such lock file",
-                        tip="create it with `envsolve lock project.toml`") from None
+        raise LockError(f"{path}: no such lock file", tip=_missing_tip(path)) from None
     except OSError as e:
         why, tip = refused(path, e)
         raise LockError(f"{path}: {why}", tip=tip or None) from None

@@ -17,7 +17,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, TextIO, TypeVar
 
-from ..domain import ACCELERATOR, GITHUB_RUNNER, LINUX_PLATFORMS, PLATFORMS, VENDORS, Vendor, driver_text
+from ..domain import (
+    ACCELERATOR,
+    GITHUB_RUNNER,
+    LINUX_PLATFORMS,
+    PLATFORMS,
+    VENDORS,
+    Vendor,
+    driver_text,
+    stack_text,
+)
 from ..errors import Problem, SpecError
 from ..solve import PackagePin, Resolution
 from ..tables import word
@@ -391,10 +400,7 @@ def md_escape(text: str) -> str:
 def _stack(res: Resolution) -> str:
     if res.cuda:
         return f"CUDA {res.cuda} ({res.compat}, {driver_text(res.driver_min, res.jetpack)})"
-    return f"ROCm {res.rocm}" if res.rocm else _ACCEL_TEXT.get(res.accelerator, "CPU")
-
-
-_ACCEL_TEXT = {"xpu": "XPU (Intel GPU)", "mps": "MPS (Apple GPU)"}
+    return f"ROCm {res.rocm}" if res.rocm else stack_text(res.accelerator)
 
 
 def _base_image(res: Resolution) -> str:

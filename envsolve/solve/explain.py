@@ -6,7 +6,7 @@ would work are :mod:`envsolve.solve.fixes`).
 from __future__ import annotations
 
 from ..data import Build, JetPack, Release
-from ..domain import ACCELERATOR, DEFAULT_PLATFORM, os_of
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, STACK_NAME, os_of
 from ..errors import Clash
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
@@ -19,7 +19,6 @@ from .model import Candidate, No
 __all__ = ["has_kind", "why_chosen", "why_misfits", "why_none", "why_none_shared"]
 
 _Misfit = tuple[Build, No]  # a build and why it does not fit
-_STACK = {"nvidia": "CUDA", "amd": "ROCm", "intel": "XPU", "apple": "MPS"}  # the software stack a vendor's builds name
 _OTHER_KIND = ("accelerator", "jetson", "elsewhere")  # the misfits of builds of another kind than the target asks for
 
 
@@ -89,7 +88,7 @@ def _not_on_platform(provider: Provider, t: Target, name: str, b: Build) -> str:
     """``tensorflow 2.15.0 has no CUDA build for windows/amd64: the newest ... is 2.10.1``: the release
     has builds of the kind the target needs, none published for its platform; told with the newest
     release that has one there, and, on Windows, WSL2, which runs the Linux builds."""
-    stack, platform = _STACK.get(t.vendor, "CPU"), t.platform
+    stack, platform = STACK_NAME[ACCELERATOR[t.vendor]], t.platform
     last = next((r for r in provider.releases(b.package)
                  if any(x.accelerator == b.accelerator and provider.on_platform(x, platform)
                         for x in provider.builds(r))), None)
@@ -130,7 +129,7 @@ def _no_build_of(provider: Provider, t: Target, name: str, nos: list[_Misfit]) -
     if jetson and t.jetpack is not None and nos:
         return _no_jetson_build(provider, t, name, nos[0][0], [b for b, _ in nos if b.jetpack])
     but = " but for Jetson modules" if jetson else ""
-    return f"{name} has no {_STACK.get(t.vendor, 'CPU')} build{but} (its builds: {have})"
+    return f"{name} has no {STACK_NAME[ACCELERATOR[t.vendor]]} build{but} (its builds: {have})"
 
 
 def _no_jetson_build(provider: Provider, t: Target, name: str, b: Build, jetsons: list[Build]) -> str:

@@ -25,7 +25,7 @@ import msgspec
 import msgspec.structs
 
 from ..data import Build, JetPack, Release, Rocm
-from ..domain import ACCELERATOR, DEFAULT_PLATFORM, kernels, serves
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, STACK_NAME, kernels, serves
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
 from ..versions import Dotted, parse_arch
@@ -40,7 +40,7 @@ _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or (
 _NEED = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build",
          "xpu": "Intel GPUs need an XPU build", "mps": "Apple's GPU needs an MPS build (macOS on Apple silicon)",
          "cpu": "the target has no GPU"}
-_A_BUILD = {"cuda": "a CUDA", "rocm": "a ROCm", "xpu": "an XPU", "mps": "an MPS", "cpu": "a CPU"}
+_AN = ("xpu", "mps")  # the stacks said with "an" (an XPU build)
 
 
 def gpu_text(gpu: GpuReq) -> str:
@@ -455,7 +455,8 @@ def _accelerator(b: Build, t: Target) -> No | None:
     wanted = ACCELERATOR[t.vendor]
     if b.accelerator == wanted:
         return None
-    return No("accelerator", f"{b.variant} is {_A_BUILD[b.accelerator]} build; {_NEED[wanted]}")
+    article = "an" if b.accelerator in _AN else "a"
+    return No("accelerator", f"{b.variant} is {article} {STACK_NAME[b.accelerator]} build; {_NEED[wanted]}")
 
 
 def _pythons_on(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release,
