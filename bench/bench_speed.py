@@ -10,7 +10,9 @@ Rows (each a new interpreter per run, start-up included; medians):
 3. The import time of the lock path: the self times `python -X importtime` reports for a lock of
    a changed spec, less those of `python -c pass`; goal <= 30 ms.
 4. `envsolve matrix --format json` of 100,800 cells (goal <= 1 s) and, with --big, of 1,008,000
-   cells (goals <= 10 s and 150 MiB), with `python -c pass` as the start-up they include.
+   cells (goals <= 10 s and 150 MiB), with `python -c pass` as the start-up they include: as a
+   user runs it (one forked worker per CPU) and in one process; memory is the command's and its
+   workers' together (bench_matrix.run).
 5. With --full-lock (needs the package index): the full lock cold beside `uv pip compile` of the
    same requirements cold (goal <= 1.1x), and cached beside `uv pip compile --offline` (<= 2x).
 Prints a Markdown table (README "Speed") and the machine it ran on. envsolve's bytecode is compiled
@@ -125,20 +127,31 @@ def import_row(runs: int) -> Row:
 
 
 def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
+    """`envsolve matrix --format json` as a user runs it (forked workers, one per CPU) and, beside
+    it, in one process (``ENVSOLVE_MATRIX_WORKERS=1``); memory: the command and its workers."""
+    from bench_matrix import run
+
     rows: list[Row] = []
     goals = {"100k": "<= 1 s", "1m": "<= 10 s, <= 150 MiB"}
+    one = {**os.environ, "ENVSOLVE_MATRIX_WORKERS": "1"}
     with tempfile.TemporaryDirectory() as d:
         for size in sizes:
             text, n = matrix_text(size)
             spec = Path(d) / f"{size}.toml"
             spec.write_text(text)
-            argv = [sys.executable, "-m", "envsolve", "matrix", str(spec), "--format", "json"]
-            results = [timed(argv) for _ in range(3 if size != "1m" else 1)]
-            wall, cpu = _median(results)
-            rss = max(r[2] for r in results) / 1024
-            rows.append((f"`matrix --format json`, {n:,} cells", f"{wall:.2f} s (CPU {cpu:.2f} s), {rss:.0f} MiB",
-                         f"{n / wall:,.0f} cells/s; pass {base[0] * 1000:.0f} ms", goals[size]))
+            runs = 3 if size != "1m" else 1
+            for how, env in ((f"{_cpus()} workers", None), ("one process", one)):
+                results = [run(spec, "json", env) for _ in range(runs)]
+                wall = statistics.median(r[0] for r in results)
+                mem = max(r[1] for r in results) / 1024
+                rows.append((f"`matrix --format json`, {n:,} cells, {how}", f"{wall:.2f} s, {mem:.0f} MiB",
+                             f"{n / wall:,.0f} cells/s; pass {base[0] * 1000:.0f} ms",
+                             goals[size] if env is None else ""))
     return rows
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def full_lock_rows(runs: int) -> list[Row]:

@@ -335,7 +335,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     MATRIX_PATH is a TOML file (images.toml): a [matrix] table of axes, each a list of values, whose
     product is the cells, with optional [[include]], [[exclude]] and [image] (keys below).
     """
-    from .matrix import formats
+    from .matrix import formats, workers
     from .matrix.cells import check_includes, iter_cells
     from .matrix.parse import parse_matrix
     from .matrix.workflow import RENDER_DIR
@@ -354,8 +354,13 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
                         tip="run `envsolve matrix images.toml` (or --check-images images.json)")
     ms = parse_matrix(_read_text(matrix_path), str(matrix_path), provider)
     tally = formats.Tally(keep_valid=render_dir is not None)  # every format streams the cells
-    cells = tally.counted(iter_cells(provider, ms, ms.iter_cells()))
-    for piece in formats.streamed(fmt, ms, cells, str(render_dir or RENDER_DIR), max_jobs=max_jobs, shard=shard):
+    n = workers.workers_for(ms)
+    if fmt == "json" and render_dir is None and n > 1:
+        pieces = workers.json_pieces(provider, ms, RENDER_DIR, n, tally)  # a large matrix: forked workers
+    else:
+        cells = tally.counted(iter_cells(provider, ms, ms.iter_cells()))
+        pieces = formats.streamed(fmt, ms, cells, str(render_dir or RENDER_DIR), max_jobs=max_jobs, shard=shard)
+    for piece in pieces:
         ui.console().out(piece, nl=False)
     if warning := formats.too_many_jobs(fmt, tally.valid, max_jobs):
         ui.console().warn(warning)

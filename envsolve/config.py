@@ -235,11 +235,11 @@ def requirement_credentials(line: str, where: str) -> tuple[str, Credential | No
     ``name @ URL``), the login taken out, and why the line cannot be used (else None).
 
     ``foo @ https://bot:S3CRET@host/foo.whl`` -> (``foo @ https://host/foo.whl``, bot's login, None)."""
-    from packaging.requirements import InvalidRequirement, Requirement
+    from .versions import parse_requirement
 
     try:
-        url = Requirement(line).url
-    except InvalidRequirement:
+        url = parse_requirement(line).url
+    except ValueError:  # packaging's InvalidRequirement
         return line, None, None  # the spec's own check names it
     if not url or url not in line:
         return line, None, None

@@ -36,6 +36,7 @@ from .domain import (
     Accelerator,
     Platform,
     Vendor,
+    canonical_name,
     shared_name,
 )
 from .errors import MatrixError, Problem, Problems
@@ -540,12 +541,10 @@ def _str_map(v: Any) -> tuple[tuple[str, str], ...]:
 
 def _shared_requirements(v: Any) -> tuple[tuple[str, str], ...]:
     """A framework row's ``shared``: canonical names of shared requirements -> PEP 440 specifiers."""
-    from packaging.utils import canonicalize_name
-
     pairs = _str_map(v)
     for name, spec in pairs:
-        if canonicalize_name(name) != name:
-            raise ValueError(f"{name!r} is not a canonical distribution name (write {canonicalize_name(name)!r})")
+        if canonical_name(name) != name:
+            raise ValueError(f"{name!r} is not a canonical distribution name (write {canonical_name(name)!r})")
         if not shared_name(name):
             raise ValueError(f"{name!r} is not a requirement frameworks share ({', '.join(SHARED_NAMES)}, "
                              f"{', '.join(p + '*' for p in SHARED_PREFIXES)})")

@@ -120,10 +120,11 @@ def stack_text(accelerator: str) -> str:
 
 
 def canonical_name(name: str) -> str:
-    """``name`` as PEP 503 normalises it (packaging's ``canonicalize_name``). A framework's or a
-    companion's own name already is, and packaging's utils, which cost a lock more to import than
-    it takes to solve, are imported only for any other name."""
-    if name in FRAMEWORKS or name in COMPANIONS:
+    """``name`` as PEP 503 normalises it (packaging's ``canonicalize_name``). A name in lower case
+    with no ``_``, ``.`` or ``--`` (a framework's, ``numpy``) already is, and packaging's utils,
+    which cost a lock more to import than it takes to solve, are imported only for any other name."""
+    if name in FRAMEWORKS or name in COMPANIONS or (
+            name.islower() and "_" not in name and "." not in name and "--" not in name):
         return name
     from packaging.utils import canonicalize_name
 

@@ -36,7 +36,7 @@ from .domain import (
 )
 from .errors import SpecError
 from .tables import TableReader, closest, load_toml, unknown_key, word
-from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_range
+from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_range, parse_requirement
 
 if TYPE_CHECKING:
     from .data import Gpu, JetPack
@@ -647,11 +647,9 @@ def _number_as_text(raw: Any, key: str) -> Any:
 
 
 def _check_pip(item: str) -> str | None:
-    from packaging.requirements import InvalidRequirement, Requirement
-
     try:
-        Requirement(item)
-    except InvalidRequirement as e:
+        parse_requirement(item)
+    except ValueError as e:  # packaging's InvalidRequirement
         return f"{item!r} is not a valid PEP 508 requirement ({e}); write e.g. 'numpy<2'"
     return None
 

@@ -43,8 +43,8 @@ from typing import Any, TypeVar
 
 from .errors import Problem, Problems, SpecError
 
-__all__ = ["Check", "TableReader", "allowed_keys", "at", "closest", "load_toml", "strings", "unknown_key",
-           "word"]
+__all__ = ["Check", "TableReader", "allowed_keys", "at", "closest", "load_toml", "parse_toml", "strings",
+           "unknown_key", "word"]
 
 T = TypeVar("T")
 W = TypeVar("W", bound=str)
@@ -93,8 +93,8 @@ def load_toml(text: str, path: str, what: str = "a project file",
     """A person's TOML file as a table; bad syntax or absurd nesting is a :class:`SpecError` at once
     (nothing else in the file can be read)."""
     try:
-        data: dict[str, Any] = _fast_toml(text)
-    except ValueError as e:  # tomllib's TOMLDecodeError (see _fast_toml)
+        data: dict[str, Any] = parse_toml(text)
+    except ValueError as e:  # tomllib's TOMLDecodeError (see parse_toml)
         raise SpecError([Problem(path, "", f"is not valid TOML: {e}")],
                         tip="fix the TOML syntax at the line named above") from None
     except RecursionError:
@@ -103,10 +103,10 @@ def load_toml(text: str, path: str, what: str = "a project file",
     return data
 
 
-def _fast_toml(text: str) -> dict[str, Any]:
-    """``text`` parsed by rtoml (compiled, eight times tomllib's speed on the shipped matrices,
-    the same tables); anything rtoml refuses is parsed again by tomllib, whose message names the
-    line and column."""
+def parse_toml(text: str) -> dict[str, Any]:
+    """The TOML parser of files read whole (matrices, specs, locks): ``text`` parsed by rtoml
+    (compiled, eight times tomllib's speed on the shipped matrices, the same tables); anything
+    rtoml refuses is parsed again by tomllib, whose message names the line and column."""
     import rtoml
 
     try:
@@ -135,11 +135,11 @@ class TableReader:
         """The file's bytes as a table (a UTF-8 byte-order mark dropped); None, and the problem
         added, when they are not UTF-8 TOML."""
         try:
-            data: dict[str, Any] = _fast_toml(blob.decode("utf-8").removeprefix("\ufeff"))
+            data: dict[str, Any] = parse_toml(blob.decode("utf-8").removeprefix("\ufeff"))
         except UnicodeDecodeError as e:
             self.bad("", f"is not UTF-8 text (byte {e.start} is {blob[e.start:e.start + 1]!r}); save it as UTF-8")
             return None
-        except ValueError as e:  # tomllib's TOMLDecodeError (see _fast_toml)
+        except ValueError as e:  # tomllib's TOMLDecodeError (see parse_toml)
             self.bad("", f"is not valid TOML: {e}")
             return None
         except RecursionError:

@@ -11,9 +11,13 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:  # packaging's requirement parser: imported only for a line of more than a name and versions
+    from packaging.requirements import Requirement
 
 __all__ = [
     "Arch",
@@ -26,6 +30,8 @@ __all__ = [
     "parse_range",
     "python_admits_minor",
     "arch_from_compute_capability",
+    "PipRequirement",
+    "parse_requirement",
 ]
 
 _DOTTED = re.compile(r"^\d+(\.\d+){0,3}$")
@@ -86,8 +92,10 @@ def parse_driver(text: str) -> Dotted:
     return d
 
 
+@functools.cache
 def parse_python_minor(text: str) -> tuple[int, int]:
-    """Parse ``"3.12"`` into ``(3, 12)``."""
+    """Parse ``"3.12"`` into ``(3, 12)``; remembered (a solve sorts the same few minors thousands
+    of times)."""
     m = re.match(r"^(\d+)\.(\d+)$", text.strip())
     if not m:
         raise ValueError(f"Python version {text!r} is not of the form 3.12")
@@ -103,6 +111,38 @@ def parse_range(raw: str) -> SpecifierSet:
     """The specifier a range as written stands for, ``"*"`` admitting everything; raises
     ``InvalidSpecifier`` as packaging does."""
     return SpecifierSet("" if admits_any(raw) else raw.strip())
+
+
+class PipRequirement(NamedTuple):
+    """A ``[packages] pip`` line of the simple kind: a name and version specifiers, nothing else
+    (what packaging's ``Requirement`` gives for it: no extras, marker or URL)."""
+
+    name: str
+    specifier: SpecifierSet
+    extras: frozenset[str] = frozenset()
+    marker: None = None
+    url: None = None
+
+
+# a project name (PEP 508) and specifiers only: a subset of PEP 508's grammar, read without
+# packaging's requirement parser (which costs a lock more to import than it takes to solve)
+_SIMPLE_REQUIREMENT = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*([<>=!~][^;@\[\]()]*)?")
+
+
+def parse_requirement(line: str) -> Requirement | PipRequirement:
+    """A pip requirement line as packaging reads it; raises packaging's ``InvalidRequirement`` (a
+    ``ValueError``) as packaging does. A line of the simple kind (a name and version specifiers:
+    ``numpy<2``) is read here, its specifiers by packaging's ``SpecifierSet``; any other goes to
+    packaging's ``Requirement`` (``tests/test_properties.py`` holds both to the same answers)."""
+    m = _SIMPLE_REQUIREMENT.fullmatch(line)
+    if m is not None:
+        try:
+            return PipRequirement(m.group(1), SpecifierSet(m.group(2) or ""))
+        except InvalidSpecifier:
+            pass  # packaging's parser says what is wrong
+    from packaging.requirements import Requirement
+
+    return Requirement(line)
 
 
 def python_admits_minor(spec: SpecifierSet | str, minor: str) -> bool:

@@ -1,6 +1,7 @@
 """Property tests: every resolution of a generated spec obeys every rule, and solving is
 deterministic. The rule checks here are written from the rules themselves, not from the solver."""
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
@@ -124,3 +125,70 @@ def test_the_generator_reaches_both_outcomes() -> None:
             bad += 1
     assert ok == 1 and bad == 1
     assert SpecifierSet(">=2.5").contains("2.7.1")
+
+
+# ---------------------------------------------------------------------------- pip lines
+
+# mostly valid pieces, so that most lines read, with a few that break the line
+_NAMES = st.sampled_from(["numpy", "Flash_Attn", "a", "x.y", "torch-2", "9lives"] * 3 + ["-bad", "bad-", "ümlaut", ""])
+_OPS = st.sampled_from(["<", "<=", "==", "!=", ">=", ">", "~="] * 3 + ["===", "", "=", "<>", "=>"])
+_VERSIONS = st.sampled_from(["2", "1.26.4", "2.*", "1.0b1", "1.0.post1", "3.0"] * 3 + ["abc", "", "1..2", "3.0+cpu"])
+_SPACE = st.sampled_from(["", "", " "])
+_GLUE = st.sampled_from([","] * 12 + [";python_version<'3.12'", "[cuda]", " @ https://h/x.whl", "(", ")", ""])
+
+
+@st.composite
+def pip_lines(draw: st.DrawFn) -> str:
+    """Lines near the simple kind (a name and specifiers), and some just past it."""
+    parts = [draw(_SPACE), draw(_NAMES), draw(_SPACE)]
+    for k in range(draw(st.integers(0, 3))):
+        parts += [draw(_GLUE) if k else "", draw(_SPACE), draw(_OPS), draw(_SPACE), draw(_VERSIONS), draw(_SPACE)]
+    if draw(st.integers(0, 9)) == 0:
+        parts.append(draw(_GLUE))
+    return "".join(parts)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(line=pip_lines())
+def test_a_pip_line_reads_as_packaging_reads_it(line: str) -> None:
+    """envsolve reads a line of the simple kind itself (a lock need not import packaging's
+    requirement parser); it must answer as packaging's Requirement: the same name and specifiers,
+    and the same refusal."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from envsolve.versions import PipRequirement, parse_requirement
+
+    try:
+        want = Requirement(line)
+    except InvalidRequirement:
+        with pytest.raises(InvalidRequirement):
+            parse_requirement(line)
+        event("invalid")
+        return
+    got = parse_requirement(line)
+    event(type(got).__name__)
+    assert (got.name, got.specifier, got.extras, got.marker, got.url) == \
+        (want.name, want.specifier, want.extras, want.marker, want.url)
+    if isinstance(got, PipRequirement):
+        assert str(got.specifier) == str(want.specifier)
+
+
+def test_the_simple_pip_lines_are_read_without_packagings_parser() -> None:
+    from envsolve.versions import PipRequirement, parse_requirement
+
+    assert isinstance(parse_requirement("numpy<2"), PipRequirement)
+    assert isinstance(parse_requirement(" torch >= 2.1 , <3 "), PipRequirement)
+    assert not isinstance(parse_requirement("numpy[x]>1"), PipRequirement)
+    assert not isinstance(parse_requirement("a; python_version<'3.12'"), PipRequirement)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(name=st.one_of(st.text(max_size=12), st.from_regex(r"[a-z0-9._-]{1,12}", fullmatch=True)))
+def test_a_name_is_canonical_as_packaging_makes_it(name: str) -> None:
+    """domain.canonical_name answers a name already canonical itself (no import of packaging's
+    utils): the same as packaging's canonicalize_name for any text."""
+    from packaging.utils import canonicalize_name
+
+    from envsolve.domain import canonical_name
+
+    assert canonical_name(name) == canonicalize_name(name)

@@ -40,6 +40,7 @@ from .replay import data_version_of, request_of
 if TYPE_CHECKING:  # the full lock's modules: a frameworks-only lock never imports them
     from packaging.requirements import Requirement
 
+    from ..versions import PipRequirement
     from .resolve import Pin
     from .steer import Steer
 
@@ -536,11 +537,11 @@ def _refuse_bad_date(opts: Options) -> None:
                         tip="write e.g. --exclude-newer 2025-06-01 or 2025-06-01T00:00:00Z") from None
 
 
-def _pinned(item: str) -> Requirement | None:
+def _pinned(item: str) -> Requirement | PipRequirement | None:
     """The requirement ``item`` when it bounds a version (no marker, no URL), else None."""
-    from packaging.requirements import Requirement
+    from ..versions import parse_requirement
 
-    req = Requirement(item)
+    req = parse_requirement(item)
     return req if req.specifier and not req.marker and not req.url else None
 
 

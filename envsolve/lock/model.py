@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
@@ -42,13 +41,8 @@ from ..errors import LockError
 from ..solve import ExtensionPin, PackagePin, Resolution
 from ..solve.model import INSTALLS
 from ..spec import is_name, package_problem
-from ..tables import Check, TableReader, at, strings, word
+from ..tables import Check, TableReader, at, parse_toml, strings, word
 from ..versions import parse_arch, parse_dotted, parse_driver
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = ["FORMAT", "HEADER", "Environment", "GpuModel", "Lock", "Package", "Scope", "build", "dumps",
            "index_url", "loads", "read", "sha256"]
@@ -644,8 +638,8 @@ def dumps(lock: Lock) -> str:
 def loads(text: str, path: str) -> Lock:
     """Parse and check a lock; raise :class:`LockError` naming what is wrong and what to do."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = parse_toml(text)
+    except ValueError as e:  # tomllib's TOMLDecodeError (see tables.parse_toml)
         raise LockError(f"{path}: is not a valid lock (not TOML: {e})", tip=_REGENERATE) from None
     except RecursionError:
         raise LockError(f"{path}: is not a valid lock (nested too deeply)", tip=_REGENERATE) from None

@@ -22,7 +22,7 @@ from ..tables import word
 from ..versions import Dotted, parse_dotted, parse_driver
 from .parse import Cell, MatrixSpec, cell_vendor
 
-__all__ = ["CellResult", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
+__all__ = ["CellResult", "Solving", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
 
 _IMAGE_AXES = ("os", "flavor")  # the axes that choose a cell's base image and nothing else
 
@@ -130,30 +130,59 @@ def solve_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> li
 
 def iter_cells(provider: Provider, ms: MatrixSpec, cells: Iterable[Cell]) -> Iterator[CellResult]:
     """:func:`solve_cells` one cell at a time, for output that streams."""
-    cache = Cache()
-    reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
-    refused: dict[object, str | None] = {}  # why, by the values of the axes that choose builds
-    by_group = _grouper(ms)
-    # without a platform axis, an image of several [image] platforms is one tag for all of them:
-    # its cell must solve for each, the same way
-    others = () if any(a == "platform" for a, _ in ms.axes) else ms.platforms[1:]
-    for cell in cells:
-        # the OS and the flavour choose the base image only: a cell whose builds cannot be found
-        # is refused as every cell of its group was, without making its spec
-        group = by_group(cell.values)
-        if (why := refused.get(group)) is not None:
-            yield CellResult(cell=cell, resolution=None, reason=why)
-            continue
-        spec = cell_spec(provider, ms, cell, cache)
-        if why := _host_refusal(cell, spec.targets[0]):
-            yield CellResult(cell=cell, resolution=None, reason=why)
-            continue
-        r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
-        refused[group] = _reason(r, reasons) if isinstance(r, Unsatisfiable) else None
-        if isinstance(r, Resolution) and (why := _unlike_elsewhere(provider, ms, cell, cache, r, others)):
-            yield CellResult(cell=cell, resolution=None, reason=why)
-        else:
-            yield _result(cell, r, reasons, spec.targets[0].platform in LINUX_PLATFORMS)
+    return Solving(provider, ms).solve(cells)
+
+
+GROUPS_HELD = 8192  # groups whose answers are kept (see Solving)
+
+
+class Solving:
+    """What the cells of one matrix share as they are solved: the solver's cache, one text per
+    shared answer and the answers of refused groups. One instance solves cells in any number of
+    calls (a worker of :mod:`~envsolve.matrix.workers` solves its chunks with one). Each group of
+    cells asks its own questions, so after :data:`GROUPS_HELD` groups their answers are forgotten.
+    A group's cells are near neighbours (the OS and flavour axes come after all others but the
+    platform), so few are answered twice."""
+
+    def __init__(self, provider: Provider, ms: MatrixSpec) -> None:
+        self.provider, self.ms = provider, ms
+        self.cache = Cache()
+        self.reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
+        self.refused: dict[object, str | None] = {}  # why, by the values of the axes that choose builds
+        self.by_group = _grouper(ms)
+        # without a platform axis, an image of several [image] platforms is one tag for all of them:
+        # its cell must solve for each, the same way
+        self.others = () if any(a == "platform" for a, _ in ms.axes) else ms.platforms[1:]
+
+    def _forget(self) -> None:
+        """Forget the groups' own answers (each group asks its own questions): memory stays flat
+        in the cells. What groups share (candidates, clashes, base images) is kept."""
+        self.refused.clear()
+        self.reasons.clear()  # by the id of an answer the "frameworks" table keeps alive
+        self.cache.forget("frameworks", "resolution parts")
+
+    def solve(self, cells: Iterable[Cell]) -> Iterator[CellResult]:
+        """Each of ``cells`` solved, in order."""
+        provider, ms, cache, reasons, refused = self.provider, self.ms, self.cache, self.reasons, self.refused
+        for cell in cells:
+            # the OS and the flavour choose the base image only: a cell whose builds cannot be found
+            # is refused as every cell of its group was, without making its spec
+            group = self.by_group(cell.values)
+            if (why := refused.get(group)) is not None:
+                yield CellResult(cell=cell, resolution=None, reason=why)
+                continue
+            spec = cell_spec(provider, ms, cell, cache)
+            if why := _host_refusal(cell, spec.targets[0]):
+                yield CellResult(cell=cell, resolution=None, reason=why)
+                continue
+            if len(refused) >= GROUPS_HELD:
+                self._forget()
+            r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
+            refused[group] = _reason(r, reasons) if isinstance(r, Unsatisfiable) else None
+            if isinstance(r, Resolution) and (why := _unlike_elsewhere(provider, ms, cell, cache, r, self.others)):
+                yield CellResult(cell=cell, resolution=None, reason=why)
+            else:
+                yield _result(cell, r, reasons, spec.targets[0].platform in LINUX_PLATFORMS)
 
 
 def _host_refusal(cell: Cell, t: Target) -> str:

@@ -9,13 +9,11 @@ one JSON line per cell, so memory stays flat in the number of cells."""
 
 from __future__ import annotations
 
-import html
 import itertools
 import json
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, TextIO, TypeVar
+from typing import Any, NamedTuple, TextIO, TypeVar
 
 from ..domain import (
     ACCELERATOR,
@@ -31,11 +29,11 @@ from ..errors import Problem, SpecError
 from ..solve import PackagePin, Resolution
 from ..tables import word
 from .cells import CellResult
-from .parse import Cell, MatrixSpec
+from .parse import Cell, MatrixSpec, Memo
 
-__all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "Tally", "bake", "check_shard",
-           "everything", "github", "cell_image", "has_image", "html_page", "markdown", "md_escape", "printed", "row",
-           "smoke_target", "streamed", "table", "too_many_jobs", "vendor"]
+__all__ = ["GITHUB_JOB_LIMIT", "IMAGE_STAGE", "MARKDOWN_ROWS", "SMOKE_STAGE", "CellTexts", "JsonPiece", "Tally", "bake",
+           "check_shard", "everything", "github", "cell_image", "has_image", "html_page", "json_document", "markdown",
+           "md_escape", "printed", "row", "smoke_target", "streamed", "table", "too_many_jobs", "vendor"]
 
 GITHUB_JOB_LIMIT = 256
 # The rendered Dockerfile's stages: the image is ``runtime``; ``smoke`` (FROM runtime, RUN
@@ -159,6 +157,8 @@ class _Spool:
     disk (it is gone when closed, or when the process dies)."""
 
     def __init__(self) -> None:
+        import tempfile  # here: only the formats that print counts first spool
+
         self._file: TextIO = tempfile.TemporaryFile("w+", encoding="utf-8")
         self.count = 0
 
@@ -279,17 +279,31 @@ def cell_entry(ms: MatrixSpec, r: CellResult, render_dir: str) -> dict[str, Any]
 def everything(ms: MatrixSpec, results: Iterable[CellResult], render_dir: str) -> Iterator[str]:
     """``{"cells": [...], "valid": N, "pruned": M}`` as JSON text in pieces, one cell a line, so a
     matrix of a million cells is never held whole, solved or as text."""
+    texts = CellTexts(ms, render_dir)
+    return json_document(texts.piece(chunk) for chunk in _chunks(results))  # a piece per chunk: fewer writes
+
+
+def json_document(pieces: Iterable[JsonPiece]) -> Iterator[str]:
+    """:func:`everything` from its pieces in order, each the lines of some cells (:meth:`CellTexts.piece`)."""
     yield '{"cells": ['
     valid = total = 0
-    texts = _CellTexts(ms, render_dir)
-    for chunk in _chunks(results):  # a piece per chunk of cells, not per cell: fewer writes
-        yield ("\n" if total == 0 else ",\n") + ",\n".join(map(texts.line, chunk))
-        valid += sum(r.valid for r in chunk)
-        total += len(chunk)
+    for piece in pieces:
+        if piece.total:
+            yield ("\n" if total == 0 else ",\n") + piece.text
+        valid += piece.valid
+        total += piece.total
     yield f'\n], "valid": {valid}, "pruned": {total - valid}}}\n'
 
 
-class _CellTexts:
+class JsonPiece(NamedTuple):
+    """Some consecutive cells of :func:`everything`: their lines, how many are valid, how many there are."""
+
+    text: str
+    valid: int
+    total: int
+
+
+class CellTexts:
     """:func:`cell_entry` as compact JSON, byte for byte ``json.dumps(cell_entry(...),
     separators=(",", ":"))``, from pieces a matrix repeats (an axis value, a reason, a set of
     packages), each encoded once. The memos are bounded, so memory stays flat in the cells."""
@@ -299,38 +313,31 @@ class _CellTexts:
     def __init__(self, ms: MatrixSpec, render_dir: str) -> None:
         self.ms = ms
         self.render_dir = render_dir
-        self._pairs: dict[tuple[str, str], str] = {}
-        self._strings: dict[str, str] = {}
+        self._pairs = Memo(_pair_text, self._LIMIT)
+        self._strings = Memo(json.dumps, self._LIMIT)
         self._packages: dict[int, tuple[object, str]] = {}  # by id: the entry holds the tuple itself
+        self._folder = json.dumps(f"{render_dir}/")[:-1]  # a cell's folder as JSON, less the id and the quote
+
+    def piece(self, results: Sequence[CellResult]) -> JsonPiece:
+        """The lines of ``results`` for :func:`json_document`."""
+        return JsonPiece(",\n".join(map(self.line, results)), sum(r.valid for r in results), len(results))
 
     def line(self, r: CellResult) -> str:
         cell = r.cell
         cid = cell.id  # letters, digits, "_" and "-" only (parse._id_part): JSON as it is
-        pairs = self._pairs
-        head = ",".join([pairs.get(pair) or self._pair(pair) for pair in cell.values]) + \
+        head = ",".join(map(self._pairs.__getitem__, cell.values)) + \
             f',"id":"{cid}","valid":{_TRUE[r.valid]},"include":{_TRUE[cell.included]}'
         res = r.resolution
         if res is None:
-            return "{" + head + ',"reason":' + self._string(r.reason) + "}"
-        enc = self._string
-        image = (',"image":' + json.dumps(cell_image(self.ms, cell)) + ',"dockerfile":'
-                 + json.dumps(f"{self.render_dir}/{cid}/Dockerfile")) if has_image(cell) else ""
+            return "{" + head + ',"reason":' + self._strings[r.reason] + "}"
+        enc = self._strings.__getitem__
+        # an image name is JSON as it is (the repository's grammar, checked when parsing, and an id)
+        image = (',"image":"' + cell_image(self.ms, cell) + '","dockerfile":' + self._folder + cid
+                 + '/Dockerfile"') if has_image(cell) else ""
         return ("{" + head + image + ',"python_resolved":' + enc(res.python)
                 + ',"cuda":' + enc(res.cuda) + ',"rocm":' + enc(res.rocm) + ',"cudnn":' + enc(res.cudnn)
                 + ',"driver_min":' + enc(res.driver_min) + ',"compat":' + enc(res.compat) + ',"base_image":'
                 + enc(res.base_image) + ',"packages":' + self._packages_text(res.packages) + "}")
-
-    def _pair(self, pair: tuple[str, str]) -> str:
-        got = self._pairs.get(pair)
-        if got is None:
-            got = _bounded(self._pairs, self._LIMIT)[pair] = f"{json.dumps(pair[0])}:{json.dumps(pair[1])}"
-        return got
-
-    def _string(self, text: str) -> str:
-        got = self._strings.get(text)
-        if got is None:
-            got = _bounded(self._strings, self._LIMIT)[text] = json.dumps(text)
-        return got
 
     def _packages_text(self, packages: tuple[PackagePin, ...]) -> str:
         entry = self._packages.get(id(packages))
@@ -341,6 +348,11 @@ class _CellTexts:
 
 
 _TRUE = {True: "true", False: "false"}
+
+
+def _pair_text(pair: tuple[str, str]) -> str:
+    """An axis value as a member of a cell's JSON object: ``"torch":"2.7.1"``."""
+    return f"{json.dumps(pair[0])}:{json.dumps(pair[1])}"
 
 
 def _bounded(memo: dict[Any, Any], limit: int) -> dict[Any, Any]:
@@ -393,7 +405,9 @@ def _packages(res: Resolution, each: str) -> str:
 def md_escape(text: str) -> str:
     """``text`` as one cell of a GitHub Markdown table: HTML and backslashes escaped, ``|`` as
     ``\\|`` and line breaks as ``<br>``, so no value can end its cell, row or table."""
-    text = html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
+    from html import escape  # here: JSON, the format of large matrices, escapes no HTML
+
+    text = escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
     return "<br>".join(text.splitlines()) if text else text
 
 
@@ -472,7 +486,8 @@ def html_page(ms: MatrixSpec, results: Iterable[CellResult]) -> Iterator[str]:
     """One HTML page (no script, no fetch): the counts, then every cell in order, coloured by its
     outcome (valid, pruned, an [[include]] cell that is invalid), a pruned cell with its reason. The
     rows wait on disk while the counts are made, so memory stays flat."""
-    e = html.escape
+    from html import escape as e
+
     with _Spool() as rows:
         counts = {"ok": 0, "pruned": 0, "bad": 0}
         for r in results:
@@ -496,7 +511,8 @@ def html_page(ms: MatrixSpec, results: Iterable[CellResult]) -> Iterator[str]:
 
 def _html_row(r: CellResult, kind: str) -> str:
     """A cell's row: its id, outcome, and packages, stack and image (valid) or its reason (pruned)."""
-    e = html.escape
+    from html import escape as e
+
     head = f'<tr class="{kind}"><th scope="row"><code>{e(r.cell.id)}</code>{_mark(r, " [include]")}</th>'
     if r.valid:
         res = _resolved(r)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import msgspec.structs
@@ -31,7 +31,7 @@ from ..spec import FLAVORS, GpuReq, SectionParser, host_problem
 from ..tables import closest, load_toml, word
 from ..versions import parse_driver, parse_python_minor
 
-__all__ = ["AXES", "Cell", "MatrixSpec", "cell_vendor", "keys", "parse_matrix"]
+__all__ = ["AXES", "Cell", "MatrixSpec", "Memo", "cell_vendor", "keys", "parse_matrix"]
 
 _REPOSITORY_DEFAULT = "envsolve-matrix"
 
@@ -108,21 +108,38 @@ class Cell(msgspec.Struct, frozen=True):
     @property
     def id(self) -> str:
         """Stable and usable as a bake target name and a folder: ``py3_12-torch2_7_1-cu128``."""
-        return "-".join([_ID_PARTS.get(pair) or _id_part(pair) for pair in self.values])
+        return "-".join(map(_ID_PARTS.__getitem__, self.values))
 
 
-_ID_PARTS: dict[tuple[str, str], str] = {}  # (axis, value) -> its part of a cell id; bounded, see _id_part
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class Memo(dict[_K, _V]):
+    """``make(key)``, made once per key: ``memo[key]`` makes a missing value and keeps it. The table
+    is emptied when it holds ``limit`` entries, so memory stays flat whatever the keys. A matrix
+    has few values and many cells: ``map(memo.__getitem__, keys)`` looks up a cell's parts with
+    no Python call per hit."""
+
+    def __init__(self, make: Callable[[_K], _V], limit: int) -> None:
+        super().__init__()
+        self._make, self._limit = make, limit
+
+    def __missing__(self, key: _K) -> _V:
+        if len(self) >= self._limit:
+            self.clear()
+        value = self[key] = self._make(key)
+        return value
 
 
 def _id_part(pair: tuple[str, str]) -> str:
-    """One axis value in a cell's id, made once (a matrix has few values and many cells; the table
-    is emptied past 256 entries, so memory stays flat whatever the cells)."""
+    """One axis value in a cell's id."""
     axis, value = pair
     prefix = "py" if axis == "python" else axis if axis in FRAMEWORKS else ""
-    if len(_ID_PARTS) >= 256:
-        _ID_PARTS.clear()
-    part = _ID_PARTS[pair] = re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}{value}")
-    return part
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}{value}")
+
+
+_ID_PARTS: Memo[tuple[str, str], str] = Memo(_id_part, 256)  # (axis, value) -> its part of a cell id
 
 
 class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,9 +171,13 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
         yield from out.values()
 
     def _product(self) -> Iterator[Cell]:
-        # each (axis, value) pair made once and shared by the cells: the product makes only the tuples
+        return map(Cell, self.product_values())
+
+    def product_values(self) -> Iterator[tuple[tuple[str, str], ...]]:
+        """The values of each cell of the product, in order (without [[include]] and [[exclude]]);
+        each (axis, value) pair made once and shared by the cells: the product makes only the tuples."""
         pairs = [[(axis, v) for v in values] for axis, values in self.axes]
-        return map(Cell, itertools.product(*pairs))
+        return itertools.product(*pairs)
 
     def _included(self, inc: Pattern) -> list[Cell]:
         """The cells of the product an [[include]] names, or the one cell outside it that it names

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from importlib.resources import files
 from typing import Any
 
 import msgspec
@@ -43,13 +41,9 @@ from ..domain import (
     registry_of,
 )
 from ..errors import MatrixError, Problem, Problems
+from ..tables import parse_toml
 from . import formats
 from .parse import MatrixSpec
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = ["ACTIONS_FILE", "Action", "RENDER_DIR", "load_actions", "runner_label", "workflow"]
 
@@ -93,10 +87,12 @@ class Action(msgspec.Struct, frozen=True, kw_only=True):
 def load_actions(text: str | None = None, path: str = f"envsolve/matrix/{ACTIONS_FILE}") -> dict[str, Action]:
     """The pinned actions, by name; every problem in the file at once (a :class:`MatrixError`)."""
     if text is None:
+        from importlib.resources import files
+
         text = files(__package__).joinpath(ACTIONS_FILE).read_text(encoding="utf-8")
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = parse_toml(text)
+    except ValueError as e:  # tomllib's TOMLDecodeError (see tables.parse_toml)
         raise MatrixError([Problem(path, "", f"is not valid TOML: {e}")]) from None
     problems = Problems(path)
     rows = data.get("action", [])

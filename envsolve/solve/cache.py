@@ -58,3 +58,8 @@ class Cache:
     def table(self, name: str) -> dict[Any, Any]:
         """The memo table ``name`` (candidate lists, explanations, ...)."""
         return self.tables.setdefault(name, {})
+
+    def forget(self, *names: str) -> None:
+        """Empty the tables ``names``: what they remember is asked again."""
+        for name in names:
+            self.tables.pop(name, None)

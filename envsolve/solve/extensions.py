@@ -25,7 +25,7 @@ from ..domain import DEFAULT_PLATFORM, canonical_name, kernels
 from ..errors import Clash, Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
-from ..versions import Arch, parse_arch
+from ..versions import Arch, PipRequirement, parse_arch, parse_requirement
 from .model import Candidate, ExtensionPin, Reporter
 
 if TYPE_CHECKING:  # packaging's requirement parser: imported only when [packages] pip lists something
@@ -46,18 +46,16 @@ class Asked(msgspec.Struct, frozen=True, kw_only=True):
     rows: tuple[tuple[Extension, str], ...]
 
 
-def _requirement(line: str) -> Requirement | None:
+def _requirement(line: str) -> Requirement | PipRequirement | None:
     """``line`` as a requirement; None for a direct reference (the user chose the file) or no requirement."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     try:
-        req = Requirement(line)
-    except InvalidRequirement:
+        req = parse_requirement(line)
+    except ValueError:  # packaging's InvalidRequirement
         return None
     return None if req.url else req
 
 
-def _version_in(row: Extension, req: Requirement) -> str:
+def _version_in(row: Extension, req: Requirement | PipRequirement) -> str:
     """The release of ``row`` that ``req`` locks: its newest, else an exact pin in its range ("" for none)."""
     pins = [s.version for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
     in_row = SpecifierSet(row.versions)
@@ -72,7 +70,8 @@ def _steered(spec: ProjectSpec) -> dict[str, str]:
     return {canonical_name(name): version for name, _, version in named}
 
 
-def _admitted(rows: Sequence[Extension], req: Requirement, steered: str) -> tuple[tuple[Extension, str], ...]:
+def _admitted(rows: Sequence[Extension], req: Requirement | PipRequirement,
+              steered: str) -> tuple[tuple[Extension, str], ...]:
     """The rows the line admits, each with the release it locks: the release the index gave when
     the full lock read one, else the newest the line admits."""
     if steered:
@@ -83,6 +82,8 @@ def _admitted(rows: Sequence[Extension], req: Requirement, steered: str) -> tupl
 def asked(provider: Provider, spec: ProjectSpec) -> tuple[Asked, ...]:
     """The extension packages the spec's pip lines name, in the spec's order; a line that admits
     no release the data knows asks nothing (the index's own Requires-Dist still steers it)."""
+    if not spec.pip:
+        return ()
     out = []
     steered = _steered(spec)
     for line in spec.pip:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
@@ -97,7 +96,7 @@ class ExtensionPin(msgspec.Struct, frozen=True, kw_only=True):
     build_from: str = ""  # source: the pip requirement built ("": name==version)
     build_requires: tuple[str, ...] = ()  # source: installed before the build
     build_vars: tuple[str, ...] = ()  # source: other NAME=VALUE settings of the build
-    reason: str = field(default="", compare=False)  # what it asked of the choice (envsolve explain)
+    reason: str = ""  # what it asked of the choice (envsolve explain)
 
     @property
     def requirement(self) -> str:
@@ -109,8 +108,7 @@ class ExtensionPin(msgspec.Struct, frozen=True, kw_only=True):
         return f"{self.name}=={self.version}"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Resolution:
+class Resolution(msgspec.Struct, frozen=True, kw_only=True):
     """What one target resolved to; the lock's :class:`~envsolve.lock.model.Environment` is made
     from it by one function (:func:`envsolve.lock.model.build`)."""
 
@@ -139,7 +137,7 @@ class Resolution:
     tools: tuple[tuple[str, str], ...] = ()  # tools the images install, name -> version
     warnings: tuple[str, ...] = ()
     extensions: tuple[ExtensionPin, ...] = ()  # the CUDA extension packages of [packages] pip
-    choices: tuple[Candidate, ...] = field(default=(), compare=False)
+    choices: tuple[Candidate, ...] = ()
 
 
 class No(msgspec.Struct, frozen=True):

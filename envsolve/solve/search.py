@@ -7,7 +7,6 @@ The search sees the domain only through the :class:`~envsolve.provider.Provider`
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import NoReturn
 
 import msgspec
@@ -154,7 +153,8 @@ def _with_extensions(provider: Provider, cache: Cache, spec: ProjectSpec, t: Tar
     flavor = extensions.devel_flavor(spec, pins, exts)
     if flavor and t.vendor == "nvidia":
         r = resolution(provider, cache, msgspec.structs.replace(spec, flavor=flavor), t, found, backend)
-    return replace(r, extensions=pins, warnings=(*r.warnings, *extensions.degraded(provider, exts, t, pins)))
+    degraded = extensions.degraded(provider, exts, t, pins)
+    return msgspec.structs.replace(r, extensions=pins, warnings=(*r.warnings, *degraded))
 
 
 def _asked(spec: ProjectSpec, c: Candidate) -> str:
