@@ -6,11 +6,12 @@ The 100k matrix is the one the speed goal names: 7 Pythons x 16 torch releases x
 x 5 OSes x 3 image flavours x 4 Keras releases (100,800 cells), with GPUs of both vendors fixed.
 10k keeps 3 OSes, 2 flavours and 1 Keras release (10,080 cells); 1M takes every Keras release
 (1,008,000 cells). Each run is a new interpreter (start-up, data load, solving, JSON on stdout);
-reported per format: median wall time, cells per second, and the peak memory of the command and
-the workers it forks (the largest sum of their proportional set sizes, sampled every 100 ms: pages
-the workers share with it count once). Every format streams, so the peak stays flat in the number
-of cells. ``--format json`` of a matrix of 20,000 cells or more is solved by one forked worker per
-CPU (``ENVSOLVE_MATRIX_WORKERS=1``: one process).
+reported per format: median wall time, cells per second, and, from one more run, the peak memory
+of the command and the workers it forks (the largest sum of their proportional set sizes, sampled
+every 100 ms: pages the workers share with it count once; sampling slows a run, so it is not
+timed). Every format streams, so the peak stays flat in the number of cells. ``--format json`` of
+a matrix of 20,000 cells or more is solved by one forked worker per CPU
+(``ENVSOLVE_MATRIX_WORKERS=1``: one process).
 """
 
 from __future__ import annotations
@@ -73,16 +74,18 @@ def _pss_kib(pid: int) -> int:
         return 0
 
 
-def run(spec: Path, fmt: str, env: dict[str, str] | None = None) -> tuple[float, int]:
-    """(seconds, peak memory in KiB) of one `envsolve matrix SPEC --format FMT`: the memory is the
-    largest sum, sampled every 100 ms, of the proportional set sizes of the command and its workers
-    (where /proc has no ``smaps_rollup``, the command's own peak RSS)."""
+def run(spec: Path, fmt: str, env: dict[str, str] | None = None, *, memory: bool = False) -> tuple[float, int]:
+    """(seconds, peak memory in KiB) of one `envsolve matrix SPEC --format FMT`. The memory is the
+    command's own peak RSS or, with ``memory``, the largest sum, sampled every 100 ms, of the
+    proportional set sizes of the command and the workers it forks (where /proc has
+    ``smaps_rollup``). Sampling slows the command it samples (reading a process's page tables
+    contends with its page faults): time a run that is not sampled."""
     t0 = time.perf_counter()
     peak = 0
     with open(os.devnull, "wb") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "envsolve", "matrix", str(spec), "--format", fmt],
                                 stdout=sink, stderr=subprocess.PIPE, env=env)
-        sampled = os.path.exists(f"/proc/{proc.pid}/smaps_rollup")
+        sampled = memory and os.path.exists(f"/proc/{proc.pid}/smaps_rollup")
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG if sampled else 0)
             if pid:
@@ -109,9 +112,8 @@ def main() -> None:
             spec = Path(d) / f"{size}.toml"
             spec.write_text(text)
             for fmt in args.formats.split(","):
-                results = [run(spec, fmt) for _ in range(args.runs)]
-                secs = statistics.median(s for s, _ in results)
-                rss = max(r for _, r in results) / 1024
+                secs = statistics.median(run(spec, fmt)[0] for _ in range(args.runs))
+                rss = run(spec, fmt, memory=True)[1] / 1024
                 print(f"| {n:,} | {fmt} | {secs:.2f} s | {n / secs:,.0f} | {rss:.0f} MiB | {args.runs} |", flush=True)
 
 

@@ -12,7 +12,7 @@ Rows (each a new interpreter per run, start-up included; medians):
 4. `envsolve matrix --format json` of 100,800 cells (goal <= 1 s) and, with --big, of 1,008,000
    cells (goals <= 10 s and 150 MiB), with `python -c pass` as the start-up they include: as a
    user runs it (one forked worker per CPU) and in one process; memory is the command's and its
-   workers' together (bench_matrix.run).
+   workers' together, from a run of its own (bench_matrix.run).
 5. With --full-lock (needs the package index): the full lock cold beside `uv pip compile` of the
    same requirements cold (goal <= 1.1x), and cached beside `uv pip compile --offline` (<= 2x).
 Prints a Markdown table (README "Speed") and the machine it ran on. envsolve's bytecode is compiled
@@ -141,9 +141,8 @@ def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
             spec.write_text(text)
             runs = 3 if size != "1m" else 1
             for how, env in ((f"{_cpus()} workers", None), ("one process", one)):
-                results = [run(spec, "json", env) for _ in range(runs)]
-                wall = statistics.median(r[0] for r in results)
-                mem = max(r[1] for r in results) / 1024
+                wall = statistics.median(run(spec, "json", env)[0] for _ in range(runs))
+                mem = run(spec, "json", env, memory=True)[1] / 1024  # a run of its own: sampling slows it
                 rows.append((f"`matrix --format json`, {n:,} cells, {how}", f"{wall:.2f} s, {mem:.0f} MiB",
                              f"{n / wall:,.0f} cells/s; pass {base[0] * 1000:.0f} ms",
                              goals[size] if env is None else ""))

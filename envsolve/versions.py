@@ -30,6 +30,7 @@ __all__ = [
     "parse_range",
     "python_admits_minor",
     "arch_from_compute_capability",
+    "PACKAGE_NAME",
     "PipRequirement",
     "parse_requirement",
 ]
@@ -124,9 +125,12 @@ class PipRequirement(NamedTuple):
     url: None = None
 
 
-# a project name (PEP 508) and specifiers only: a subset of PEP 508's grammar, read without
-# packaging's requirement parser (which costs a lock more to import than it takes to solve)
-_SIMPLE_REQUIREMENT = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*([<>=!~][^;@\[\]()]*)?")
+PACKAGE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # a project's name (PEP 508 / PEP 503)
+# a project name and version specifiers only, with PEP 508's white space (spaces and tabs): a
+# subset of its grammar, read without packaging's requirement parser (which costs a lock more to
+# import than it takes to solve); the versions are packaging's SpecifierSet's to check
+_SPECIFIER = r"[ \t]*(?:===|~=|==|!=|<=|>=|<|>)[ \t]*[A-Za-z0-9._*+!-]+[ \t]*"
+_SIMPLE_REQUIREMENT = re.compile(rf"[ \t]*({PACKAGE_NAME.pattern})[ \t]*((?:{_SPECIFIER})(?:,{_SPECIFIER})*)?")
 
 
 def parse_requirement(line: str) -> Requirement | PipRequirement:

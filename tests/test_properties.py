@@ -133,8 +133,8 @@ def test_the_generator_reaches_both_outcomes() -> None:
 _NAMES = st.sampled_from(["numpy", "Flash_Attn", "a", "x.y", "torch-2", "9lives"] * 3 + ["-bad", "bad-", "ümlaut", ""])
 _OPS = st.sampled_from(["<", "<=", "==", "!=", ">=", ">", "~="] * 3 + ["===", "", "=", "<>", "=>"])
 _VERSIONS = st.sampled_from(["2", "1.26.4", "2.*", "1.0b1", "1.0.post1", "3.0"] * 3 + ["abc", "", "1..2", "3.0+cpu"])
-_SPACE = st.sampled_from(["", "", " "])
-_GLUE = st.sampled_from([","] * 12 + [";python_version<'3.12'", "[cuda]", " @ https://h/x.whl", "(", ")", ""])
+_SPACE = st.sampled_from(["", "", "", " ", " ", "\t", "\n", "\u00a0", "\x0c", "\u3000"])
+_GLUE = st.sampled_from([","] * 12 + [",,", ";python_version<'3.12'", "[cuda]", " @ https://h/x.whl", "(", ")", ""])
 
 
 @st.composite
@@ -148,7 +148,7 @@ def pip_lines(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=3000, deadline=None)
 @given(line=pip_lines())
 def test_a_pip_line_reads_as_packaging_reads_it(line: str) -> None:
     """envsolve reads a line of the simple kind itself (a lock need not import packaging's

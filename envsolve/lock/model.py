@@ -42,7 +42,7 @@ from ..solve import ExtensionPin, PackagePin, Resolution
 from ..solve.model import INSTALLS
 from ..spec import is_name, package_problem
 from ..tables import Check, TableReader, at, parse_toml, strings, word
-from ..versions import parse_arch, parse_dotted, parse_driver
+from ..versions import PACKAGE_NAME, parse_arch, parse_dotted, parse_driver
 
 __all__ = ["FORMAT", "HEADER", "Environment", "GpuModel", "Lock", "Package", "Scope", "build", "dumps",
            "index_url", "loads", "read", "sha256"]
@@ -116,7 +116,6 @@ def _num_map(v: Any) -> tuple[tuple[str, float], ...]:
 
 _PYTHON = re.compile(r"[0-9]+\.[0-9]+")
 _HASH = re.compile(r"sha256:[0-9a-f]{64}")
-_PACKAGE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508 / PEP 503
 # a GPU's name or alias as the data writes it ("RTX PRO 6000 Blackwell", "AMD Instinct MI250X/MI250")
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ()+/\[\]_.,-]{0,119}")
 _FILE_NAME = re.compile(r"[^/\\\x00-\x1f\x7f]{1,255}")
@@ -164,14 +163,14 @@ def _is_file_name(v: str) -> bool:
 
 
 def _is_extra(v: str) -> bool:
-    return all(_PACKAGE_NAME.fullmatch(x) for x in v.split(","))
+    return all(PACKAGE_NAME.fullmatch(x) for x in v.split(","))
 
 
 _name = _text(is_name, "a name of letters, digits, '.', '_' or '-' (never a path)")
 _python = _text(lambda v: bool(_PYTHON.fullmatch(v)), "a Python version such as '3.12'")
 _version = _text(_parses(Version, InvalidVersion), "a version (PEP 440) such as '2.7.1'")
 _version_or_range = _text(_is_version_or_range, "a version (PEP 440) such as '12.8.1' or a range such as '>=12,<13'")
-_package_name = _text(lambda v: bool(_PACKAGE_NAME.fullmatch(v)), "a package name (PEP 503) such as 'numpy'")
+_package_name = _text(lambda v: bool(PACKAGE_NAME.fullmatch(v)), "a package name (PEP 503) such as 'numpy'")
 _hash = _text(lambda v: bool(_HASH.fullmatch(v)), "a sha256 digest such as 'sha256:<64 hex digits>'")
 _url = _text(_is_url, "an index URL (http or https, no credentials, no whitespace or quotes)", empty=True)
 _image = _text(lambda v: image_problem(v) is None, "an image reference such as 'nvidia/cuda:12.8.1-base-ubuntu24.04'",

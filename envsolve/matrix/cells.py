@@ -1,6 +1,7 @@
 """Solving a matrix: each cell stands for a project spec with exact pins and is solved by the same
-solver as `envsolve lock`, all cells sharing one solver cache, so cells that share a sub-problem
-(a framework range, the Python range, the target) share its work. Pure: no host, no network.
+solver as `envsolve lock`, the cells a process solves sharing one solver cache (:class:`Solving`),
+so cells that share a sub-problem (a framework range, the Python range, the target) share its
+work. Pure: no host, no network.
 """
 
 from __future__ import annotations

@@ -160,8 +160,7 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
     def iter_cells(self) -> Iterator[Cell]:
         """:meth:`cells` one at a time, in the same order; without ``[[include]]`` rows nothing
         is held, so a matrix of a million cells streams."""
-        kept = (c for c in self._product() if not any(_matches(c, ex) for ex in self.excludes)) if self.excludes \
-            else self._product()
+        kept = itertools.filterfalse(self.excluded, self._product()) if self.excludes else self._product()
         if not self.includes:
             yield from kept
             return
@@ -169,6 +168,10 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
         for inc in self.includes:
             out.update((c.values, msgspec.structs.replace(c, included=True)) for c in self._included(inc))
         yield from out.values()
+
+    def excluded(self, cell: Cell) -> bool:
+        """Whether an [[exclude]] pattern leaves ``cell`` out."""
+        return any(_matches(cell, ex) for ex in self.excludes)
 
     def _product(self) -> Iterator[Cell]:
         return map(Cell, self.product_values())
