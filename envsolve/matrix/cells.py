@@ -26,6 +26,7 @@ from .parse import Cell, MatrixSpec, cell_vendor
 __all__ = ["CellResult", "Solving", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
 
 _IMAGE_AXES = ("os", "flavor")  # the axes that choose a cell's base image and nothing else
+_VARIANT = re.compile(r"cu\d{3}|rocm\d")  # an accelerator value naming one torch variant (cu128, rocm6.2)
 
 
 class CellResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -243,7 +244,7 @@ def _variant_problem(cell: Cell, r: Resolution) -> str:
     """A cell naming a torch variant (cu128, rocm6.2) gets exactly that variant, not a neighbour."""
     accel = cell.get("accelerator")
     torch = next((p for p in r.packages if p.name == "torch"), None)
-    if torch is None or not re.match(r"^(cu\d{3}|rocm\d)", accel):
+    if torch is None or not _VARIANT.match(accel):
         return ""
     if torch.variant == accel or torch.variant.startswith(accel + "."):
         return ""

@@ -320,21 +320,23 @@ class CellTexts:
 
     def piece(self, results: Sequence[CellResult]) -> JsonPiece:
         """The lines of ``results`` for :func:`json_document`."""
-        return JsonPiece(",\n".join(map(self.line, results)), sum(r.valid for r in results), len(results))
+        valid = sum(r.resolution is not None for r in results)
+        return JsonPiece(",\n".join(map(self.line, results)), valid, len(results))
 
     def line(self, r: CellResult) -> str:
         cell = r.cell
         cid = cell.id  # letters, digits, "_" and "-" only (parse._id_part): JSON as it is
-        head = ",".join(map(self._pairs.__getitem__, cell.values)) + \
-            f',"id":"{cid}","valid":{_TRUE[r.valid]},"include":{_TRUE[cell.included]}'
         res = r.resolution
+        head = ("{" + ",".join(map(self._pairs.__getitem__, cell.values)) + ',"id":"' + cid
+                + ('","valid":false,"include":' if res is None else '","valid":true,"include":')
+                + _TRUE[cell.included])
         if res is None:
-            return "{" + head + ',"reason":' + self._strings[r.reason] + "}"
+            return head + ',"reason":' + self._strings[r.reason] + "}"
         enc = self._strings.__getitem__
         # an image name is JSON as it is (the repository's grammar, checked when parsing, and an id)
         image = (',"image":"' + cell_image(self.ms, cell) + '","dockerfile":' + self._folder + cid
                  + '/Dockerfile"') if has_image(cell) else ""
-        return ("{" + head + image + ',"python_resolved":' + enc(res.python)
+        return (head + image + ',"python_resolved":' + enc(res.python)
                 + ',"cuda":' + enc(res.cuda) + ',"rocm":' + enc(res.rocm) + ',"cudnn":' + enc(res.cudnn)
                 + ',"driver_min":' + enc(res.driver_min) + ',"compat":' + enc(res.compat) + ',"base_image":'
                 + enc(res.base_image) + ',"packages":' + self._packages_text(res.packages) + "}")
