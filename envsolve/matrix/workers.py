@@ -44,16 +44,23 @@ def workers_for(ms: MatrixSpec, environ: Mapping[str, str] | None = None) -> int
     """How many processes solve ``ms``: one per CPU this process may use (``ENVSOLVE_MATRIX_WORKERS``
     sets it); one for a product under :data:`MIN_CELLS` cells, a matrix with [[include]] rows, or
     off Linux (forking is Linux's way to start a worker; macOS's is unsafe with its frameworks)."""
-    env = os.environ if environ is None else environ
-    asked = env.get(WORKERS_ENV, "").strip()
-    if asked and not (re.fullmatch(r"[0-9]{1,3}", asked) and 1 <= int(asked) <= MAX_WORKERS):
-        raise SpecError([Problem(WORKERS_ENV, asked, f"is not a number of processes from 1 to {MAX_WORKERS}")],
-                        tip=f"set {WORKERS_ENV} to a whole number such as 2 (1: solve in this process), or unset it")
-    n = int(asked) if asked else _cpus()
+    n = _asked(os.environ if environ is None else environ) or _cpus()
     cells = math.prod(len(values) for _, values in ms.axes)
     if n <= 1 or cells < MIN_CELLS or ms.includes or not sys.platform.startswith("linux"):
         return 1
     return n
+
+
+def _asked(env: Mapping[str, str]) -> int | None:
+    """The number of workers ``ENVSOLVE_MATRIX_WORKERS`` asks for (None: unset); anything but a
+    whole number from 1 to :data:`MAX_WORKERS` is a :class:`~envsolve.errors.SpecError`."""
+    asked = env.get(WORKERS_ENV, "").strip()
+    if not asked:
+        return None
+    if not (re.fullmatch(r"[0-9]{1,3}", asked) and 1 <= int(asked) <= MAX_WORKERS):
+        raise SpecError([Problem(WORKERS_ENV, asked, f"is not a number of processes from 1 to {MAX_WORKERS}")],
+                        tip=f"set {WORKERS_ENV} to a whole number such as 2 (1: solve in this process), or unset it")
+    return int(asked)
 
 
 def _cpus() -> int:
