@@ -131,6 +131,8 @@ def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
     it, in one process (``ENVSOLVE_MATRIX_WORKERS=1``); memory: the command and its workers."""
     from bench_matrix import run
 
+    from envsolve.matrix.workers import cpus
+
     rows: list[Row] = []
     goals = {"100k": "<= 1 s", "1m": "<= 10 s, <= 150 MiB"}
     one = {**os.environ, "ENVSOLVE_MATRIX_WORKERS": "1"}
@@ -140,17 +142,13 @@ def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
             spec = Path(d) / f"{size}.toml"
             spec.write_text(text)
             runs = 3 if size != "1m" else 1
-            for how, env in ((f"{_cpus()} workers", None), ("one process", one)):
+            for how, env in ((f"{cpus()} workers", None), ("one process", one)):
                 wall = statistics.median(run(spec, "json", env)[0] for _ in range(runs))
                 mem = run(spec, "json", env, memory=True)[1] / 1024  # a run of its own: sampling slows it
                 rows.append((f"`matrix --format json`, {n:,} cells, {how}", f"{wall:.2f} s, {mem:.0f} MiB",
                              f"{n / wall:,.0f} cells/s; pass {base[0] * 1000:.0f} ms",
                              goals[size] if env is None else ""))
     return rows
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def full_lock_rows(runs: int) -> list[Row]:

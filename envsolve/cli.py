@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .lock.model import Lock
     from .lock.steer import Steer
     from .matrix.cells import CellResult
+    from .matrix.formats import Tally
     from .matrix.parse import MatrixSpec
     from .provider import Provider
     from .spec import ProjectSpec
@@ -335,10 +336,9 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     MATRIX_PATH is a TOML file (images.toml): a [matrix] table of axes, each a list of values, whose
     product is the cells, with optional [[include]], [[exclude]] and [image] (keys below).
     """
-    from .matrix import formats, workers
-    from .matrix.cells import check_includes, iter_cells
+    from .matrix import formats
+    from .matrix.cells import check_includes
     from .matrix.parse import parse_matrix
-    from .matrix.workflow import RENDER_DIR
 
     formats.check_shard(max_jobs, shard)
     if pages and workflow_path is None:
@@ -354,13 +354,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
                         tip="run `envsolve matrix images.toml` (or --check-images images.json)")
     ms = parse_matrix(_read_text(matrix_path), str(matrix_path), provider)
     tally = formats.Tally(keep_valid=render_dir is not None)  # every format streams the cells
-    n = workers.workers_for(ms)
-    if fmt == "json" and render_dir is None and n > 1:
-        pieces = workers.json_pieces(provider, ms, RENDER_DIR, n, tally)  # a large matrix: forked workers
-    else:
-        cells = tally.counted(iter_cells(provider, ms, ms.iter_cells()))
-        pieces = formats.streamed(fmt, ms, cells, str(render_dir or RENDER_DIR), max_jobs=max_jobs, shard=shard)
-    for piece in pieces:
+    for piece in _matrix_pieces(provider, ms, fmt, render_dir, max_jobs, shard, tally):
         ui.console().out(piece, nl=False)
     if warning := formats.too_many_jobs(fmt, tally.valid, max_jobs):
         ui.console().warn(warning)
@@ -370,6 +364,21 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
         _write_workflow(ms, matrix_path, workflow_path, pages)
     if check and (invalid := check_includes(tally.bad_includes)):
         raise CheckFailed(invalid, tip="change the include, or the data it needs")
+
+
+def _matrix_pieces(provider: Provider, ms: MatrixSpec, fmt: str, render_dir: Path | None, max_jobs: int | None,
+                   shard: int | None, tally: Tally) -> Iterator[str]:
+    """What `envsolve matrix` prints of the cells, in pieces: a large matrix's JSON by forked
+    workers (:mod:`envsolve.matrix.workers`), anything else as one process solves it."""
+    from .matrix import formats, workers
+    from .matrix.cells import iter_cells
+    from .matrix.workflow import RENDER_DIR
+
+    n = workers.workers_for(ms)
+    if fmt == "json" and render_dir is None and n > 1:
+        return workers.json_pieces(provider, ms, RENDER_DIR, n, tally)
+    cells = tally.counted(iter_cells(provider, ms, ms.iter_cells()))
+    return formats.streamed(fmt, ms, cells, str(render_dir or RENDER_DIR), max_jobs=max_jobs, shard=shard)
 
 
 def _check_matrix_outputs(workflow_path: Path | None, render_dir: Path | None) -> None:

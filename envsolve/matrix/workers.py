@@ -31,7 +31,7 @@ from .parse import Cell, MatrixSpec
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-__all__ = ["CHUNK", "MAX_WORKERS", "MIN_CELLS", "WORKERS_ENV", "json_pieces", "workers_for"]
+__all__ = ["CHUNK", "MAX_WORKERS", "MIN_CELLS", "WORKERS_ENV", "cpus", "json_pieces", "workers_for"]
 
 CHUNK = 4096  # cells of the product per chunk: a worker's piece of output (about 1.3 MB of JSON)
 MIN_CELLS = 20_000  # a smaller product is done sooner by one process than by starting others
@@ -44,7 +44,7 @@ def workers_for(ms: MatrixSpec, environ: Mapping[str, str] | None = None) -> int
     """How many processes solve ``ms``: one per CPU this process may use (``ENVSOLVE_MATRIX_WORKERS``
     sets it); one for a product under :data:`MIN_CELLS` cells, a matrix with [[include]] rows, or
     off Linux (forking is Linux's way to start a worker; macOS's is unsafe with its frameworks)."""
-    n = _asked(os.environ if environ is None else environ) or _cpus()
+    n = _asked(os.environ if environ is None else environ) or cpus()
     cells = math.prod(len(values) for _, values in ms.axes)
     if n <= 1 or cells < MIN_CELLS or ms.includes or not sys.platform.startswith("linux"):
         return 1
@@ -63,7 +63,7 @@ def _asked(env: Mapping[str, str]) -> int | None:
     return int(asked)
 
 
-def _cpus() -> int:
+def cpus() -> int:
     """The CPUs this process may use: those it may run on, fewer under a container's CPU quota
     (cgroup v2's ``cpu.max``, as ``docker --cpus`` and Kubernetes' limits set it)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
