@@ -12,7 +12,6 @@ the records the same way (the provider with its indexes). Reads package data and
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import hashlib
 import os
@@ -87,6 +86,23 @@ class _Row(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     confidence: str = "high"
     note: str = ""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (the compiled cache) with only the fields that differ from their defaults: most
+        of a build's thirty are empty, and loading them all took a fifth longer."""
+        cls = type(self)
+        names, defaults = cls.__struct_fields__, cls.__struct_defaults__
+        required = len(names) - len(defaults)  # the defaults are the last fields' (NODEFAULT: none)
+        fields = {n: getattr(self, n) for n in names[:required]}
+        for name, default in zip(names[required:], defaults, strict=True):
+            value = getattr(self, name)
+            if default is msgspec.NODEFAULT or value != default:
+                fields[name] = value
+        return _row, (cls, fields)
+
+
+def _row(cls: type[_Row], fields: dict[str, Any]) -> _Row:
+    return cls(**fields)
 
 
 class ArchInfo(_Row, frozen=True, kw_only=True):
@@ -388,27 +404,6 @@ class Matrices(msgspec.Struct, frozen=True, kw_only=True):
     kmds: tuple[Kmd, ...] = ()
     extensions: tuple[Extension, ...] = ()
     extension_wheels: tuple[ExtensionWheel, ...] = ()
-
-
-def _fast_pickling(*classes: type) -> None:
-    """Pickle the versions inside records as a tuple of their fields (the compiled cache):
-    dataclasses' own ``__setstate__`` looks the fields up again for every object, which doubles
-    the load time (the records, msgspec structs, pickle fast by themselves)."""
-    for cls in classes:
-        names = tuple(f.name for f in dataclasses.fields(cls))
-
-        def getstate(self: Any, names: tuple[str, ...] = names) -> tuple[Any, ...]:
-            return tuple(getattr(self, n) for n in names)
-
-        def setstate(self: Any, state: tuple[Any, ...], names: tuple[str, ...] = names) -> None:
-            for n, v in zip(names, state, strict=True):
-                object.__setattr__(self, n, v)
-
-        cls.__getstate__ = getstate  # type: ignore[attr-defined]
-        cls.__setstate__ = setstate  # type: ignore[attr-defined]
-
-
-_fast_pickling(Dotted, Arch)
 
 
 # ---------------------------------------------------------------------------- schema
@@ -1239,6 +1234,10 @@ _CODE = tuple(Path(__file__).parent / name for name in ("data.py", "tables.py", 
 
 Made = TypeVar("Made")
 
+# compiled files kept in the cache folder: a few each of the kinds (matrices, a provider) for the
+# envsolve and data versions in use; about 1.5 MB each
+KEEP_COMPILED = 8
+
 
 def _cache_path(digest: str, folder: Path, kind: str, code: tuple[Path, ...]) -> Path:
     blob = b"".join(p.read_bytes() for p in (*_CODE, *code)) + sys.version.encode()
@@ -1256,12 +1255,15 @@ def _cached(path: Path, kind: type[Made], digest: str) -> Made | None:
 
 
 def _store(path: Path, made: object) -> None:
-    from .files import write_atomic
+    """Keep ``made`` at ``path`` (no fsync: :func:`_cached` makes it again from a file a crash cut
+    short), and the :data:`KEEP_COMPILED` newest files of its folder."""
+    from .files import prune, write_atomic
 
     try:
-        write_atomic(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomic(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL), durable=False)
     except OSError:  # a read-only or full cache folder costs speed, never an answer
-        pass
+        return
+    prune(path.parent, ".pickle", KEEP_COMPILED)
 
 
 def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:

@@ -74,10 +74,15 @@ def read_bytes(path: str | os.PathLike[str], cap: int) -> bytes:
         raise NotAnInput(why, "pass the path of a regular file")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:
-        why = _kind(os.fstat(f.fileno()).st_mode)  # what was opened, should the path have changed
+        st = os.fstat(f.fileno())
+        why = _kind(st.st_mode)  # what was opened, should the path have changed
         if why is not None:
             raise NotAnInput(why, "pass the path of a regular file")
-        blob = f.read(cap + 1)
+        # the size it has, and one byte more to see it grow: a read of cap + 1 bytes made a buffer
+        # of the cap first, ten times the cost of reading the matrices
+        blob = f.read(min(st.st_size, cap) + 1)
+        if st.st_size < len(blob) <= cap:  # it grew while being read: the rest, up to the cap
+            blob += f.read(cap + 1 - len(blob))
     if len(blob) > cap:
         raise NotAnInput(f"is larger than {_cap_text(cap)}, more than any such file needs",
                          "pass the right file; envsolve reads inputs of up to that size")
@@ -216,6 +221,21 @@ def sweep(folder: str | os.PathLike[str]) -> None:
             _remove(os.path.join(folder, name))
 
 
+def prune(folder: str | os.PathLike[str], suffix: str, keep: int) -> None:
+    """Keep the ``keep`` newest files of ``folder`` whose names end in ``suffix`` and remove the
+    rest: a cache folder stays bounded (one entry per spec, one compiled file per envsolve and
+    data version would otherwise pile up for ever)."""
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(suffix) and n[0] != "."]
+        if len(names) <= keep:
+            return
+        found = sorted(((os.stat(os.path.join(folder, n)).st_mtime_ns, n) for n in names), reverse=True)
+    except OSError:  # a folder or a file another process removed meanwhile: the next store prunes
+        return
+    for _, name in found[keep:]:
+        _remove(os.path.join(folder, name))
+
+
 def _remove(path: str | os.PathLike[str]) -> None:
     """Remove the file ``path`` if it is there."""
     try:
@@ -233,16 +253,18 @@ def _writer(name: str) -> int | None:
     return int(parts[-3]) if all(c in "0123456789abcdef" for c in parts[-2]) else None
 
 
-def _temporary(path: str | os.PathLike[str], data: str | bytes) -> str:
-    """A temporary file beside ``path`` holding ``data`` on disk, with the mode ``path`` will have."""
+def _temporary(path: str | os.PathLike[str], data: str | bytes, durable: bool = True) -> str:
+    """A temporary file beside ``path`` holding ``data`` (on disk, when ``durable``), with the mode
+    ``path`` will have."""
     folder, name = os.path.split(os.fspath(path))
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.chmod(tmp, _mode(path))
     except BaseException:
         _remove(tmp)
@@ -250,15 +272,18 @@ def _temporary(path: str | os.PathLike[str], data: str | bytes) -> str:
     return tmp
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` atomically; the file gets the mode of the file it replaces,
     else 0666 less the umask (0644 under the usual 022), like any file a program creates, not the
     temporary file's 0600. Its folder is created (a cache's; commands check theirs first), and
-    cleared of what killed runs left there (:func:`sweep`)."""
+    cleared of what killed runs left there (:func:`sweep`).
+
+    ``durable=False`` skips the fsync (a millisecond, at times a hundred on a busy disk): for a
+    cache file whose reader checks what it reads and makes it again when a crash left it short."""
     folder = os.path.dirname(os.fspath(path)) or "."
     os.makedirs(folder, exist_ok=True)
     sweep(folder)
-    tmp = _temporary(path, data)
+    tmp = _temporary(path, data, durable)
     try:
         os.replace(tmp, path)
     except BaseException:

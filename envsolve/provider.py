@@ -125,10 +125,9 @@ class Provider:
         self._extension_wheels = _grouped(m.extension_wheels, lambda w: w.package)
         self._toolkits = _grouped(m.toolkits, lambda t: t.version.prefix(2))
         self._native: dict[tuple[int, ...], Dotted | None] = {}  # native_driver_min by CUDA major.minor
-        release_of = {(r.package, r.version): r for r in m.releases}
-        self._shared = {(r.package, r.version, ""): shared_of(r, None) for r in m.releases}
-        self._shared.update({(b.package, b.version, b.variant): shared_of(release_of[b.package, b.version], b)
-                             for b in m.builds if (b.package, b.version) in release_of})
+        # shared requirements by (package, version, variant), made when first asked: a solve asks for
+        # few of them, and all of them made a fifth of the compiled cache's load time
+        self._shared: dict[tuple[str, Version, str], tuple[tuple[str, str], ...]] = {}
 
     # -- hardware ------------------------------------------------------------------
 
@@ -408,7 +407,10 @@ class Provider:
         """The requirements other frameworks also have that ``release`` installed as ``build`` (None:
         the release itself, pure Python) brings: canonical name -> specifier (:func:`~envsolve.data.shared_of`)."""
         key = (release.package, release.version, build.variant if build is not None else "")
-        return self._shared.get(key, ())
+        made = self._shared.get(key)
+        if made is None:
+            made = self._shared[key] = shared_of(release, build)
+        return made
 
     def conda_specs(self, release: Release, cuda: Dotted | None, python: str) -> tuple[str, ...]:
         """conda-forge's MatchSpecs for a framework build; () unless conda-forge has every piece.

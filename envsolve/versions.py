@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+import msgspec
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -47,12 +47,34 @@ _INTEL = re.compile(r"^(?:pvc|dg2|bmg|cri|ats-m\d+|(?:mtl|arl|lnl|ptl|wcl|nvl)(?
 _APPLE = re.compile(r"^apple-m\d+$")
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Dotted:
-    """A dotted numeric version (driver, CUDA, ROCm, cuDNN) compared numerically."""
+class Dotted(msgspec.Struct, frozen=True, eq=False):
+    """A dotted numeric version (driver, CUDA, ROCm, cuDNN) compared numerically: equal, ordered
+    and hashed by ``key`` alone, whatever ``raw`` writes (535.104.05 is 535.104.5). A struct, as
+    :class:`Arch`; these comparisons are its own since a struct compares every field."""
 
     key: tuple[int, ...]
-    raw: str = field(compare=False)
+    raw: str
+
+    def __eq__(self, other: object) -> bool:
+        return self.key == other.key if isinstance(other, Dotted) else NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        return self.key != other.key if isinstance(other, Dotted) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __lt__(self, other: Dotted) -> bool:
+        return self.key < other.key if isinstance(other, Dotted) else NotImplemented
+
+    def __le__(self, other: Dotted) -> bool:
+        return self.key <= other.key if isinstance(other, Dotted) else NotImplemented
+
+    def __gt__(self, other: Dotted) -> bool:
+        return self.key > other.key if isinstance(other, Dotted) else NotImplemented
+
+    def __ge__(self, other: Dotted) -> bool:
+        return self.key >= other.key if isinstance(other, Dotted) else NotImplemented
 
     def __str__(self) -> str:
         return self.raw
@@ -177,10 +199,11 @@ def _patches_to_try(spec: SpecifierSet, minor: str) -> set[int]:
     return patches
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Arch:
+class Arch(msgspec.Struct, frozen=True, order=True):
     """A GPU architecture: ``sm_XY`` (NVIDIA compute capability X.Y), ``gfxNNN`` (AMD), an Intel
-    AOT target (``bmg``) or an Apple chip generation (``apple-m4``).
+    AOT target (``bmg``) or an Apple chip generation (``apple-m4``). Compared and ordered by its
+    fields in turn (a struct: defined, compared and unpickled in C, where a dataclass took
+    milliseconds to define).
 
     ``suffix`` is ``"a"`` for arch-specific code (runs on exactly that compute capability) or
     ``"f"`` for family-specific code; plain SASS runs on the same major at an equal or higher

@@ -76,6 +76,27 @@ def test_a_file_over_its_cap_is_refused(tmp_path: Path) -> None:
         files.read_bytes(path, 100)
 
 
+
+def test_a_file_longer_than_its_size_says_is_read_whole_up_to_its_cap(tmp_path: Path) -> None:
+    """read_bytes reads the size fstat gives: a file that grows while read, or one whose size says 0
+    (Linux's /proc), is read on to its end, and refused past the cap all the same."""
+    status = files.read_bytes("/proc/self/status", files.SPEC_CAP)
+    assert os.stat("/proc/self/status").st_size == 0 and status.startswith(b"Name:") and status.endswith(b"\n")
+    path = tmp_path / "growing.toml"
+    path.write_bytes(b"#" * 300)
+    real = os.fstat
+
+    def stale(fd: int) -> os.stat_result:  # the size before the writer appended its last 200 bytes
+        st = real(fd)
+        return os.stat_result((st.st_mode, *st[1:6], 100, *st[7:]))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(files.os, "fstat", stale)
+        assert files.read_bytes(path, 1000) == b"#" * 300
+        assert files.read_bytes(path, 300) == b"#" * 300
+        with pytest.raises(files.NotAnInput, match="is larger than 299 bytes"):
+            files.read_bytes(path, 299)
+
 def test_a_byte_order_mark_is_dropped_and_other_encodings_are_named(tmp_path: Path) -> None:
     path = tmp_path / "project.toml"
     path.write_bytes(b"\xef\xbb\xbf[project]\n")

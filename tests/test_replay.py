@@ -186,3 +186,58 @@ def test_a_changed_code_file_falls_through_to_a_solve(tmp_path: Path, monkeypatc
     finally:
         os.utime(code, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert replay.replay(["lock", str(spec)])
+
+
+def _stale(folder: Path, suffix: str, count: int) -> list[Path]:
+    """``count`` old cache files in ``folder``, oldest first (modified a day apart, long ago)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    made = []
+    for i in range(count):
+        path = folder / f"stale{i:03d}{suffix}"
+        path.write_bytes(b"old")
+        os.utime(path, ns=((1 + i) * 86_400 * 10**9,) * 2)
+        made.append(path)
+    return made
+
+
+def test_the_caches_keep_only_their_newest_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one entry per spec and one compiled file per envsolve and data version piled up for ever
+    from envsolve import data
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(cache))
+    stale = _stale(cache / "data", ".pickle", data.KEEP_COMPILED + 3)
+    (cache / "data" / "notes.txt").write_text("not ours")
+    monkeypatch.setattr(replay, "KEEP_ENTRIES", 5)
+    entries = _stale(cache / "locks", ".marshal", 7)
+    spec, _ = _lock(tmp_path, "h100-torch-newest")  # compiles the data (a miss) and stores an entry
+
+    kept = sorted((cache / "data").glob("*.pickle"))
+    assert len(kept) == data.KEEP_COMPILED and (cache / "data" / "notes.txt").is_file()
+    assert set(stale[:4]).isdisjoint(kept) and set(stale[4:]) < set(kept)  # the newest stale ones and the new
+    locks = sorted((cache / "locks").glob("*.marshal"))
+    assert len(locks) == 5 and set(entries[-4:]) < set(locks) and not any(e.exists() for e in entries[:3])
+    assert replay.replay(["lock", str(spec)])  # the entry just written is one of those kept
+
+
+def test_prune_leaves_other_files_and_a_missing_folder_alone(tmp_path: Path) -> None:
+    from envsolve.files import prune
+
+    kept = _stale(tmp_path, ".pickle", 3)
+    (tmp_path / ".x.pickle.12.0badcafe.tmp").write_bytes(b"a writer's")
+    prune(tmp_path, ".pickle", 3)
+    prune(tmp_path / "absent", ".pickle", 0)
+    assert all(p.exists() for p in kept) and (tmp_path / ".x.pickle.12.0badcafe.tmp").exists()
+    prune(tmp_path, ".pickle", 0)
+    assert not any(p.exists() for p in kept)
+
+
+def test_a_record_is_pickled_with_the_fields_that_differ_from_their_defaults() -> None:
+    import pickle
+
+    m = load_dir(data_dir())
+    build = next(b for b in m.builds if b.package == "torch" and not b.ptx and b.cuda is not None)
+    _, (cls, fields) = build.__reduce__()
+    assert cls is type(build) and {"source", "package", "version", "cuda", "archs"} <= set(fields)
+    assert "ptx" not in fields and "confidence" not in fields  # () and "high": their defaults
+    assert pickle.loads(pickle.dumps(m.builds)) == m.builds

@@ -1,3 +1,5 @@
+import pickle
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,6 +12,21 @@ def test_driver_keeps_raw_text_and_compares_numerically() -> None:
     d = parse_driver("535.104.05")
     assert str(d) == "535.104.05"
     assert parse_driver("535.54.03") < d < parse_driver("535.129.03")
+
+
+@given(st.lists(st.integers(0, 200), min_size=1, max_size=4), st.lists(st.integers(0, 200), min_size=1, max_size=4),
+       st.sampled_from(["", "0", "00"]))
+def test_dotted_versions_compare_and_hash_by_their_numbers_alone(a: list[int], b: list[int], pad: str) -> None:
+    # 535.104.05 is 535.104.5: the text as written is kept for display, never compared
+    x, y = parse_dotted(".".join(map(str, a))), parse_dotted(".".join(map(str, b)))
+    padded = parse_dotted(".".join(pad + str(n) for n in a))
+    assert padded == x and not padded != x and hash(padded) == hash(x) and {x: 1}[padded] == 1
+    assert [x < y, x <= y, x > y, x >= y, x == y, x != y] == [
+        tuple(a) < tuple(b), tuple(a) <= tuple(b), tuple(a) > tuple(b), tuple(a) >= tuple(b), a == b, a != b]
+    assert pickle.loads(pickle.dumps(padded)).raw == padded.raw
+    assert x != ".".join(map(str, a)) and (x == None) is False  # noqa: E711  another type is never equal
+    with pytest.raises(TypeError):
+        assert x < ".".join(map(str, b))
 
 
 @pytest.mark.parametrize("bad", ["535", "abc", "12.4", "535.104.05-1", ""])

@@ -36,6 +36,7 @@ _ENV = ("ENVSOLVE_", "PIP_")
 _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME")
 _CODE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the whole envsolve package
 _LIBRARIES = ("packaging", "tomli_w")  # whose code shapes the lock's bytes besides envsolve's own
+KEEP_ENTRIES = 256  # the newest entries kept (one per spec and inputs; a lock's text each)
 
 # The spec path, then the text of each option LOCK_OPTIONS marks as replayed, in the table's order:
 # a path as pathlib writes it (see _normal), a choice or text as given (else its default), a flag "yes" or "".
@@ -220,13 +221,15 @@ def store(request: Request, text: str, data_version: str, messages: Sequence[tup
     env = os.environ if environ is None else environ
     if env.get("ENVSOLVE_NO_CACHE"):
         return
-    from ..files import write_atomic
+    from ..files import prune, write_atomic
 
     try:
         entry = {"text": text, "data_version": data_version, "messages": [list(m) for m in messages]}
-        write_atomic(_entry_path(request, env, text.encode("utf-8")), marshal.dumps(entry))
+        path = _entry_path(request, env, text.encode("utf-8"))
+        write_atomic(path, marshal.dumps(entry), durable=False)  # _entry reads a cut-short entry as none
     except (OSError, ValueError):  # a cache that cannot be written costs the next run a solve
-        pass
+        return
+    prune(os.path.dirname(path), ".marshal", KEEP_ENTRIES)
 
 
 def _on_disk(out: str) -> tuple[bool, bytes | None]:
