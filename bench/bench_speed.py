@@ -1,21 +1,25 @@
 """The speed table of issue 26: every measure beside its yardstick, in the same run, with the ratio.
 
-    python bench/bench_speed.py [--runs 7] [--big] [--full-lock]
+    python bench/bench_speed.py [--runs 7] [--big] [--full-lock] [--against CHECKOUT]
 
 Rows (each a new interpreter per run, start-up included; medians):
 1. `python -c pass`, the yardstick of the lock rows.
-2. `envsolve lock --frameworks-only` of examples/project.toml and of a three-target spec:
+2. The floor of a lock that solves: `python -c "import msgspec, packaging.specifiers"`, the two
+   libraries every such lock imports (no goal: it shows what the 5x goal leaves to envsolve).
+3. `envsolve lock --frameworks-only` of examples/project.toml and of a three-target spec:
    replayed (inputs unchanged), the spec changed (the compiled data cache warm), first run (no
-   caches at all); goals <= 3x, <= 5x and <= 150 ms.
-3. The floor of those that solve: `python -c "import msgspec, packaging.specifiers"`, the two
-   libraries every such lock imports (no goal: what the 5x goal leaves to envsolve). Then the
-   import time of the lock path: the self times `python -X importtime` reports for a lock of a
-   changed spec, less those of `python -c pass`; goal <= 30 ms.
-4. `envsolve matrix --format json` of 100,800 cells (goal <= 1 s) and, with --big, of 1,008,000
+   caches at all); goals <= 3x, <= 5x and <= 150 ms. Rows 1-3 are taken in turn in each round, and
+   each ratio is the median of the rounds' own ratios to that round's `python -c pass`: this VM's
+   speed drifts from minute to minute, and a yardstick timed minutes apart misled.
+   `--against CHECKOUT` also runs each lock row on another checkout's envsolve (a `git worktree` of
+   an older commit) in the same rounds, with the median ratio of this tree's CPU time to its.
+4. The import time of the lock path: the self times `python -X importtime` reports for a lock of
+   a changed spec, less those of `python -c pass` in the same round; goal <= 30 ms.
+5. `envsolve matrix --format json` of 100,800 cells (goal <= 1 s) and, with --big, of 1,008,000
    cells (goals <= 10 s and 150 MiB), with `python -c pass` as the start-up they include: as a
    user runs it (one forked worker per CPU) and in one process; memory is the command's and its
    workers' together, from a run of its own (bench_matrix.run).
-5. With --full-lock (needs the package index): the full lock cold beside `uv pip compile` of the
+6. With --full-lock (needs the package index): the full lock cold beside `uv pip compile` of the
    same requirements cold (goal <= 1.1x), and cached beside `uv pip compile --offline` (<= 2x).
 Prints a Markdown table (README "Speed") and the machine it ran on. envsolve's bytecode is compiled
 first, as an install has it.
@@ -32,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -64,55 +69,85 @@ def time_pass(runs: int) -> tuple[float, float]:
     return _median([timed([sys.executable, "-c", "pass"]) for _ in range(runs)])
 
 
-def lock_runs(spec: Path, runs: int, mode: str) -> list[tuple[float, float, int]]:
-    """`envsolve lock --frameworks-only SPEC` as a user runs it, ``runs`` times: ``warm`` (inputs
-    unchanged: the replay), ``data-cache`` (the spec changed each run) or ``cold`` (an empty cache
-    folder); each run's :func:`timed`."""
-    out = []
-    with tempfile.TemporaryDirectory() as d:
-        env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{d}/cache"}
-        work = Path(d) / spec.name
-        work.write_bytes(spec.read_bytes())
-        argv = [sys.executable, "-m", "envsolve", "lock", "--frameworks-only", str(work), "-o", f"{d}/x.lock"]
-        timed(argv, env)  # fills the caches
-        for i in range(runs):
-            if mode == "cold":
-                shutil.rmtree(f"{d}/cache", ignore_errors=True)
-            elif mode == "data-cache":
-                work.write_bytes(spec.read_bytes() + f"# run {i}\n".encode())
-            out.append(timed(argv, env))
-    return out
+class LockRun:
+    """`envsolve lock --frameworks-only SPEC` as a user runs it, in a folder of its own: ``warm``
+    (inputs unchanged: the replay), ``data-cache`` (the spec changed before each run) or ``cold``
+    (an empty cache folder)."""
+
+    def __init__(self, spec: Path, mode: str, folder: Path, tree: str = "") -> None:
+        self.mode, self.folder = mode, folder
+        self.env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{folder}/cache"}
+        if tree:  # another checkout's envsolve (--against)
+            self.env["PYTHONPATH"] = tree
+        self.spec = folder / spec.name
+        self.spec.write_bytes(spec.read_bytes())
+        self.argv = [sys.executable, "-m", "envsolve", "lock", "--frameworks-only", str(self.spec), "-o",
+                     f"{folder}/x.lock"]
+        timed(self.argv, self.env)  # fills the caches
+        self.runs = 0
+
+    def once(self) -> tuple[float, float, int]:
+        if self.mode == "cold":
+            shutil.rmtree(self.folder / "cache", ignore_errors=True)
+        elif self.mode == "data-cache":
+            with self.spec.open("a") as f:
+                f.write(f"# run {self.runs}\n")
+        self.runs += 1
+        return timed(self.argv, self.env)
 
 
 def _both(wall: float, cpu: float) -> str:
     return f"{wall * 1000:.0f} ms (CPU {cpu * 1000:.0f} ms)"
 
 
-def lock_rows(runs: int, base: tuple[float, float]) -> list[Row]:
-    rows: list[Row] = []
+FLOOR = "import msgspec, packaging.specifiers"  # what every lock that solves imports from outside envsolve
+
+
+def lock_rows(runs: int, against: str = "") -> list[Row]:
+    """The yardstick, the floor and each lock row, taken in turn in every round (this VM's speed
+    drifts from minute to minute): medians of the times and of each round's ratio to that round's
+    `python -c pass`. With ``against`` (another checkout), each lock row is also run on its envsolve
+    in the same rounds, with the median of the rounds' ratios of this tree to it."""
     goals = {"warm": ("replayed (inputs unchanged)", "<= 3x"),
              "data-cache": ("spec changed, data cache warm", "<= 5x (about 50 ms)"),
              "cold": ("first run, no caches", "<= 150 ms")}
     with tempfile.TemporaryDirectory() as d:
         three = Path(d) / "three.toml"
         three.write_text(THREE)
+        measures: dict[str, Callable[[], tuple[float, float, int]]] = {
+            "`python -c pass`, the yardstick": lambda: timed([sys.executable, "-c", "pass"]),
+            f"`python -c \"{FLOOR}\"`, the floor of a lock that solves (no goal: see README)":
+                lambda: timed([sys.executable, "-c", FLOOR]),
+        }
         for name, spec in (("examples/project.toml", ROOT / "examples" / "project.toml"), ("three targets", three)):
-            for mode, (what, goal) in goals.items():
-                wall, cpu = _median(lock_runs(spec, runs, mode))
-                rows.append((f"`lock --frameworks-only` {name}: {what}", _both(wall, cpu),
-                             f"{wall / base[0]:.1f}x pass (CPU {cpu / base[1]:.1f}x)", goal))
+            for mode, (what, _) in goals.items():
+                folder = Path(d) / f"{len(measures)}"
+                folder.mkdir()
+                measures[f"`lock --frameworks-only` {name}: {what}"] = LockRun(spec, mode, folder).once
+                if against:
+                    (folder / "against").mkdir()
+                    measures[f"`lock --frameworks-only` {name}: {what}, {against}"] = LockRun(
+                        spec, mode, folder / "against", against).once
+        got: dict[str, list[tuple[float, float, int]]] = {k: [] for k in measures}
+        for _ in range(runs):
+            for what, measure in measures.items():
+                got[what].append(measure())
+    pass_runs = next(iter(got.values()))
+    rows: list[Row] = []
+    for what, xs in got.items():
+        wall, cpu = _median(xs)
+        ratios = [x[0] / p[0] for x, p in zip(xs, pass_runs, strict=True)]
+        cpu_ratios = [x[1] / p[1] for x, p in zip(xs, pass_runs, strict=True)]
+        goal = next((g for w, g in goals.values() if what.endswith(w)), "")
+        beside = f"{statistics.median(ratios):.1f}x pass (CPU {statistics.median(cpu_ratios):.1f}x)"
+        if xs is pass_runs:
+            beside = ""
+        elif against and what.endswith(f", {against}"):
+            ours = got[what.removesuffix(f", {against}")]
+            to_theirs = statistics.median(o[1] / x[1] for o, x in zip(ours, xs, strict=True))
+            beside += f"; this tree {to_theirs:.2f}x its CPU"
+        rows.append((what, _both(wall, cpu), beside, goal))
     return rows
-
-
-FLOOR = "import msgspec, packaging.specifiers"  # what every lock that solves imports from outside envsolve
-
-
-def floor_row(runs: int, base: tuple[float, float]) -> Row:
-    """`python -c "import msgspec, packaging.specifiers"`: the part of a changed spec's lock that
-    envsolve's own code cannot take away (its records are msgspec structs, its ranges packaging's)."""
-    wall, cpu = _median([timed([sys.executable, "-c", FLOOR]) for _ in range(runs)])
-    return (f"`python -c \"{FLOOR}\"`, the floor of a lock that solves", _both(wall, cpu),
-            f"{wall / base[0]:.1f}x pass (CPU {cpu / base[1]:.1f}x)", "")
 
 
 def _import_self_ms(argv: list[str], env: dict[str, str]) -> float:
@@ -135,8 +170,9 @@ def import_row(runs: int) -> Row:
             ours.append(_import_self_ms(lock, env))
             bare.append(_import_self_ms(["-c", "pass"], env))
     got, yard = statistics.median(ours), statistics.median(bare)
+    less = statistics.median(o - b for o, b in zip(ours, bare, strict=True))  # each round's own difference
     return ("import time of the lock path (`-X importtime`, self times, less `python -c pass`'s)",
-            f"{got - yard:.0f} ms", f"{got:.0f} ms in all, pass {yard:.0f} ms", "<= 30 ms")
+            f"{less:.0f} ms", f"{got:.0f} ms in all, pass {yard:.0f} ms", "<= 30 ms")
 
 
 def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
@@ -179,14 +215,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--big", action="store_true", help="also the matrix of 1,008,000 cells (about a minute)")
     ap.add_argument("--full-lock", action="store_true", help="also the full lock beside uv (needs the index)")
+    ap.add_argument("--against", metavar="CHECKOUT", default="",
+                    help="also run the lock rows on another checkout's envsolve, in the same rounds")
     args = ap.parse_args()
     # an installed envsolve has its bytecode compiled (pip compiles at install); a checkout on a
     # machine with PYTHONDONTWRITEBYTECODE would compile every changed module on every run
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "envsolve")], check=True)
-    base = time_pass(args.runs)
-    rows: list[Row] = [("`python -c pass`, the yardstick", _both(*base), "", "")]
-    rows += lock_rows(args.runs, base)
-    rows.append(floor_row(args.runs, base))
+    base = time_pass(args.runs)  # the matrix rows' start-up
+    if args.against:
+        args.against = str(Path(args.against).resolve())
+        subprocess.run([sys.executable, "-m", "compileall", "-q", f"{args.against}/envsolve"], check=True)
+    rows = lock_rows(args.runs, args.against)
     rows.append(import_row(args.runs))
     rows += matrix_rows(["100k", "1m"] if args.big else ["100k"], base)
     if args.full_lock:

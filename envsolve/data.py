@@ -96,7 +96,7 @@ class _Row(msgspec.Struct, frozen=True, kw_only=True):
         fields = {n: getattr(self, n) for n in names[:required]}
         for name, default in zip(names[required:], defaults, strict=True):
             value = getattr(self, name)
-            if default is msgspec.NODEFAULT or value != default:
+            if default is msgspec.NODEFAULT or type(value) is not type(default) or value != default:
                 fields[name] = value
         return _row, (cls, fields)
 
@@ -1246,24 +1246,29 @@ def _cache_path(digest: str, folder: Path, kind: str, code: tuple[Path, ...]) ->
 
 
 def _cached(path: Path, kind: type[Made], digest: str) -> Made | None:
+    from .files import touch
+
     try:
         with path.open("rb") as f:
             made = pickle.load(f)
     except Exception:  # absent, unreadable, corrupt or from another envsolve: rebuild
         return None
-    return made if isinstance(made, kind) and getattr(made, "digest", None) == digest else None
+    if not isinstance(made, kind) or getattr(made, "digest", None) != digest:
+        return None
+    touch(path)  # used: the last kept by _store's prune
+    return made
 
 
 def _store(path: Path, made: object) -> None:
     """Keep ``made`` at ``path`` (no fsync: :func:`_cached` makes it again from a file a crash cut
-    short), and the :data:`KEEP_COMPILED` newest files of its folder."""
+    short), and the :data:`KEEP_COMPILED` most recently used files of its folder."""
     from .files import prune, write_atomic
 
     try:
         write_atomic(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL), durable=False)
     except OSError:  # a read-only or full cache folder costs speed, never an answer
         return
-    prune(path.parent, ".pickle", KEEP_COMPILED)
+    prune(path.parent, ".pickle", KEEP_COMPILED, path)
 
 
 def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:

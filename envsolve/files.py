@@ -221,19 +221,37 @@ def sweep(folder: str | os.PathLike[str]) -> None:
             _remove(os.path.join(folder, name))
 
 
-def prune(folder: str | os.PathLike[str], suffix: str, keep: int) -> None:
-    """Keep the ``keep`` newest files of ``folder`` whose names end in ``suffix`` and remove the
-    rest: a cache folder stays bounded (one entry per spec, one compiled file per envsolve and
-    data version would otherwise pile up for ever)."""
+def prune(folder: str | os.PathLike[str], suffix: str, keep: int, written: str | os.PathLike[str] = "") -> None:
+    """Keep the ``keep`` most recently used files of ``folder`` whose names end in ``suffix`` (their
+    readers touch them on a hit) and remove the rest, never ``written``: a cache folder stays
+    bounded (one entry per spec, one compiled file per envsolve and data version would otherwise
+    pile up for ever). A file it cannot stat or remove is left: a cache costs speed, never an answer."""
+    spared = os.path.basename(written)
     try:
-        names = [n for n in os.listdir(folder) if n.endswith(suffix) and n[0] != "."]
-        if len(names) <= keep:
-            return
-        found = sorted(((os.stat(os.path.join(folder, n)).st_mtime_ns, n) for n in names), reverse=True)
-    except OSError:  # a folder or a file another process removed meanwhile: the next store prunes
+        names = [n for n in os.listdir(folder) if n.endswith(suffix) and n[0] != "." and n != spared]
+    except OSError:
         return
-    for _, name in found[keep:]:
-        _remove(os.path.join(folder, name))
+    if len(names) + bool(spared) <= keep:
+        return
+    found = []
+    for name in names:
+        try:
+            found.append((os.stat(os.path.join(folder, name)).st_mtime_ns, name))
+        except OSError:  # gone meanwhile
+            pass
+    for _, name in sorted(found, reverse=True)[max(keep - bool(spared), 0):]:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:  # another user's (a sticky folder), a folder of that name, gone meanwhile
+            pass
+
+
+def touch(path: str | os.PathLike[str]) -> None:
+    """Mark a cache file used now (for :func:`prune`); nothing when it cannot be."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
 
 
 def _remove(path: str | os.PathLike[str]) -> None:

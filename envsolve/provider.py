@@ -405,11 +405,13 @@ class Provider:
 
     def shared(self, release: Release, build: Build | None) -> tuple[tuple[str, str], ...]:
         """The requirements other frameworks also have that ``release`` installed as ``build`` (None:
-        the release itself, pure Python) brings: canonical name -> specifier (:func:`~envsolve.data.shared_of`)."""
+        the release itself, pure Python) brings: canonical name -> specifier (:func:`~envsolve.data.shared_of`),
+        by the build's variant (a build made for another platform has the data's own)."""
         key = (release.package, release.version, build.variant if build is not None else "")
         made = self._shared.get(key)
-        if made is None:
-            made = self._shared[key] = shared_of(release, build)
+        if made is None:  # of the data's own build of that variant, not of a copy for a platform (for_platform)
+            own = None if build is None else next((b for b in self.builds(release) if b.variant == build.variant), None)
+            made = self._shared[key] = () if build is not None and own is None else shared_of(release, own)
         return made
 
     def conda_specs(self, release: Release, cuda: Dotted | None, python: str) -> tuple[str, ...]:

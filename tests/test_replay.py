@@ -220,16 +220,58 @@ def test_the_caches_keep_only_their_newest_files(tmp_path: Path, monkeypatch: py
     assert replay.replay(["lock", str(spec)])  # the entry just written is one of those kept
 
 
-def test_prune_leaves_other_files_and_a_missing_folder_alone(tmp_path: Path) -> None:
-    from envsolve.files import prune
+def test_prune_keeps_the_file_just_written_and_the_most_recently_used(tmp_path: Path) -> None:
+    from envsolve.files import prune, touch
 
-    kept = _stale(tmp_path, ".pickle", 3)
+    old = _stale(tmp_path, ".pickle", 5)
     (tmp_path / ".x.pickle.12.0badcafe.tmp").write_bytes(b"a writer's")
-    prune(tmp_path, ".pickle", 3)
+    (tmp_path / "folder.pickle").mkdir()  # a name it cannot unlink: left, no error
     prune(tmp_path / "absent", ".pickle", 0)
-    assert all(p.exists() for p in kept) and (tmp_path / ".x.pickle.12.0badcafe.tmp").exists()
-    prune(tmp_path, ".pickle", 0)
-    assert not any(p.exists() for p in kept)
+    touch(old[0])  # used now: the newest
+    os.utime(tmp_path / "folder.pickle", ns=(1, 1))
+    future = _stale(tmp_path / "f", ".pickle", 1)[0]
+    os.utime(old[1], ns=(4 * 10**18,) * 2)  # a clock ahead: written later, yet older than it
+    prune(tmp_path, ".pickle", 3, written=old[3])  # it and the two most recently used
+    assert {p.name for p in tmp_path.glob("*.pickle")} == {old[0].name, old[1].name, old[3].name, "folder.pickle"}
+    assert (tmp_path / ".x.pickle.12.0badcafe.tmp").exists() and future.exists()
+    prune(tmp_path, ".pickle", 0, written=old[3])
+    assert {p.name for p in tmp_path.glob("*.pickle")} == {old[3].name, "folder.pickle"}
+
+
+def test_a_replay_entry_whose_text_is_not_the_lock_on_disk_is_refused(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # entries are written without an fsync: a crash can leave one cut short or with zeroed blocks
+    import marshal
+
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    spec, _ = _lock(tmp_path, "h100-torch-newest")
+    lock = (tmp_path / "envsolve.lock").read_bytes()
+    entries = list((tmp_path / "cache" / "locks").glob("*.marshal"))
+    assert len(entries) == 1 and replay.replay(["lock", str(spec)])
+    for e in entries:
+        entry = marshal.loads(e.read_bytes())
+        e.write_bytes(marshal.dumps({**entry, "text": "\0" * len(entry["text"])}))
+    assert not replay.replay(["lock", str(spec)])
+    assert (tmp_path / "envsolve.lock").read_bytes() == lock
+
+
+def test_shared_requirements_are_the_data_builds_whatever_is_asked_first(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # made on demand: a build made for another platform (no pins) must not set its variant's answer
+    from envsolve.data import shared_of
+
+    monkeypatch.setenv("ENVSOLVE_NO_CACHE", "1")
+    m = load_dir(data_dir())
+    asks = [(rel, b) for p in sorted({r.package for r in m.releases}) for rel in Provider(m).releases(p)
+            for b in (None, *Provider(m).builds(rel))]
+    want = {(rel.package, rel.version, b.variant if b else ""): shared_of(rel, b) for rel, b in asks}
+    platforms = ("windows/amd64", "linux/arm64", "darwin/arm64")
+    for order in (1, -1):
+        p = Provider(m)
+        for rel, b in asks[::order]:
+            for built in ([None] if b is None else [*(p.for_platform(b, x) for x in platforms[::order]), b]):
+                assert p.shared(rel, built) == want[rel.package, rel.version, b.variant if b else ""]
+    assert any(p.for_platform(b, "windows/amd64").shared != b.shared for _, b in asks if b is not None)
 
 
 def test_a_record_is_pickled_with_the_fields_that_differ_from_their_defaults() -> None:

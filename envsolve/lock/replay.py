@@ -36,7 +36,7 @@ _ENV = ("ENVSOLVE_", "PIP_")
 _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME")
 _CODE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the whole envsolve package
 _LIBRARIES = ("packaging", "tomli_w")  # whose code shapes the lock's bytes besides envsolve's own
-KEEP_ENTRIES = 256  # the newest entries kept (one per spec and inputs; a lock's text each)
+KEEP_ENTRIES = 256  # the entries kept, the most recently used (one per spec and inputs; a lock's text each)
 
 # The spec path, then the text of each option LOCK_OPTIONS marks as replayed, in the table's order:
 # a path as pathlib writes it (see _normal), a choice or text as given (else its default), a flag "yes" or "".
@@ -226,10 +226,10 @@ def store(request: Request, text: str, data_version: str, messages: Sequence[tup
     try:
         entry = {"text": text, "data_version": data_version, "messages": [list(m) for m in messages]}
         path = _entry_path(request, env, text.encode("utf-8"))
-        write_atomic(path, marshal.dumps(entry), durable=False)  # _entry reads a cut-short entry as none
+        write_atomic(path, marshal.dumps(entry), durable=False)  # _entry refuses an entry a crash spoilt
     except (OSError, ValueError):  # a cache that cannot be written costs the next run a solve
         return
-    prune(os.path.dirname(path), ".marshal", KEEP_ENTRIES)
+    prune(os.path.dirname(path), ".marshal", KEEP_ENTRIES, path)
 
 
 def _on_disk(out: str) -> tuple[bool, bytes | None]:
@@ -248,13 +248,22 @@ _Entry = tuple[str, str, list[tuple[bool, str]]]
 
 
 def _entry(request: Request, env: Mapping[str, str], on_disk: bytes | None) -> _Entry | None:
-    """The cache entry for these inputs; None for none."""
+    """The cache entry for these inputs; None for none. An entry is stored under the digest of its
+    own text as the lock on disk, so its text must be those bytes: an entry a crash spoilt (written
+    without an fsync: cut short, or with blocks of zeros) is refused."""
+    from ..files import touch
+
     try:
-        with open(_entry_path(request, env, on_disk), "rb") as f:
+        path = _entry_path(request, env, on_disk)
+        with open(path, "rb") as f:
             entry = marshal.loads(f.read())
-        return entry["text"], entry["data_version"], entry["messages"]
+        text, data_version, messages = entry["text"], entry["data_version"], entry["messages"]
+        if on_disk is None or text.encode("utf-8") != on_disk:
+            return None
     except Exception:  # no entry, an unreadable input, a corrupt entry: solve
         return None
+    touch(path)  # used: the last kept by store's prune
+    return text, data_version, messages
 
 
 def _same_data(on_disk: bytes | None, data_version: str) -> bool:
