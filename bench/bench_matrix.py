@@ -82,9 +82,10 @@ def run(spec: Path, fmt: str, env: dict[str, str] | None = None, *, memory: bool
     contends with its page faults): time a run that is not sampled."""
     t0 = time.perf_counter()
     peak = 0
+    env = env if env is not None else {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     with open(os.devnull, "wb") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "envsolve", "matrix", str(spec), "--format", fmt],
-                                stdout=sink, stderr=subprocess.PIPE, env=env)
+                                stdout=sink, stderr=subprocess.PIPE, env=env, cwd=spec.parent)
         sampled = memory and os.path.exists(f"/proc/{proc.pid}/smaps_rollup")
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG if sampled else 0)

@@ -48,12 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 Row = tuple[str, str, str, str]  # what, measured, yardstick and ratio, goal
 
 
-def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+def timed(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds, peak RSS KiB) of one command, its output thrown away. CPU time
     (user + system, the child's own) is the steadier figure on a busy machine."""
     t0 = time.perf_counter()
     with open(os.devnull, "wb") as sink:
-        proc = subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=sink, stderr=subprocess.PIPE)
         err = proc.stderr.read() if proc.stderr else b""
         _, status, usage = os.wait4(proc.pid, 0)
     if status != 0:
@@ -74,16 +74,16 @@ class LockRun:
     (inputs unchanged: the replay), ``data-cache`` (the spec changed before each run) or ``cold``
     (an empty cache folder)."""
 
-    def __init__(self, spec: Path, mode: str, folder: Path, tree: str = "") -> None:
+    def __init__(self, spec: Path, mode: str, folder: Path, tree: Path = ROOT) -> None:
         self.mode, self.folder = mode, folder
-        self.env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{folder}/cache"}
-        if tree:  # another checkout's envsolve (--against)
-            self.env["PYTHONPATH"] = tree
+        # the envsolve of ``tree`` (this checkout, or another with --against), run from ``folder``:
+        # `python -m` puts the working folder first on the path, before PYTHONPATH
+        self.env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{folder}/cache", "PYTHONPATH": str(tree)}
         self.spec = folder / spec.name
         self.spec.write_bytes(spec.read_bytes())
         self.argv = [sys.executable, "-m", "envsolve", "lock", "--frameworks-only", str(self.spec), "-o",
                      f"{folder}/x.lock"]
-        timed(self.argv, self.env)  # fills the caches
+        timed(self.argv, self.env, folder)  # fills the caches
         self.runs = 0
 
     def once(self) -> tuple[float, float, int]:
@@ -93,7 +93,7 @@ class LockRun:
             with self.spec.open("a") as f:
                 f.write(f"# run {self.runs}\n")
         self.runs += 1
-        return timed(self.argv, self.env)
+        return timed(self.argv, self.env, self.folder)
 
 
 def _both(wall: float, cpu: float) -> str:
@@ -127,7 +127,7 @@ def lock_rows(runs: int, against: str = "") -> list[Row]:
                 if against:
                     (folder / "against").mkdir()
                     measures[f"`lock --frameworks-only` {name}: {what}, {against}"] = LockRun(
-                        spec, mode, folder / "against", against).once
+                        spec, mode, folder / "against", Path(against)).once
         got: dict[str, list[tuple[float, float, int]]] = {k: [] for k in measures}
         for _ in range(runs):
             for what, measure in measures.items():
@@ -150,25 +150,25 @@ def lock_rows(runs: int, against: str = "") -> list[Row]:
     return rows
 
 
-def _import_self_ms(argv: list[str], env: dict[str, str]) -> float:
+def _import_self_ms(argv: list[str], env: dict[str, str], cwd: str) -> float:
     """The sum of the self times `-X importtime` reports for ``argv`` (milliseconds)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", *argv], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], env=env, cwd=cwd, capture_output=True, text=True)
     lines = [line for line in done.stderr.splitlines() if line.startswith("import time:") and "self [us]" not in line]
     return sum(int(line.split(":", 1)[1].split("|")[0]) for line in lines) / 1000
 
 
 def import_row(runs: int) -> Row:
     with tempfile.TemporaryDirectory() as d:
-        env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{d}/cache"}
+        env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{d}/cache", "PYTHONPATH": str(ROOT)}
         spec = Path(d) / "project.toml"
         spec.write_bytes((ROOT / "examples" / "project.toml").read_bytes())
         lock = ["-m", "envsolve", "lock", "--frameworks-only", str(spec), "-o", f"{d}/x.lock"]
-        subprocess.run([sys.executable, *lock], env=env, capture_output=True, check=True)  # the data cache
+        subprocess.run([sys.executable, *lock], env=env, cwd=d, capture_output=True, check=True)  # the data cache
         ours, bare = [], []
         for i in range(runs):
             spec.write_bytes(spec.read_bytes() + f"# {i}\n".encode())  # changed: no replay
-            ours.append(_import_self_ms(lock, env))
-            bare.append(_import_self_ms(["-c", "pass"], env))
+            ours.append(_import_self_ms(lock, env, d))
+            bare.append(_import_self_ms(["-c", "pass"], env, d))
     got, yard = statistics.median(ours), statistics.median(bare)
     less = statistics.median(o - b for o, b in zip(ours, bare, strict=True))  # each round's own difference
     return ("import time of the lock path (`-X importtime`, self times, less `python -c pass`'s)",
@@ -184,19 +184,20 @@ def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
 
     rows: list[Row] = []
     goals = {"100k": "<= 1 s", "1m": "<= 10 s, <= 150 MiB"}
-    one = {**os.environ, "ENVSOLVE_MATRIX_WORKERS": "1"}
+    workers = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's envsolve, run from the spec's folder
+    one = {**workers, "ENVSOLVE_MATRIX_WORKERS": "1"}
     with tempfile.TemporaryDirectory() as d:
         for size in sizes:
             text, n = matrix_text(size)
             spec = Path(d) / f"{size}.toml"
             spec.write_text(text)
             runs = 3 if size != "1m" else 1
-            for how, env in ((f"{cpus()} workers", None), ("one process", one)):
+            for how, env in ((f"{cpus()} workers", workers), ("one process", one)):
                 wall = statistics.median(run(spec, "json", env)[0] for _ in range(runs))
                 mem = run(spec, "json", env, memory=True)[1] / 1024  # a run of its own: sampling slows it
                 rows.append((f"`matrix --format json`, {n:,} cells, {how}", f"{wall:.2f} s, {mem:.0f} MiB",
                              f"{n / wall:,.0f} cells/s; pass {base[0] * 1000:.0f} ms",
-                             goals[size] if env is None else ""))
+                             goals[size] if env is workers else ""))
     return rows
 
 
