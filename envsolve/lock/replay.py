@@ -20,7 +20,7 @@ import marshal
 import os
 import sys
 
-from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, read_bytes
+from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, read_bytes, touch
 from ..paths import cache_folder, data_folder, pip_config_paths
 from .options import LOCK_OPTIONS, Option, option_named
 
@@ -251,8 +251,6 @@ def _entry(request: Request, env: Mapping[str, str], on_disk: bytes | None) -> _
     """The cache entry for these inputs; None for none. An entry is stored under the digest of its
     own text as the lock on disk, so its text must be those bytes: an entry a crash spoilt (written
     without an fsync: cut short, or with blocks of zeros) is refused."""
-    from ..files import touch
-
     try:
         path = _entry_path(request, env, on_disk)
         with open(path, "rb") as f:

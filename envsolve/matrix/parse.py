@@ -160,7 +160,7 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
     def iter_cells(self) -> Iterator[Cell]:
         """:meth:`cells` one at a time, in the same order; without ``[[include]]`` rows nothing
         is held, so a matrix of a million cells streams."""
-        kept = itertools.filterfalse(self.excluded, self._product()) if self.excludes else self._product()
+        kept = self.kept(map(Cell, self.product_values()))
         if not self.includes:
             yield from kept
             return
@@ -173,8 +173,9 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
         """Whether an [[exclude]] pattern leaves ``cell`` out."""
         return any(_matches(cell, ex) for ex in self.excludes)
 
-    def _product(self) -> Iterator[Cell]:
-        return map(Cell, self.product_values())
+    def kept(self, cells: Iterable[Cell]) -> Iterator[Cell]:
+        """``cells`` less those an [[exclude]] pattern leaves out."""
+        return itertools.filterfalse(self.excluded, cells) if self.excludes else iter(cells)
 
     def product_values(self) -> Iterator[tuple[tuple[str, str], ...]]:
         """The values of each cell of the product, in order (without [[include]] and [[exclude]]);
@@ -185,7 +186,7 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
     def _included(self, inc: Pattern) -> list[Cell]:
         """The cells of the product an [[include]] names, or the one cell outside it that it names
         whole (that it names every axis is checked when parsing)."""
-        hits = [c for c in self._product() if _matches(c, inc)]
+        hits = [c for c in map(Cell, self.product_values()) if _matches(c, inc)]
         order = dict(inc)
         return hits or [Cell(tuple((a, order[a]) for a, _ in self.axes))]
 

@@ -102,7 +102,7 @@ class _Worker:
         collections.deque(itertools.islice(self.values, start - self.at), maxlen=0)  # the other workers' cells
         taken = list(itertools.islice(self.values, CHUNK))
         self.at = start + len(taken)
-        cells = [c for c in map(Cell, taken) if not self.ms.excluded(c)] if self.ms.excludes else list(map(Cell, taken))
+        cells = self.ms.kept(map(Cell, taken))
         return _Chunk(self.texts.piece(list(self.solving.solve(cells))), len(taken))
 
 
