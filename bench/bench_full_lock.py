@@ -7,7 +7,8 @@ The project is issue 11's vllm case: `torch = "*"` on an H100 with driver 580 an
 1. uv cold: `uv pip compile --generate-hashes` of `vllm==0.11.0` alone for Python 3.13 on Linux
    x86_64, with an empty cache folder;
 2. uv offline: the same with `--offline` on the cache 1. filled;
-3. envsolve cold: `envsolve lock project.toml`, empty cache folder (envsolve's and uv's);
+3. envsolve cold: `envsolve lock project.toml`, empty cache folder (envsolve's and uv's), envsolve
+   installed as `pip install .` installs it;
 4. envsolve cached: the same lock again (a second lock of the same spec).
 Goals (issue 26): 4 <= 2x 2 and 3 <= 1.1x 1. Needs the package index; medians go to stdout as a
 Markdown table (pasted into README.md).
@@ -46,8 +47,9 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return took
 
 
-def measure(runs: int) -> dict[str, float]:
-    """Median seconds of uv cold, uv offline, envsolve cold and envsolve cached over ``runs``."""
+def measure(runs: int, site: Path) -> dict[str, float]:
+    """Median seconds of uv cold, uv offline, envsolve cold and envsolve cached over ``runs``, the
+    envsolve installed in ``site`` (bench_speed.installed: as `pip install .` installs it)."""
     from uv import find_uv_bin
 
     uv = str(find_uv_bin())
@@ -58,7 +60,8 @@ def measure(runs: int) -> dict[str, float]:
             (root / "req.in").write_text("vllm==0.11.0\n")
             (root / "project.toml").write_text(SPEC)
             env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "ENVSOLVE_"))}
-            env |= {"UV_CACHE_DIR": f"{d}/uv-cache", "ENVSOLVE_CACHE_DIR": f"{d}/envsolve-cache"}
+            env |= {"UV_CACHE_DIR": f"{d}/uv-cache", "ENVSOLVE_CACHE_DIR": f"{d}/envsolve-cache",
+                    "PYTHONPATH": str(site)}
             compile_ = [uv, "pip", "compile", "req.in", "--generate-hashes", "--python-version", "3.13",
                         "--python-platform", "x86_64-manylinux_2_28", "--python", sys.executable,
                         "--no-python-downloads", "--native-tls", "-q", "-o", "out.txt"]
@@ -75,7 +78,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    med = measure(args.runs)
+    from bench_speed import ROOT, installed
+
+    with tempfile.TemporaryDirectory() as d:
+        med = measure(args.runs, installed(ROOT, Path(d)))
     print(f"| measure ({args.runs} runs, median) | seconds |\n|---|---|")
     for k, v in med.items():
         print(f"| {k} | {v:.2f} |")

@@ -8,7 +8,11 @@ Rows (each a new interpreter per run, start-up included; medians):
    libraries every such lock imports (no goal: it shows what the 5x goal leaves to envsolve).
 3. `envsolve lock --frameworks-only` of examples/project.toml and of a three-target spec:
    replayed (inputs unchanged), the spec changed (the compiled data cache warm), first run (no
-   caches at all); goals <= 3x, <= 5x and <= 150 ms. Rows 1-3 are taken in turn in each round, and
+   caches at all); goals <= 3x, <= 5x and <= 150 ms. Each runs envsolve as `pip install .` installs
+   it (a wheel built from the checkout into a folder of its own, the matrices' records compiled by
+   the build hook, bytecode compiled); one more row, without a goal, is the first run from the source
+   checkout itself (no compiled records shipped: it checks the TOML). Rows 1-3 are taken in turn in
+   each round, and
    each ratio is the median of the rounds' own ratios to that round's `python -c pass`: this VM's
    speed drifts from minute to minute, and a yardstick timed minutes apart misled.
    `--against CHECKOUT` also runs each lock row on another checkout's envsolve (a `git worktree` of
@@ -69,15 +73,25 @@ def time_pass(runs: int) -> tuple[float, float]:
     return _median([timed([sys.executable, "-c", "pass"]) for _ in range(runs)])
 
 
+def installed(tree: Path, folder: Path) -> Path:
+    """``tree``'s envsolve installed as `pip install .` installs it (a wheel built by its build
+    backend, build hook included), into ``folder``, with its bytecode; no dependencies (this
+    environment's serve)."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                    "--target", str(folder), str(tree)], check=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder / "envsolve")], check=True)
+    return folder
+
+
 class LockRun:
     """`envsolve lock --frameworks-only SPEC` as a user runs it, in a folder of its own: ``warm``
     (inputs unchanged: the replay), ``data-cache`` (the spec changed before each run) or ``cold``
     (an empty cache folder)."""
 
-    def __init__(self, spec: Path, mode: str, folder: Path, tree: Path = ROOT) -> None:
+    def __init__(self, spec: Path, mode: str, folder: Path, tree: Path) -> None:
         self.mode, self.folder = mode, folder
-        # the envsolve of ``tree`` (this checkout, or another with --against), run from ``folder``:
-        # `python -m` puts the working folder first on the path, before PYTHONPATH
+        # the envsolve installed in ``tree`` (of this checkout, or another with --against), run from
+        # ``folder``: `python -m` puts the working folder first on the path, before PYTHONPATH
         self.env = {**os.environ, "ENVSOLVE_CACHE_DIR": f"{folder}/cache", "PYTHONPATH": str(tree)}
         self.spec = folder / spec.name
         self.spec.write_bytes(spec.read_bytes())
@@ -87,7 +101,7 @@ class LockRun:
         self.runs = 0
 
     def once(self) -> tuple[float, float, int]:
-        if self.mode == "cold":
+        if self.mode.startswith("cold"):
             shutil.rmtree(self.folder / "cache", ignore_errors=True)
         elif self.mode == "data-cache":
             with self.spec.open("a") as f:
@@ -110,10 +124,13 @@ def lock_rows(runs: int, against: str = "") -> list[Row]:
     in the same rounds, with the median of the rounds' ratios of this tree to it."""
     goals = {"warm": ("replayed (inputs unchanged)", "<= 3x"),
              "data-cache": ("spec changed, data cache warm", "<= 5x (about 50 ms)"),
-             "cold": ("first run, no caches", "<= 150 ms")}
+             "cold": ("first run, no caches", "<= 150 ms"),
+             "cold-checkout": ("first run, no caches, from the source checkout", "")}
     with tempfile.TemporaryDirectory() as d:
         three = Path(d) / "three.toml"
         three.write_text(THREE)
+        ours = installed(ROOT, Path(d) / "site")
+        theirs = installed(Path(against), Path(d) / "against-site") if against else ours
         measures: dict[str, Callable[[], tuple[float, float, int]]] = {
             "`python -c pass`, the yardstick": lambda: timed([sys.executable, "-c", "pass"]),
             f"`python -c \"{FLOOR}\"`, the floor of a lock that solves (no goal: see README)":
@@ -123,11 +140,12 @@ def lock_rows(runs: int, against: str = "") -> list[Row]:
             for mode, (what, _) in goals.items():
                 folder = Path(d) / f"{len(measures)}"
                 folder.mkdir()
-                measures[f"`lock --frameworks-only` {name}: {what}"] = LockRun(spec, mode, folder).once
-                if against:
+                tree = ROOT if mode == "cold-checkout" else ours
+                measures[f"`lock --frameworks-only` {name}: {what}"] = LockRun(spec, mode, folder, tree).once
+                if against and tree is ours:
                     (folder / "against").mkdir()
                     measures[f"`lock --frameworks-only` {name}: {what}, {against}"] = LockRun(
-                        spec, mode, folder / "against", Path(against)).once
+                        spec, mode, folder / "against", theirs).once
         got: dict[str, list[tuple[float, float, int]]] = {k: [] for k in measures}
         for _ in range(runs):
             for what, measure in measures.items():
@@ -143,8 +161,8 @@ def lock_rows(runs: int, against: str = "") -> list[Row]:
         if xs is pass_runs:
             beside = ""
         elif against and what.endswith(f", {against}"):
-            ours = got[what.removesuffix(f", {against}")]
-            to_theirs = statistics.median(o[1] / x[1] for o, x in zip(ours, xs, strict=True))
+            this = got[what.removesuffix(f", {against}")]
+            to_theirs = statistics.median(o[1] / x[1] for o, x in zip(this, xs, strict=True))
             beside += f"; this tree {to_theirs:.2f}x its CPU"
         rows.append((what, _both(wall, cpu), beside, goal))
     return rows
@@ -204,7 +222,8 @@ def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
 def full_lock_rows(runs: int) -> list[Row]:
     from bench_full_lock import measure
 
-    med = measure(runs)
+    with tempfile.TemporaryDirectory() as d:
+        med = measure(runs, installed(ROOT, Path(d)))
     return [("full lock, cold (vllm on an H100)", f"{med['envsolve cold']:.2f} s",
              f"uv cold {med['uv cold']:.2f} s: {med['envsolve cold'] / med['uv cold']:.2f}x", "<= 1.1x"),
             ("full lock, cached (the same lock again)", f"{med['envsolve cached']:.2f} s",

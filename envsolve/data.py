@@ -3,23 +3,21 @@
 Every file is checked against the schema in ``matrices/README.md``; every problem in every
 file is collected and reported at once (file, row, key) as one :class:`MatrixError`.
 
-Parsing 500 KB of TOML costs more than everything else `envsolve lock` does, so the validated
-records are kept in a compiled cache (a pickle in the user's cache folder) keyed by the digest
-of the matrix files and of the code that reads them: a change to either rebuilds it, a corrupt or
-unwritable cache is ignored, and nothing ever requires it. :func:`compiled` keeps what is made of
-the records the same way (the provider with its indexes). Reads package data and that cache only.
+Parsing 500 KB of TOML and checking every row costs more than everything else `envsolve lock`
+does, so the checked records are kept in a compiled cache (msgpack in the user's cache folder)
+keyed by the digest of the matrix files and of the code that reads them: a change to either
+rebuilds it, a corrupt or unwritable cache is ignored, and nothing ever requires it. Reads package
+data and that cache only.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: msgspec reads the records' field types when it first
+# decodes the compiled cache, and types written as strings it compiles one by one (about 6 ms a run).
 import fnmatch
 import hashlib
 import os
-import pickle
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import msgspec
 from packaging.version import InvalidVersion, Version
@@ -39,7 +37,7 @@ from .domain import (
     shared_name,
 )
 from .errors import MatrixError, Problem, Problems
-from .paths import cache_dir, data_dir
+from .paths import SHIPPED_COMPILED, cache_dir, data_dir
 from .tables import Check, TableReader
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
 
@@ -66,7 +64,7 @@ __all__ = [
     "Tool",
     "Toolkit",
     "cache_dir",
-    "compiled",
+    "compile_into",
     "data_dir",
     "fold",
     "load",
@@ -82,27 +80,13 @@ _GPU_VENDORS: tuple[Vendor, ...] = ("nvidia", "amd", "intel", "apple")  # the ve
 # ---------------------------------------------------------------------------- records
 
 
-class _Row(msgspec.Struct, frozen=True, kw_only=True):
+class _Row(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A row of a matrix file, checked; kept in the compiled cache with only the fields that differ
+    from their defaults (most of a build's thirty are empty)."""
+
     source: str
     confidence: str = "high"
     note: str = ""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled (the compiled cache) with only the fields that differ from their defaults: most
-        of a build's thirty are empty, and loading them all took a fifth longer."""
-        cls = type(self)
-        names, defaults = cls.__struct_fields__, cls.__struct_defaults__
-        required = len(names) - len(defaults)  # the defaults are the last fields' (NODEFAULT: none)
-        fields = {n: getattr(self, n) for n in names[:required]}
-        for name, default in zip(names[required:], defaults, strict=True):
-            value = getattr(self, name)
-            if default is msgspec.NODEFAULT or type(value) is not type(default) or value != default:
-                fields[name] = value
-        return _row, (cls, fields)
-
-
-def _row(cls: type[_Row], fields: dict[str, Any]) -> _Row:
-    return cls(**fields)
 
 
 class ArchInfo(_Row, frozen=True, kw_only=True):
@@ -457,7 +441,7 @@ def _one_of(*allowed: str) -> Check:
 
 
 # One parse's table of equal values (the same arch or CUDA version is named by hundreds of rows),
-# so each is one object in memory and once in the compiled cache; reset by every parse.
+# so each is parsed once and one object in memory; reset by every parse.
 _SHARED: dict[tuple[type, str], Any] = {}
 
 
@@ -1224,7 +1208,7 @@ def shared_of(release: Release, build: Build | None) -> tuple[tuple[str, str], .
 
 def fold(name: str) -> str:
     """Case- and punctuation-insensitive form of a GPU name for lookups."""
-    return "".join(ch for ch in name.lower() if ch.isalnum())
+    return "".join(filter(str.isalnum, name.lower()))
 
 
 # ---------------------------------------------------------------------------- compiled cache
@@ -1232,71 +1216,102 @@ def fold(name: str) -> str:
 # the code that reads and checks the rows: a change to any of it rebuilds the cache
 _CODE = tuple(Path(__file__).parent / name for name in ("data.py", "tables.py", "versions.py", "domain.py"))
 
-Made = TypeVar("Made")
-
-# compiled files kept in the cache folder: a few each of the kinds (matrices, a provider) for the
-# envsolve and data versions in use; about 1.5 MB each
+# compiled files kept in the cache folder: a few for the envsolve and data versions in use; about
+# 0.9 MB each
 KEEP_COMPILED = 8
 
 
-def _cache_path(digest: str, folder: Path, kind: str, code: tuple[Path, ...]) -> Path:
-    blob = b"".join(p.read_bytes() for p in (*_CODE, *code)) + sys.version.encode()
-    code_digest = hashlib.sha256(blob).hexdigest()[:16]
-    return folder / "data" / f"{digest.removeprefix('sha256:')[:32]}-{kind}-{code_digest}.pickle"
+def _encode_hook(value: Any) -> Any:
+    if isinstance(value, Version):
+        return str(value)
+    raise NotImplementedError(f"no compiled form for {type(value).__name__}")  # pragma: no cover
 
 
-def _cached(path: Path, kind: type[Made], digest: str) -> Made | None:
+def _decode_hook(kind: type, value: Any) -> Any:
+    if kind is Version and isinstance(value, str):
+        return Version(value)
+    raise NotImplementedError(f"no compiled form for {kind.__name__}")  # msgspec says: a corrupt file
+
+
+def _compiled_name(digest: str) -> str:
+    """The compiled file's name: the matrices' digest and that of the code that checks them."""
+    code_digest = hashlib.sha256(b"".join(p.read_bytes() for p in _CODE)).hexdigest()[:16]
+    return f"{digest.removeprefix('sha256:')[:32]}-{code_digest}.msgpack"
+
+
+def _compiled_blob(m: Matrices) -> bytes:
+    return msgspec.msgpack.encode(m, enc_hook=_encode_hook)
+
+
+def _cached(path: Path, digest: str, *, used: bool = True) -> Matrices | None:
+    """The records kept at ``path`` (msgpack: encoded and decoded in C, checked against the
+    record types as they are read), or None to make them again. ``used``: mark the file used."""
     from .files import touch
 
     try:
-        with path.open("rb") as f:
-            made = pickle.load(f)
-    except Exception:  # absent, unreadable, corrupt or from another envsolve: rebuild
+        blob = path.read_bytes()
+        m = msgspec.msgpack.decode(blob, type=Matrices, dec_hook=_decode_hook)
+    except (OSError, msgspec.DecodeError, ValueError):  # absent, unreadable, corrupt, another envsolve's
         return None
-    if not isinstance(made, kind) or getattr(made, "digest", None) != digest:
+    if m.digest != digest:
         return None
-    touch(path)  # used: the last kept by _store's prune
-    return made
+    if used:
+        touch(path)  # the last kept by _store's prune
+    return m
 
 
-def _store(path: Path, made: object) -> None:
-    """Keep ``made`` at ``path`` (no fsync: :func:`_cached` makes it again from a file a crash cut
+def _store(path: Path, m: Matrices) -> None:
+    """Keep ``m`` at ``path`` (no fsync: :func:`_cached` makes it again from a file a crash cut
     short), and the :data:`KEEP_COMPILED` most recently used files of its folder."""
     from .files import prune, write_atomic
 
     try:
-        write_atomic(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL), durable=False)
+        write_atomic(path, _compiled_blob(m), durable=False)
     except OSError:  # a read-only or full cache folder costs speed, never an answer
         return
-    prune(path.parent, ".pickle", KEEP_COMPILED, path)
+    prune(path.parent, ".msgpack", KEEP_COMPILED, path)
+    prune(path.parent, ".pickle", 0)  # the compiled files of envsolve before this format, read no more
 
 
-def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:
-    """Load the matrices under ``root`` (default: the shipped ones) through the compiled cache
-    in ``cache`` (default :func:`cache_dir`; ``ENVSOLVE_NO_CACHE=1`` turns it off)."""
-    return compiled(_same, Matrices, root, cache=cache)
+def compile_into(folder: Path, root: Path | None = None) -> Path:
+    """Check the matrices under ``root`` (default: the shipped ones) and write their compiled
+    records into ``folder``, named as :func:`load` looks for them there: the wheel's build hook
+    (hatch_build.py) ships them in :data:`~envsolve.paths.SHIPPED_COMPILED`. Raises
+    :class:`MatrixError` when a row is wrong, as :func:`load_dir` does."""
+    from .files import write_atomic
+
+    path, files, digest = _folder(root)
+    out = folder / _compiled_name(digest)
+    write_atomic(out, _compiled_blob(_parse(path, files, digest)))
+    return out
 
 
-def _same(m: Matrices) -> Matrices:
-    return m
-
-
-def compiled(make: Callable[[Matrices], Made], kind: type[Made], root: Path | None = None, *,
-             cache: Path | None = None, code: tuple[Path, ...] = ()) -> Made:
-    """What ``make`` makes of the matrices under ``root`` (a :class:`Matrices`, a provider with its
-    indexes), kept in the compiled cache by the matrices' digest, the loader's ``code`` and
-    ``kind``: made again when either changes. ``kind`` must carry the matrices' ``digest``."""
+def _folder(root: Path | None) -> tuple[Path, list[tuple[str, bytes]], str]:
+    """The matrices folder ``root`` (default: the shipped one), its files and their digest."""
     path = (root or data_dir()).resolve()
     if not path.is_dir():
         raise MatrixError([Problem(str(path), "", "no such matrices folder")],
                           tip="pass a folder of matrix files (schema: matrices/README.md)")
     files = _files(path)
-    digest = _digest(files)
+    return path, files, _digest(files)
+
+
+def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:
+    """The checked records of the matrices under ``root`` (default: the shipped ones), compiled:
+    those a wheel ships when the files are its own (same digest, same checking code), else those
+    kept in ``cache`` (default :func:`cache_dir`) by the digest of the matrix files and of the code
+    that checks them, made again when either changes. ``ENVSOLVE_NO_CACHE=1`` checks the files
+    every time."""
+    path, files, digest = _folder(root)
     if os.environ.get("ENVSOLVE_NO_CACHE"):
-        return make(_parse(path, files, digest))
-    where = _cache_path(digest, cache or cache_dir(), kind.__name__, code)
-    made = _cached(where, kind, digest)
-    if made is None:
-        made = make(_parse(path, files, digest))
-        _store(where, made)
-    return made
+        return _parse(path, files, digest)
+    name = _compiled_name(digest)
+    m = _cached(Path(SHIPPED_COMPILED) / name, digest, used=False)  # a wheel's, when these are its matrices
+    if m is not None:
+        return m
+    where = (cache or cache_dir()) / "data" / name
+    m = _cached(where, digest)
+    if m is None:
+        m = _parse(path, files, digest)
+        _store(where, m)
+    return m

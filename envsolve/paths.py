@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-__all__ = ["cache_dir", "cache_folder", "data_dir", "data_folder", "pip_config_files", "pip_config_paths",
-           "templates_dir"]
+__all__ = ["SHIPPED_COMPILED", "cache_dir", "cache_folder", "data_dir", "data_folder", "pip_config_files",
+           "pip_config_paths", "templates_dir"]
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -23,6 +23,11 @@ _HERE = os.path.dirname(os.path.realpath(__file__))
 def _shipped(name: str) -> str:
     packaged = os.path.join(_HERE, "_data", name)
     return packaged if os.path.isdir(packaged) else os.path.join(os.path.dirname(_HERE), name)
+
+
+# the shipped matrices' records, checked and compiled when the wheel is built (hatch_build.py): a
+# wheel's first run reads them instead of checking 800 KB of TOML; a source checkout has none
+SHIPPED_COMPILED = os.path.join(_HERE, "_data", "compiled")
 
 
 def data_folder() -> str:

@@ -38,8 +38,8 @@ from .data import (
     Release,
     Rocm,
     Toolkit,
-    compiled,
     fold,
+    load,
     shared_of,
 )
 from .domain import DEFAULT_PLATFORM, JETSON_PLATFORM, Accelerator
@@ -451,7 +451,7 @@ class Provider:
 
 
 def load_provider(root: Path | None = None) -> Provider:
-    """The provider of the matrices under ``root`` (default: the shipped ones), its indexes
-    included, through the compiled cache (:func:`envsolve.data.compiled`): building the indexes
-    cost a changed spec's lock as much as loading the records."""
-    return compiled(Provider, Provider, root, code=(Path(__file__),))
+    """The provider of the matrices under ``root`` (default: the shipped ones), their records read
+    through the compiled cache (:func:`envsolve.data.load`); its indexes are made again each time
+    (a few milliseconds, less than unpickling them took)."""
+    return Provider(load(root))

@@ -47,7 +47,7 @@ _INTEL = re.compile(r"^(?:pvc|dg2|bmg|cri|ats-m\d+|(?:mtl|arl|lnl|ptl|wcl|nvl)(?
 _APPLE = re.compile(r"^apple-m\d+$")
 
 
-class Dotted(msgspec.Struct, frozen=True, eq=False):
+class Dotted(msgspec.Struct, frozen=True, eq=False, array_like=True):
     """A dotted numeric version (driver, CUDA, ROCm, cuDNN) compared numerically: equal, ordered
     and hashed by ``key`` alone, whatever ``raw`` writes (535.104.05 is 535.104.5). A struct, as
     :class:`Arch`; these comparisons are its own since a struct compares every field."""
@@ -199,7 +199,7 @@ def _patches_to_try(spec: SpecifierSet, minor: str) -> set[int]:
     return patches
 
 
-class Arch(msgspec.Struct, frozen=True, order=True):
+class Arch(msgspec.Struct, frozen=True, order=True, array_like=True):
     """A GPU architecture: ``sm_XY`` (NVIDIA compute capability X.Y), ``gfxNNN`` (AMD), an Intel
     AOT target (``bmg``) or an Apple chip generation (``apple-m4``). Compared and ordered by its
     fields in turn (a struct: defined, compared and unpickled in C, where a dataclass took

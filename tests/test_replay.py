@@ -89,13 +89,16 @@ def test_request_parsing_follows_the_lock_command() -> None:
 
 
 def test_the_compiled_data_cache_gives_the_same_records(tmp_path: Path) -> None:
+    import msgspec
+
     fresh = load_dir(data_dir())
     assert load(cache=tmp_path) == fresh  # built and stored
-    assert list((tmp_path / "data").glob("*.pickle"))
+    stored = list((tmp_path / "data").glob("*.msgpack"))
+    assert len(stored) == 1
     assert load(cache=tmp_path) == fresh  # read back
-    for f in (tmp_path / "data").glob("*.pickle"):
-        f.write_bytes(b"not a pickle")
-    assert load(cache=tmp_path) == fresh  # corrupt: rebuilt
+    for blob in (b"not msgpack", msgspec.msgpack.encode({"digest": fresh.digest}), stored[0].read_bytes()[:-9]):
+        stored[0].write_bytes(blob)
+        assert load(cache=tmp_path) == fresh  # corrupt, of another shape, cut short: rebuilt
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
@@ -105,7 +108,8 @@ def test_the_compiled_data_cache_gives_the_same_records(tmp_path: Path) -> None:
         ro.chmod(0o700)
 
 
-def test_the_compiled_cache_keeps_the_provider_with_its_indexes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_provider_of_the_compiled_records_answers_as_the_checked_files(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path))
     fresh = Provider(load_dir(data_dir()))
 
@@ -113,13 +117,46 @@ def test_the_compiled_cache_keeps_the_provider_with_its_indexes(tmp_path: Path, 
         return ([(r.raw, [b.variant for b in p.builds(r)]) for r in p.releases("torch")],
                 p.gpu("Tesla V100-SXM2-32GB"), p.gpu_suggestions("RTX 3090 Super"), p.m == fresh.m)
 
-    first = load_provider()  # built and stored beside the records' own cache
-    stored = list((tmp_path / "data").glob("*-Provider-*.pickle"))
-    assert len(stored) == 1
+    first = load_provider()  # the records compiled and stored
+    assert len(list((tmp_path / "data").glob("*.msgpack"))) == 1
     again = load_provider()  # read back: another object, the same answers
     assert again is not first and answers(again) == answers(first) == answers(fresh)
-    stored[0].write_bytes(b"not a pickle")
-    assert answers(load_provider()) == answers(fresh)  # corrupt: rebuilt
+
+
+def test_a_wheels_compiled_records_serve_only_its_own_matrices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # hatch_build.py ships the records compiled; load takes them while the files and the checking
+    # code are those they were made from, and never writes the user's cache for them
+    import shutil
+
+    from envsolve import data
+
+    shipped = tmp_path / "compiled"
+    shipped.mkdir()
+    made = data.compile_into(shipped)
+    monkeypatch.setattr(data, "SHIPPED_COMPILED", str(shipped))
+    fresh = load_dir(data_dir())
+    assert load(cache=tmp_path / "cache") == fresh and not (tmp_path / "cache").exists()
+    edited = tmp_path / "matrices"
+    shutil.copytree(data_dir(), edited)
+    (edited / "gpus.toml").write_text((edited / "gpus.toml").read_text() + "\n# edited\n")
+    assert load(edited, cache=tmp_path / "cache").digest != fresh.digest  # other files: not the wheel's
+    assert len(list((tmp_path / "cache" / "data").glob("*.msgpack"))) == 1
+    made.write_bytes(made.read_bytes()[:100])  # a wheel's file damaged: checked from the files again
+    assert load(cache=tmp_path / "cache2") == fresh and (tmp_path / "cache2" / "data").is_dir()
+
+
+def test_compiling_a_folder_with_a_wrong_row_fails_naming_it(tmp_path: Path) -> None:
+    import shutil
+
+    from envsolve.data import compile_into
+    from envsolve.errors import MatrixError
+
+    bad = tmp_path / "matrices"
+    shutil.copytree(data_dir(), bad)
+    (bad / "gpus.toml").write_text((bad / "gpus.toml").read_text().replace('family = "', 'famly = "', 1))
+    with pytest.raises(MatrixError, match="famly"):
+        compile_into(tmp_path, bad)
+    assert list(tmp_path.glob("*.msgpack")) == []
 
 
 @pytest.mark.parametrize("args", [
@@ -206,14 +243,16 @@ def test_the_caches_keep_only_their_newest_files(tmp_path: Path, monkeypatch: py
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(cache))
-    stale = _stale(cache / "data", ".pickle", data.KEEP_COMPILED + 3)
+    stale = _stale(cache / "data", ".msgpack", data.KEEP_COMPILED + 3)
+    pickled = _stale(cache / "data", ".pickle", 2)  # an older envsolve's compiled files, read no more
     (cache / "data" / "notes.txt").write_text("not ours")
     monkeypatch.setattr(replay, "KEEP_ENTRIES", 5)
     entries = _stale(cache / "locks", ".marshal", 7)
     spec, _ = _lock(tmp_path, "h100-torch-newest")  # compiles the data (a miss) and stores an entry
 
-    kept = sorted((cache / "data").glob("*.pickle"))
+    kept = sorted((cache / "data").glob("*.msgpack"))
     assert len(kept) == data.KEEP_COMPILED and (cache / "data" / "notes.txt").is_file()
+    assert not any(p.exists() for p in pickled)
     assert set(stale[:4]).isdisjoint(kept) and set(stale[4:]) < set(kept)  # the newest stale ones and the new
     locks = sorted((cache / "locks").glob("*.marshal"))
     assert len(locks) == 5 and set(entries[-4:]) < set(locks) and not any(e.exists() for e in entries[:3])
@@ -274,12 +313,14 @@ def test_shared_requirements_are_the_data_builds_whatever_is_asked_first(tmp_pat
     assert any(p.for_platform(b, "windows/amd64").shared != b.shared for _, b in asks if b is not None)
 
 
-def test_a_record_is_pickled_with_the_fields_that_differ_from_their_defaults() -> None:
-    import pickle
+def test_a_record_is_compiled_with_the_fields_that_differ_from_their_defaults(tmp_path: Path) -> None:
+    import msgspec
+
+    from envsolve.data import compile_into
 
     m = load_dir(data_dir())
-    build = next(b for b in m.builds if b.package == "torch" and not b.ptx and b.cuda is not None)
-    _, (cls, fields) = build.__reduce__()
-    assert cls is type(build) and {"source", "package", "version", "cuda", "archs"} <= set(fields)
+    raw = msgspec.msgpack.decode(compile_into(tmp_path).read_bytes())  # untyped: the fields as stored
+    i, build = next((i, b) for i, b in enumerate(m.builds) if b.package == "torch" and not b.ptx and b.cuda is not None)
+    fields = raw["builds"][i]
+    assert {"source", "package", "version", "cuda", "archs"} <= set(fields)
     assert "ptx" not in fields and "confidence" not in fields  # () and "high": their defaults
-    assert pickle.loads(pickle.dumps(m.builds)) == m.builds
