@@ -3,15 +3,15 @@
 Every file is checked against the schema in ``matrices/README.md``; every problem in every
 file is collected and reported at once (file, row, key) as one :class:`MatrixError`.
 
-Parsing 500 KB of TOML and checking every row costs more than everything else `envsolve lock`
+Parsing the TOML and checking every row costs more than everything else `envsolve lock`
 does, so the checked records are kept in a compiled cache (msgpack in the user's cache folder)
 keyed by the digest of the matrix files and of the code that reads them: a change to either
 rebuilds it, a corrupt or unwritable cache is ignored, and nothing ever requires it. Reads package
 data and that cache only.
 """
 
-# No `from __future__ import annotations` here: msgspec reads the records' field types when it first
-# decodes the compiled cache, and types written as strings it compiles one by one (about 6 ms a run).
+# No `from __future__ import annotations` here: msgspec reads this module's record types when it
+# first decodes the compiled cache, and types written as strings it compiles one by one (about 6 ms a run).
 import fnmatch
 import hashlib
 import os
@@ -81,8 +81,8 @@ _GPU_VENDORS: tuple[Vendor, ...] = ("nvidia", "amd", "intel", "apple")  # the ve
 
 
 class _Row(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A row of a matrix file, checked; kept in the compiled cache with only the fields that differ
-    from their defaults (most of a build's thirty are empty)."""
+    """A row of a matrix file, checked; kept in the compiled cache without the fields left at their
+    defaults (most of a build's thirty are empty)."""
 
     source: str
     confidence: str = "high"
@@ -441,7 +441,7 @@ def _one_of(*allowed: str) -> Check:
 
 
 # One parse's table of equal values (the same arch or CUDA version is named by hundreds of rows),
-# so each is parsed once and one object in memory; reset by every parse.
+# so each is parsed once; reset by every parse.
 _SHARED: dict[tuple[type, str], Any] = {}
 
 
@@ -1217,10 +1217,12 @@ def fold(name: str) -> str:
 _CODE = tuple(Path(__file__).parent / name for name in ("data.py", "tables.py", "versions.py", "domain.py"))
 
 # compiled files kept in the cache folder: a few for the envsolve and data versions in use; about
-# 0.9 MB each
+# 1.3 MB each
 KEEP_COMPILED = 8
+_COMPILED = ".msgpack"  # a compiled file's suffix
 
 
+# The one type of the records msgspec does not know: a PEP 440 version, kept as its text.
 def _encode_hook(value: Any) -> Any:
     if isinstance(value, Version):
         return str(value)
@@ -1229,14 +1231,14 @@ def _encode_hook(value: Any) -> Any:
 
 def _decode_hook(kind: type, value: Any) -> Any:
     if kind is Version and isinstance(value, str):
-        return Version(value)
-    raise NotImplementedError(f"no compiled form for {kind.__name__}")  # msgspec says: a corrupt file
+        return Version(value)  # InvalidVersion, a ValueError: msgspec's ValidationError, a corrupt file
+    raise TypeError(f"no {kind.__name__} is compiled as {type(value).__name__}")  # the same (msgspec wraps it)
 
 
 def _compiled_name(digest: str) -> str:
     """The compiled file's name: the matrices' digest and that of the code that checks them."""
     code_digest = hashlib.sha256(b"".join(p.read_bytes() for p in _CODE)).hexdigest()[:16]
-    return f"{digest.removeprefix('sha256:')[:32]}-{code_digest}.msgpack"
+    return f"{digest.removeprefix('sha256:')[:32]}-{code_digest}{_COMPILED}"
 
 
 def _compiled_blob(m: Matrices) -> bytes:
@@ -1251,7 +1253,7 @@ def _cached(path: Path, digest: str, *, used: bool = True) -> Matrices | None:
     try:
         blob = path.read_bytes()
         m = msgspec.msgpack.decode(blob, type=Matrices, dec_hook=_decode_hook)
-    except (OSError, msgspec.DecodeError, ValueError):  # absent, unreadable, corrupt, another envsolve's
+    except (OSError, msgspec.MsgspecError, ValueError, TypeError):  # absent, unreadable, corrupt, another's
         return None
     if m.digest != digest:
         return None
@@ -1269,7 +1271,7 @@ def _store(path: Path, m: Matrices) -> None:
         write_atomic(path, _compiled_blob(m), durable=False)
     except OSError:  # a read-only or full cache folder costs speed, never an answer
         return
-    prune(path.parent, ".msgpack", KEEP_COMPILED, path)
+    prune(path.parent, _COMPILED, KEEP_COMPILED, path)
     prune(path.parent, ".pickle", 0)  # the compiled files of envsolve before this format, read no more
 
 

@@ -26,7 +26,7 @@ def _shipped(name: str) -> str:
 
 
 # the shipped matrices' records, checked and compiled when the wheel is built (hatch_build.py): a
-# wheel's first run reads them instead of checking 800 KB of TOML; a source checkout has none
+# wheel's first run reads them instead of checking the TOML; a source checkout has none
 SHIPPED_COMPILED = os.path.join(_HERE, "_data", "compiled")
 
 

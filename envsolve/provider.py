@@ -126,7 +126,7 @@ class Provider:
         self._toolkits = _grouped(m.toolkits, lambda t: t.version.prefix(2))
         self._native: dict[tuple[int, ...], Dotted | None] = {}  # native_driver_min by CUDA major.minor
         # shared requirements by (package, version, variant), made when first asked: a solve asks for
-        # few of them, and all of them made a fifth of the compiled cache's load time
+        # few of them, and all of them took longer than the rest of the indexes
         self._shared: dict[tuple[str, Version, str], tuple[tuple[str, str], ...]] = {}
 
     # -- hardware ------------------------------------------------------------------

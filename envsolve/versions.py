@@ -202,7 +202,7 @@ def _patches_to_try(spec: SpecifierSet, minor: str) -> set[int]:
 class Arch(msgspec.Struct, frozen=True, order=True, array_like=True):
     """A GPU architecture: ``sm_XY`` (NVIDIA compute capability X.Y), ``gfxNNN`` (AMD), an Intel
     AOT target (``bmg``) or an Apple chip generation (``apple-m4``). Compared and ordered by its
-    fields in turn (a struct: defined, compared and unpickled in C, where a dataclass took
+    fields in turn (a struct: defined, compared and decoded in C, where a dataclass took
     milliseconds to define).
 
     ``suffix`` is ``"a"`` for arch-specific code (runs on exactly that compute capability) or

@@ -91,14 +91,19 @@ def test_request_parsing_follows_the_lock_command() -> None:
 def test_the_compiled_data_cache_gives_the_same_records(tmp_path: Path) -> None:
     import msgspec
 
+    from envsolve.data import _compiled_blob, _encode_hook
+
     fresh = load_dir(data_dir())
     assert load(cache=tmp_path) == fresh  # built and stored
     stored = list((tmp_path / "data").glob("*.msgpack"))
     assert len(stored) == 1
-    assert load(cache=tmp_path) == fresh  # read back
-    for blob in (b"not msgpack", msgspec.msgpack.encode({"digest": fresh.digest}), stored[0].read_bytes()[:-9]):
+    back = load(cache=tmp_path)  # read back, every field as checked (a Dotted compares by its numbers alone)
+    assert back == fresh and _compiled_blob(back) == _compiled_blob(fresh) == stored[0].read_bytes()
+    wrong = msgspec.structs.replace(fresh, releases=(msgspec.structs.replace(fresh.releases[0], version=1),))
+    for blob in (b"not msgpack", msgspec.msgpack.encode({"digest": fresh.digest}), stored[0].read_bytes()[:-9],
+                 msgspec.msgpack.encode(wrong, enc_hook=_encode_hook)):  # a version that is no text
         stored[0].write_bytes(blob)
-        assert load(cache=tmp_path) == fresh  # corrupt, of another shape, cut short: rebuilt
+        assert load(cache=tmp_path) == fresh  # corrupt, of another shape, cut short, mistyped: rebuilt
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
@@ -141,6 +146,10 @@ def test_a_wheels_compiled_records_serve_only_its_own_matrices(tmp_path: Path, m
     (edited / "gpus.toml").write_text((edited / "gpus.toml").read_text() + "\n# edited\n")
     assert load(edited, cache=tmp_path / "cache").digest != fresh.digest  # other files: not the wheel's
     assert len(list((tmp_path / "cache" / "data").glob("*.msgpack"))) == 1
+    monkeypatch.setattr(data, "_CODE", (*data._CODE, Path(__file__)))  # other checking code: not the wheel's
+    assert load(cache=tmp_path / "cache3") == fresh and (tmp_path / "cache3" / "data").is_dir()
+    monkeypatch.undo()
+    monkeypatch.setattr(data, "SHIPPED_COMPILED", str(shipped))
     made.write_bytes(made.read_bytes()[:100])  # a wheel's file damaged: checked from the files again
     assert load(cache=tmp_path / "cache2") == fresh and (tmp_path / "cache2" / "data").is_dir()
 
