@@ -39,7 +39,7 @@ from .domain import (
 from .errors import MatrixError, Problem, Problems
 from .paths import SHIPPED_COMPILED, cache_dir, data_dir
 from .tables import Check, TableReader
-from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
+from .versions import Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
 
 __all__ = [
     "SCHEMA",
@@ -130,7 +130,6 @@ class Cudnn(_Row, frozen=True, kw_only=True):
     version: Dotted
     cuda_major: int
     archs: tuple[str, ...]
-    code: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
 
 
 class Rocm(_Row, frozen=True, kw_only=True):
@@ -189,8 +188,6 @@ class Build(_Row, frozen=True, kw_only=True):
     find_links: str = ""  # its wheels are only on this find-links page (pip -f), on no index envsolve installs from
     jetpacks: tuple[str, ...] = ()  # the JetPack releases of that major it runs on ("5.1" for 5.1.x); () for all
     shared: tuple[tuple[str, str], ...] = ()  # as its release's; each name here replaces the release's
-    sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
-    ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
     def runs_on_jetpack(self, version: Dotted) -> bool:
         """Whether this Jetson build runs on JetPack ``version``: built for its major and, where
@@ -288,8 +285,6 @@ class PlatformWheel(_Row, frozen=True, kw_only=True):
     # the index the builds are on for this platform when it is not theirs: the default index's CUDA
     # builds of torch are on the PyTorch index for Windows (under their variant's folder, cu132)
     on_index: str = ""
-    sass: tuple[Arch, ...] = ()  # ``archs`` parsed (set by the loader)
-    ptx_code: tuple[Arch, ...] = ()  # ``ptx`` parsed (set by the loader)
 
 
 class PlatformImage(_Row, frozen=True, kw_only=True):
@@ -440,25 +435,12 @@ def _one_of(*allowed: str) -> Check:
     return check
 
 
-# One parse's table of equal values (the same arch or CUDA version is named by hundreds of rows),
-# so each is parsed once; reset by every parse.
-_SHARED: dict[tuple[type, str], Any] = {}
-
-
-def _shared(value: Dotted | Arch) -> Any:
-    return _SHARED.setdefault((type(value), value.raw if isinstance(value, Dotted) else value.name), value)
-
-
 def _dotted(v: Any) -> Dotted:
-    return _shared(parse_dotted(_str(v)))  # type: ignore[no-any-return]
+    return parse_dotted(_str(v))
 
 
 def _driver(v: Any) -> Dotted:
-    return _shared(parse_driver(_str(v)))  # type: ignore[no-any-return]
-
-
-def _arch(name: str) -> Arch:
-    return _shared(parse_arch(name))  # type: ignore[no-any-return]
+    return parse_driver(_str(v))
 
 
 def _arch_name(v: Any) -> str:
@@ -770,20 +752,9 @@ def _of_package(fields: dict[str, Any], raw: dict[str, Any], package: str) -> di
     return {"package": package, "raw": raw["version"]}
 
 
-def _compiled(fields: dict[str, Any], raw: dict[str, Any], package: str) -> dict[str, Any]:
-    """A build's SASS and PTX architectures, parsed."""
-    return {"sass": tuple(_arch(a) for a in fields.get("archs", ())),
-            "ptx_code": tuple(_arch(a) for a in fields.get("ptx", ()))}
-
-
-def _cudnn_code(fields: dict[str, Any], raw: dict[str, Any], package: str) -> dict[str, Any]:
-    """A cuDNN release's architectures, parsed."""
-    return {"code": tuple(_arch(a) for a in fields["archs"])}
-
-
 # record class -> the fields the loader sets from the checked ones
 _DERIVED: dict[type, tuple[Callable[[dict[str, Any], dict[str, Any], str], dict[str, Any]], ...]] = {
-    Release: (_of_package,), Build: (_of_package, _compiled), PlatformWheel: (_compiled,), Cudnn: (_cudnn_code,),
+    Release: (_of_package,), Build: (_of_package,),
 }
 
 
@@ -815,7 +786,6 @@ def _digest(files: list[tuple[str, bytes]]) -> str:
 
 
 def _parse(root: Path, files: list[tuple[str, bytes]], digest: str) -> Matrices:
-    _SHARED.clear()
     out = Problems()
     versions: list[str] = []
     rows: dict[str, list[Any]] = {}

@@ -2,8 +2,9 @@
 
 :class:`Provider` is the only way the solver, the spec parser, the matrix feature and the doctor
 see the data: indexed, read-only look-ups over the records (GPU names, toolkits, driver
-branches, cuDNN and ROCm rows, framework releases and builds, images). It holds no mutable
-state; the solver's memo tables live in :class:`envsolve.solve.cache.Cache`.
+branches, cuDNN and ROCm rows, framework releases and builds, images). Its only state is memos
+of its own look-ups, each a function of the records alone; the solver's memo tables live in
+:class:`envsolve.solve.cache.Cache`.
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ class Provider:
         self._extension_wheels = _grouped(m.extension_wheels, lambda w: w.package)
         self._toolkits = _grouped(m.toolkits, lambda t: t.version.prefix(2))
         self._native: dict[tuple[int, ...], Dotted | None] = {}  # native_driver_min by CUDA major.minor
+        self._first: dict[str, Toolkit | None] = {}  # first_toolkit_for by arch: each fit asks for its GPUs
+        self._cudnn: dict[tuple[str, int], Cudnn | None] = {}  # cudnn_row by its arguments
         # shared requirements by (package, version, variant), made when first asked: a solve asks for
         # few of them, and all of them took longer than the rest of the indexes
         self._shared: dict[tuple[str, Version, str], tuple[tuple[str, str], ...]] = {}
@@ -265,7 +268,9 @@ class Provider:
 
     def first_toolkit_for(self, gpu: Arch) -> Toolkit | None:
         """The oldest toolkit that can target ``gpu``."""
-        return next((t for t in self.m.toolkits if gpu.name in t.archs), None)
+        if gpu.name not in self._first:
+            self._first[gpu.name] = next((t for t in self.m.toolkits if gpu.name in t.archs), None)
+        return self._first[gpu.name]
 
     def last_toolkit_for(self, gpu: Arch) -> Toolkit | None:
         """The newest toolkit that can target ``gpu``."""
@@ -306,11 +311,13 @@ class Provider:
 
     def cudnn_row(self, version: str, cuda_major: int) -> Cudnn | None:
         """The support-matrix row for a cuDNN version as pinned (``9.1.0.70`` -> 9.1.0)."""
-        parts = _parts(version)
-        rows = [row for row in self.m.cudnn
-                if row.cuda_major == cuda_major and parts[: len(row.version.key)] == row.version.key]
-        # the most specific row; the first of equally specific ones
-        return max(rows, key=lambda row: len(row.version.key), default=None)
+        if (version, cuda_major) not in self._cudnn:
+            parts = _parts(version)
+            rows = [row for row in self.m.cudnn
+                    if row.cuda_major == cuda_major and parts[: len(row.version.key)] == row.version.key]
+            # the most specific row; the first of equally specific ones
+            self._cudnn[version, cuda_major] = max(rows, key=lambda row: len(row.version.key), default=None)
+        return self._cudnn[version, cuda_major]
 
     def rocm_row(self, version: Dotted) -> Rocm | None:
         return next((r for r in self.m.rocm if r.version.prefix(2) == version.prefix(2)), None)
@@ -346,7 +353,7 @@ class Provider:
         if w.xpu:
             return msgspec.structs.replace(b, xpu=w.xpu)
         if w.archs:
-            return msgspec.structs.replace(b, archs=w.archs, ptx=w.ptx, sass=w.sass, ptx_code=w.ptx_code)
+            return msgspec.structs.replace(b, archs=w.archs, ptx=w.ptx)
         return b
 
     def on_platform(self, b: Build, platform: str) -> bool:

@@ -50,7 +50,8 @@ _APPLE = re.compile(r"^apple-m\d+$")
 class Dotted(msgspec.Struct, frozen=True, eq=False, array_like=True):
     """A dotted numeric version (driver, CUDA, ROCm, cuDNN) compared numerically: equal, ordered
     and hashed by ``key`` alone, whatever ``raw`` writes (535.104.05 is 535.104.5). A struct, as
-    :class:`Arch`; these comparisons are its own since a struct compares every field."""
+    :class:`Arch`; these comparisons are its own since a struct compares every field. Kept in the
+    compiled data cache as the array ``[key, raw]``."""
 
     key: tuple[int, ...]
     raw: str
@@ -199,10 +200,10 @@ def _patches_to_try(spec: SpecifierSet, minor: str) -> set[int]:
     return patches
 
 
-class Arch(msgspec.Struct, frozen=True, order=True, array_like=True):
+class Arch(msgspec.Struct, frozen=True, order=True):
     """A GPU architecture: ``sm_XY`` (NVIDIA compute capability X.Y), ``gfxNNN`` (AMD), an Intel
     AOT target (``bmg``) or an Apple chip generation (``apple-m4``). Compared and ordered by its
-    fields in turn (a struct: defined, compared and decoded in C, where a dataclass took
+    fields in turn (a struct: defined and compared in C, where a dataclass took
     milliseconds to define).
 
     ``suffix`` is ``"a"`` for arch-specific code (runs on exactly that compute capability) or

@@ -33,8 +33,7 @@ def test_companions_both_ways() -> None:
 
 def _build(archs: tuple[str, ...], ptx: tuple[str, ...] = ()) -> Build:
     return Build(source="test", package="torch", version=Version("2.3.1"), raw="2.3.1", variant="cu121",
-                 accelerator="cuda", index="pypi", archs=archs, ptx=ptx,
-                 sass=tuple(parse_arch(a) for a in archs), ptx_code=tuple(parse_arch(a) for a in ptx))
+                 accelerator="cuda", index="pypi", archs=archs, ptx=ptx)
 
 
 def test_serves_is_sass_or_ptx_on_a_native_driver() -> None:

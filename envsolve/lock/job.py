@@ -387,7 +387,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     def of(cls, spec_path: Path, chosen: Mapping[str, Any], *, typed: Collection[str] = ()) -> Request:
         """The request of the command line's values (by the options' ``dest``); ``typed`` names the
         options given on the command line itself (not by an environment variable or a default)."""
-        opts = Options(**{f.name: chosen[f.name] for f in msgspec.structs.fields(Options)})
+        opts = Options(**{name: chosen[name] for name in Options.__struct_fields__})
         return cls(spec_path=spec_path, output=chosen["output"], fmt=chosen["fmt"], check=chosen["check"],
                    render=chosen["then_render"], host=chosen["host"], options=opts,
                    replay_key=request_of(str(spec_path), {dest: chosen[dest] for dest in typed}),

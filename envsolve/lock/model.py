@@ -474,8 +474,9 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     def to_dict(self) -> dict[str, Any]:
         """The table the lock writes, keys in the fields' order (``jit_archs`` and ``extensions``
         only when there are some)."""
-        return {f.name: _plain(f.name, getattr(self, f.name)) for f in msgspec.structs.fields(self)
-                if f.name not in _UNLESS_EMPTY or getattr(self, f.name)}
+        # the names alone: msgspec.structs.fields evaluates every field's type on each call
+        return {name: _plain(name, getattr(self, name)) for name in self.__struct_fields__
+                if name not in _UNLESS_EMPTY or getattr(self, name)}
 
 
 _UNLESS_EMPTY = ("wsl", "jit_archs", "extensions")  # an environment's keys written only when they hold something

@@ -7,6 +7,7 @@ the nvidia-* CUDA wheels) that both ranges admit (:func:`meet`), and each other'
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
@@ -119,9 +120,15 @@ def clash(a: Candidate, b: Candidate, backend: str, cache: Cache | None = None) 
 
 def _clash(a: Candidate, b: Candidate, backend: str, cache: Cache) -> str:
     if not a.pythons & b.pythons:
-        return (f"{a.label} has Python {', '.join(sorted(a.pythons, key=parse_python_minor))} and "
-                f"{b.label} has {', '.join(sorted(b.pythons, key=parse_python_minor))}: no common Python")
+        return f"{a.label} has Python {_listed(a.pythons)} and {b.label} has {_listed(b.pythons)}: no common Python"
     return _cuda_clash(a, b) or _pin_clash(a, b) or _shared_clash(a, b, cache) or _requires_clash(a, b, backend, cache)
+
+
+@functools.lru_cache(maxsize=1024)
+def _listed(pythons: frozenset[str]) -> str:
+    """``3.10, 3.11, 3.12``: a candidate's Pythons in order (a search tells thousands of clashes over
+    the same few sets)."""
+    return ", ".join(sorted(pythons, key=parse_python_minor))
 
 
 def clash_with_all(c: Candidate, others: list[Candidate], backend: str, cache: Cache | None = None) -> str:
