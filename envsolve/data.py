@@ -785,6 +785,16 @@ def _digest(files: list[tuple[str, bytes]]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def _folder(root: Path | None) -> tuple[Path, list[tuple[str, bytes]], str]:
+    """The matrices folder ``root`` (default: the shipped one), its files and their digest."""
+    path = (root or data_dir()).resolve()
+    if not path.is_dir():
+        raise MatrixError([Problem(str(path), "", "no such matrices folder")],
+                          tip="pass a folder of matrix files (schema: matrices/README.md)")
+    files = _files(path)
+    return path, files, _digest(files)
+
+
 def _parse(root: Path, files: list[tuple[str, bytes]], digest: str) -> Matrices:
     out = Problems()
     versions: list[str] = []
@@ -845,8 +855,7 @@ def _records(value: object) -> tuple[_Row, ...]:
 def load_dir(root: Path) -> Matrices:
     """Load and validate every ``*.toml`` under ``root`` (no cache); raise :class:`MatrixError`
     listing every problem."""
-    files = _files(root)
-    return _parse(root, files, _digest(files))
+    return _parse(*_folder(root))
 
 
 # ---------------------------------------------------------------------------- checks across rows
@@ -1256,16 +1265,6 @@ def compile_into(folder: Path, root: Path | None = None) -> Path:
     out = folder / _compiled_name(digest)
     write_atomic(out, _compiled_blob(_parse(path, files, digest)))
     return out
-
-
-def _folder(root: Path | None) -> tuple[Path, list[tuple[str, bytes]], str]:
-    """The matrices folder ``root`` (default: the shipped one), its files and their digest."""
-    path = (root or data_dir()).resolve()
-    if not path.is_dir():
-        raise MatrixError([Problem(str(path), "", "no such matrices folder")],
-                          tip="pass a folder of matrix files (schema: matrices/README.md)")
-    files = _files(path)
-    return path, files, _digest(files)
 
 
 def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:
