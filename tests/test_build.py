@@ -117,6 +117,21 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     yield {"CONTAINERS_CONF": str(conf), "BUILDAH_ISOLATION": "chroot"}
 
 
+@pytest.fixture
+def built(podman: dict[str, str]) -> Iterator[list[str]]:
+    """The image repositories a test builds (it adds them), removed after it: each run names its
+    own, and a machine that runs the suite again and again kept about 2 GB a run until its disk
+    was full."""
+    repositories: list[str] = []
+    yield repositories
+    env = podman | dict(os.environ)
+    listed = subprocess.run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}"], env=env,
+                            capture_output=True, text=True).stdout.split()
+    refs = [ref for ref in listed if ref.rsplit(":", 1)[0].removeprefix("localhost/") in repositories]
+    if refs:
+        subprocess.run(["podman", "rmi", "--force", *refs], env=env, capture_output=True)
+
+
 @pytest.fixture(autouse=True)
 def _real_indexes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Builds install from the index pip is configured with, not the tests' invalid stand-ins."""
@@ -161,8 +176,10 @@ def _lock_and_build(tmp_path: Path, spec_text: str, env: dict[str, str], *args: 
 
 @container
 def test_a_jax_keras_image_builds_and_its_smoke_stage_passes(tmp_path: Path, podman: dict[str, str],
-                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+                                                             tmp_path_factory: pytest.TempPathFactory,
+                                                             built: list[str]) -> None:
     name = f"jaxdemo{os.getpid()}"  # a new lock digest: no layer cached from an earlier run, so the smoke test runs
+    built.append(f"{name}-default")
     spec = (f'[project]\nname = "{name}"\npython = "==3.11.*"\n[frameworks]\njax = "*"\n'
             'keras = { version = "*", backend = "jax" }\n')
     r, _ = _lock_and_build(tmp_path, spec, podman, "--smoke", stand_ins=tmp_path_factory.getbasetemp())
@@ -176,7 +193,8 @@ def test_a_jax_keras_image_builds_and_its_smoke_stage_passes(tmp_path: Path, pod
 
 @container
 def test_a_pip_only_image_builds(tmp_path: Path, podman: dict[str, str],
-                                 tmp_path_factory: pytest.TempPathFactory) -> None:
+                                 tmp_path_factory: pytest.TempPathFactory, built: list[str]) -> None:
+    built.append("piponly")
     spec = f'[project]\nname = "piponly{os.getpid()}"\npython = "==3.11.*"\n[packages]\npip = ["six==1.16.0"]\napt = ["less"]\n'
     r, _ = _lock_and_build(tmp_path, spec, podman, "--tag", "piponly:test", stand_ins=tmp_path_factory.getbasetemp())
     assert r.exit_code == 0, r.output[-3000:]
