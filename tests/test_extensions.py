@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +39,7 @@ from envsolve.cli import main
 from envsolve.errors import LockError
 from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
+from tests.smokerun import run_smoke
 
 ISSUE_PACKAGES = {"flash-attn", "flash-attn-3", "xformers", "vllm", "bitsandbytes", "triton", "deepspeed",
                   "mamba-ssm", "causal-conv1d", "torch-scatter", "torch-sparse", "pyg-lib", "apex", "tensorrt"}
@@ -370,8 +370,7 @@ def test_the_smoke_test_checks_each_extension_and_says_what_it_skipped_on_a_cpu(
     (site / "flash_attn-2.8.3.post1.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: flash-attn\nVersion: 2.8.3.post1\n")
     script = tmp_path / "envsolve-out" / "default" / "smoke_test.py"
-    done = subprocess.run([sys.executable, str(script), "--allow-cpu", "--json"], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
+    done = run_smoke(script, "--allow-cpu", "--json", env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     checks = {c["check"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["flash-attn version"]["status"] == "pass"
     assert checks["flash-attn on the GPU"] == {

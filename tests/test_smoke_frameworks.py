@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from envsolve.cli import main
+from tests.smokerun import run_smoke
 
 
 def _smoke(tmp_path: Path, frameworks: str, hardware: str = "") -> Path:
@@ -25,18 +26,13 @@ def _smoke(tmp_path: Path, frameworks: str, hardware: str = "") -> Path:
     return tmp_path / "envsolve-out" / "default" / "smoke_test.py"
 
 
-def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, cwd=script.parent,
-                          timeout=600)
-
-
 def _checks(out: subprocess.CompletedProcess[str]) -> dict[str, str]:
     report = json.loads(out.stdout)
     return {c["check"]: c["status"] for c in report["checks"]}
 
 
 def test_onnxruntime_cpu_lock_runs_its_matmul_for_real(tmp_path: Path) -> None:
-    out = _run(_smoke(tmp_path, f'onnxruntime = "=={version("onnxruntime")}"'))
+    out = run_smoke(_smoke(tmp_path, f'onnxruntime = "=={version("onnxruntime")}"'))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "PASS  onnxruntime version" in out.stdout
     assert "PASS  matmul fp32: on CPU (onnxruntime): max relative error" in out.stdout
@@ -44,10 +40,10 @@ def test_onnxruntime_cpu_lock_runs_its_matmul_for_real(tmp_path: Path) -> None:
 
 def test_onnxruntime_gpu_lock_fails_without_a_gpu_and_runs_on_the_cpu_build_with_allow_cpu(tmp_path: Path) -> None:
     script = _smoke(tmp_path, f'onnxruntime = "=={version("onnxruntime")}"', '[hardware]\ngpus = ["H100"]\n')
-    bad = _run(script)
+    bad = run_smoke(script)
     assert bad.returncode == 1
     assert "FAIL  GPU: the lock targets CUDA on H100 but no GPU is visible" in bad.stdout
-    ok = _run(script, "--allow-cpu", "--json")
+    ok = run_smoke(script, "--allow-cpu", "--json")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     checks = _checks(ok)
     # the GPU distribution is absent here: its CPU twin at the locked version stands in for it
@@ -58,7 +54,7 @@ def test_onnxruntime_gpu_lock_fails_without_a_gpu_and_runs_on_the_cpu_build_with
 def test_onnxruntime_smoke_test_catches_another_version(tmp_path: Path) -> None:
     if version("onnxruntime") == "1.23.2" or sys.version_info >= (3, 14):
         pytest.skip("needs an installed onnxruntime other than 1.23.2 and a Python 1.23.2 has wheels for")
-    out = _run(_smoke(tmp_path, 'onnxruntime = "==1.23.2"'), "--json")
+    out = run_smoke(_smoke(tmp_path, 'onnxruntime = "==1.23.2"'), "--json")
     assert out.returncode == 1
     assert _checks(out)["onnxruntime version"] == "fail"
 
@@ -68,7 +64,7 @@ def test_cupy_gpu_lock_runs_its_matmul_through_numpy_with_allow_cpu(tmp_path: Pa
     dist = next(d for d in ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x") if _installed(d))
     cuda = {"cupy-cuda12x": "12", "cupy-cuda13x": "13", "cupy-cuda11x": "11"}[dist]
     script = _smoke(tmp_path, f'cupy = "=={version(dist)}"', f'[hardware]\ngpus = ["RTX 5090"]\ncuda = "{cuda}"\n')
-    ok = _run(script, "--allow-cpu", "--json")
+    ok = run_smoke(script, "--allow-cpu", "--json")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     checks = _checks(ok)
     assert checks[f"{dist} version"] == "pass"
@@ -78,7 +74,7 @@ def test_cupy_gpu_lock_runs_its_matmul_through_numpy_with_allow_cpu(tmp_path: Pa
 
 @pytest.mark.skipif(importlib.util.find_spec("paddle") is None, reason="paddlepaddle is not installed")
 def test_paddle_cpu_lock_runs_a_matmul_and_a_training_step(tmp_path: Path) -> None:
-    out = _run(_smoke(tmp_path, f'paddlepaddle = "=={version("paddlepaddle")}"'), "--json")
+    out = run_smoke(_smoke(tmp_path, f'paddlepaddle = "=={version("paddlepaddle")}"'), "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     checks = _checks(out)
     assert checks["matmul fp32"] == "pass" and checks["train paddle"] == "pass"

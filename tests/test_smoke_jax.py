@@ -4,8 +4,6 @@ this runs wherever the tests do; tests/test_render.py runs it with torch where t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from envsolve.cli import main
+from tests.smokerun import run_smoke
 
 
 def _smoke(tmp_path: Path, hardware: str) -> Path:
@@ -26,14 +25,8 @@ def _smoke(tmp_path: Path, hardware: str) -> Path:
     return tmp_path / "envsolve-out" / "default" / "smoke_test.py"
 
 
-def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}  # the script sets the locked one
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env,
-                          cwd=script.parent, timeout=600)
-
-
 def test_smoke_test_of_a_cpu_jax_keras_lock_passes(tmp_path: Path) -> None:
-    out = _run(_smoke(tmp_path, ""))
+    out = run_smoke(_smoke(tmp_path, ""))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "PASS  matmul fp32: on CPU (jax)" in out.stdout
     assert "PASS  train keras: model.fit on the jax backend" in out.stdout
@@ -42,10 +35,10 @@ def test_smoke_test_of_a_cpu_jax_keras_lock_passes(tmp_path: Path) -> None:
 
 def test_smoke_test_of_a_gpu_jax_lock_fails_without_a_gpu_and_says_why(tmp_path: Path) -> None:
     script = _smoke(tmp_path, '[hardware]\ngpus = ["H100"]\n')
-    bad = _run(script)
+    bad = run_smoke(script)
     assert bad.returncode == 1
     assert "FAIL  GPU: the lock targets CUDA on H100 but no GPU is visible" in bad.stdout
-    ok = _run(script, "--allow-cpu", "--json")
+    ok = run_smoke(script, "--allow-cpu", "--json")
     report = json.loads(ok.stdout)
     assert ok.returncode == 0 and report["ok"] is True and report["facts"]["cpu_fallback"] is True
     assert {"train keras", "train jax", "matmul fp32"} <= {c["check"] for c in report["checks"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,11 @@ from envsolve.sync import MARKER
 from tests.fakeindex import Wheel, serve
 from tests.test_detect import _DETECT, HOSTS
 
-CPU = ('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\n[hardware]\nvendor = "cpu"\n'
+# the Python running the tests: uv finds it here, so no test downloads one
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+OTHER_PY = "3.11" if PY == "3.10" else "3.10"
+
+CPU = ('[project]\nname = "demo"\npython = "==' + PY + '.*"\n[frameworks]\n[hardware]\nvendor = "cpu"\n'
        '[packages]\npip = ["requests"]\n')
 
 
@@ -54,7 +59,9 @@ def _sync(lock: Path, *args: str) -> Result:
 
 
 def _python(venv: Path, code: str) -> str:
-    done = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True)
+    """CODE run by the venv's Python alone: isolated (-I) from PYTHONPATH and the user's site-packages."""
+    done = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", code], capture_output=True, text=True,
+                          check=True)
     return done.stdout.strip()
 
 
@@ -75,12 +82,12 @@ def test_sync_installs_exactly_the_lock_is_a_no_op_again_and_removes_a_package_a
     assert r.stdout == f"synced environment 'default' (2 packages) into {venv}: 2 installed, 0 removed\n"
     assert _installed(venv) == {"requests": "2.32.3", "idna": "3.10"}  # nothing else: no pip, no setuptools
     assert _python(venv, "import requests, importlib.metadata as m, sys; "
-                         "print(m.version('requests'), sys.version_info[:2])") == "2.32.3 (3, 11)"
+                         "print(m.version('requests'), sys.version_info[:2])") == f"2.32.3 {sys.version_info[:2]}"
     marker = json.loads((venv / MARKER).read_text())
     assert marker["environment"] == "default" and sorted(marker["packages"]) == ["idna", "requests"]
 
     # a second sync of the same lock installs and removes nothing: the files stay as they were
-    module = next(venv.glob("lib/python3.11/site-packages/requests/__init__.py"))
+    module = next(venv.glob(f"lib/python{PY}/site-packages/requests/__init__.py"))
     before = (module.stat().st_ino, module.stat().st_mtime_ns, (venv / MARKER).stat().st_mtime_ns)
     again = _sync(lock, "--venv", str(venv))
     assert again.exit_code == 0, again.output
@@ -110,7 +117,7 @@ def test_a_package_at_the_locked_version_not_installed_by_a_sync_is_installed_ag
     from uv import find_uv_bin
 
     uv = str(find_uv_bin())
-    subprocess.run([uv, "venv", str(venv), "--python", "3.11", "--no-config"], check=True, capture_output=True)
+    subprocess.run([uv, "venv", str(venv), "--python", PY, "--no-config"], check=True, capture_output=True)
     subprocess.run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), "--index-url", index,
                     "--no-config", "requests==2.32.3", "idna==3.10"], check=True, capture_output=True)
     r = _sync(lock)
@@ -140,11 +147,11 @@ def test_a_venv_of_another_python_is_made_again_and_a_folder_that_is_no_venv_is_
     venv = tmp_path / "venv"
     assert _sync(lock, "--venv", str(venv)).exit_code == 0
     cfg = venv / "pyvenv.cfg"
-    cfg.write_text(cfg.read_text().replace("version_info = 3.11", "version_info = 3.10"))
+    cfg.write_text(cfg.read_text().replace(f"version_info = {PY}", f"version_info = {OTHER_PY}"))
     r = CliRunner().invoke(main, ["-v", "sync", str(lock), "--venv", str(venv)])
     assert r.exit_code == 0, r.output
-    assert f"sync: creating {venv} with Python 3.11 (it had Python 3.10)" in r.stderr
-    assert "version_info = 3.11" in cfg.read_text() and "2 installed" in r.stdout
+    assert f"sync: creating {venv} with Python {PY} (it had Python {OTHER_PY})" in r.stderr
+    assert f"version_info = {PY}" in cfg.read_text() and "2 installed" in r.stdout
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
@@ -187,7 +194,7 @@ def test_a_frameworks_only_lock_is_refused(tmp_path: Path, monkeypatch: pytest.M
     assert not (tmp_path / "venv").exists()
 
 
-GPU = ('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\ntorch = "==2.14.1"\n'
+GPU = ('[project]\nname = "demo"\npython = "==' + PY + '.*"\n[frameworks]\ntorch = "==2.14.1"\n'
        '[hardware]\ngpus = ["A100"]\ndriver = "535.104.05"\n')
 
 
@@ -274,7 +281,7 @@ def test_onnxruntime_from_the_package_index_syncs_imports_at_the_locked_version_
     for var in ("ENVSOLVE_INDEX_PYPI", "ENVSOLVE_INDEX_PYTORCH", "ENVSOLVE_FRAMEWORKS_ONLY", "PIP_CONFIG_FILE"):
         monkeypatch.delenv(var, raising=False)
     _host(monkeypatch, "no-gpu")
-    lock = _locked(tmp_path, '[project]\nname = "ort"\npython = "==3.11.*"\n[frameworks]\nonnxruntime = "*"\n'
+    lock = _locked(tmp_path, '[project]\nname = "ort"\npython = "==' + PY + '.*"\n[frameworks]\nonnxruntime = "*"\n'
                              '[hardware]\nvendor = "cpu"\n')
     env = lockfile.read(lock).environments[0]
     locked = {p.name: p.version for p in env.packages}
