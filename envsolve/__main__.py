@@ -7,7 +7,12 @@ makes many objects (modules, the compiled data, a matrix's cells) and almost no 
 default thresholds spent a tenth of a lock's and a matrix's time walking them (`bench/`).
 Memory stays flat (a million-cell matrix streams). When the command is over, every object is
 frozen (``gc.freeze``): the interpreter's exit then runs no last collection over all of them, which
-took a changed spec's lock a tenth of its time freeing what the process is about to give back."""
+took a changed spec's lock a tenth of its time freeing what the process is about to give back.
+
+msgspec (every record is a msgspec struct) is imported without typing_extensions, which it only
+tries: that module imports inspect, ast, dis and tokenize, about a fifth of a changed spec's lock
+(`bench/`), for type forms envsolve's records do not use; msgspec then takes them from typing. A
+msgspec that cannot do without it is imported as it is."""
 
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ def _command() -> None:
     argv = sys.argv[1:]
     if replay(argv):
         sys.exit(0)
+    import_msgspec()
     from .command import plain_lock
 
     if plain_lock(argv):
@@ -38,6 +44,21 @@ def _command() -> None:
     from .cli import main as cli
 
     cli()
+
+
+def import_msgspec() -> None:
+    """Import msgspec without typing_extensions (see the module docstring), unless either is
+    imported already; a later ``import typing_extensions`` works as before."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # `import` of it raises ImportError
+    try:
+        import msgspec  # noqa: F401, PLC0415 - only its import is wanted here
+    except ImportError:  # a msgspec that needs it: its failed modules are gone; import it as it is below
+        pass
+    finally:
+        del sys.modules["typing_extensions"]
+    import msgspec  # noqa: F401, PLC0415
 
 
 if __name__ == "__main__":

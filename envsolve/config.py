@@ -30,9 +30,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
+
+import msgspec
 
 from .domain import DEFAULT_INDEXES
 from .errors import Problem, SpecError
@@ -184,15 +185,17 @@ def check_url(value: object) -> str | None:
 # ---------------------------------------------------------------------------- credentials
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Credential:
+class Credential(msgspec.Struct, frozen=True, kw_only=True):
     """A login taken out of a URL the user wrote: for ``host`` (netrc's ``machine``: a host name,
     no port), kept in memory only (``repr`` hides the password); ``where`` names the URL's place."""
 
     host: str
     login: str
-    password: str = field(repr=False)
+    password: str
     where: str
+
+    def __repr__(self) -> str:  # never the password
+        return f"Credential(host={self.host!r}, login={self.login!r}, where={self.where!r})"
 
     @property
     def entry(self) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -77,9 +76,9 @@ class GpuReq(msgspec.Struct, frozen=True, kw_only=True):
     platform: Platform | Literal[""] = ""  # the platform the model implies (a Grace superchip, a Jetson): "" for none
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Target:
-    """The hardware one environment must run on."""
+class Target(msgspec.Struct, frozen=True, kw_only=True, cache_hash=True):
+    """The hardware one environment must run on. The solver keys its memo tables by target: its
+    hash is worked out once (``cache_hash``), not on every look-up."""
 
     name: str
     vendor: Vendor
@@ -91,16 +90,7 @@ class Target:
     jetpack: Dotted | None = None  # a Jetson target: the JetPack release (its driver and CUDA)
     rocm_driver: Dotted | None = None  # the ROCm release of the host's amdgpu kernel driver
     wsl: bool = False  # Linux under WSL2 on a Windows host: ``driver`` is the Windows driver's number
-    platform_why: str = field(default="", compare=False)  # why this platform (envsolve explain)
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # the solver keys its memo tables by target: hash the GPUs once, not on every look-up
-        object.__setattr__(self, "_hash", hash((self.name, self.vendor, self.gpus, self.driver, self.cuda, self.rocm,
-                                                self.platform, self.jetpack, self.rocm_driver, self.wsl)))
-
-    def __hash__(self) -> int:
-        return self._hash
+    platform_why: str = ""  # why this platform (envsolve explain)
 
     @property
     def windows_driver(self) -> bool:

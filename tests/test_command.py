@@ -1,6 +1,7 @@
 """The plain lock (`envsolve lock SPEC [-o] [--format] [--frameworks-only]`, run without click by
 ``envsolve.__main__``) answers every held case exactly as the click command does."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,12 +59,40 @@ def test_an_option_from_the_environment_is_left_to_the_click_command() -> None:
 
 
 def test_a_plain_lock_of_a_changed_spec_never_imports_click(tmp_path: Path) -> None:
+    """Nor what costs a changed spec's lock a tenth of its time for nothing it uses: typing_extensions
+    (msgspec imports it when it can), dataclasses and the inspect they import."""
     spec = tmp_path / "project.toml"
     spec.write_text('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\n')
-    probe = ("import runpy, sys; sys.argv = ['envsolve', 'lock', '--frameworks-only', sys.argv[1]]\n"
+    probe = ("import runpy, sys; sys.argv = ['envsolve', 'lock', '--frameworks-only', *sys.argv[1:]]\n"
              "try:\n    runpy.run_module('envsolve', run_name='__main__')\nexcept SystemExit as e:\n"
-             "    assert not e.code, e.code\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'click'))")
+             "    assert not e.code, e.code\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('click', 'typing_extensions', 'dataclasses', 'inspect')))")
     env = {"ENVSOLVE_NO_CACHE": "1", "PATH": "/usr/bin:/bin"}
     r = subprocess.run([sys.executable, "-c", probe, str(spec)], capture_output=True, text=True, env=env, check=True)
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout + r.stderr
-    assert (tmp_path / "envsolve.lock").is_file()
+    # with typing_extensions imported first, msgspec takes it as it is: the same lock
+    other = tmp_path / "other.lock"
+    r = subprocess.run([sys.executable, "-c", "import typing_extensions\n" + probe, str(spec), "-o", str(other)],
+                       capture_output=True, text=True, env=env, check=True)
+    assert "'typing_extensions'" in r.stdout.strip().splitlines()[-1], r.stdout + r.stderr
+    assert other.read_bytes() == (tmp_path / "envsolve.lock").read_bytes()
+
+
+_IMPORT = ("import sys; from envsolve.__main__ import import_msgspec; import_msgspec(); import msgspec\n"
+           "print('typing_extensions' in sys.modules, getattr(msgspec, 'NEEDS', None))\n"
+           "import typing_extensions; print(typing_extensions.__name__)")
+
+
+def test_msgspec_is_imported_without_typing_extensions_which_imports_as_before_afterwards() -> None:
+    r = subprocess.run([sys.executable, "-c", _IMPORT], capture_output=True, text=True, check=True)
+    assert r.stdout.splitlines() == ["False None", "typing_extensions"]
+
+
+def test_a_msgspec_that_needs_typing_extensions_is_imported_as_it_is(tmp_path: Path) -> None:
+    fake = tmp_path / "msgspec"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import typing_extensions\nNEEDS = typing_extensions.__name__\n")
+    r = subprocess.run([sys.executable, "-c", _IMPORT], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert r.stdout.splitlines() == ["True typing_extensions", "typing_extensions"]

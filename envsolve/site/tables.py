@@ -23,11 +23,11 @@ import itertools
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from typing import Any
 
 import msgspec
 import msgspec.structs
+from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 
 from ..data import Build, Gpu, Release

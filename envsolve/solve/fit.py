@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import replace
 
 import msgspec
 import msgspec.structs
+from msgspec.structs import replace
 
 from ..data import Build, JetPack, Release, Rocm
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, STACK_NAME, kernels, serves

@@ -6,10 +6,10 @@ or ROCm pin, one GPU), so every suggestion is itself a resolution the solver acc
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import msgspec
 import msgspec.structs
+from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 
 from ..errors import Unsatisfiable

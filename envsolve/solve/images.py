@@ -14,7 +14,6 @@ and OS asked (:func:`_usable`), and the newest of those (:func:`_newest`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import msgspec
 
@@ -31,8 +30,7 @@ __all__ = ["BaseImage", "base_image", "offers_os"]
 BaseImage = tuple[str, str, str, str]
 
 
-@dataclass(frozen=True, slots=True)
-class _Ask:
+class _Ask(msgspec.Struct, frozen=True):
     """What the base image must serve: the target, the build's stack, the Python, the OS and flavour."""
 
     provider: Provider
@@ -43,13 +41,8 @@ class _Ask:
     python: str
     compat: str
     needs_cudnn: bool
-    jetpack: JetPack | None = field(init=False)
-    branch_limit: int | None = field(init=False)  # the newest driver branch that supports the GPUs
-
-    def __post_init__(self) -> None:
-        t = self.target
-        object.__setattr__(self, "jetpack", self.provider.jetpack(t.jetpack) if t.jetpack is not None else None)
-        object.__setattr__(self, "branch_limit", self.provider.newest_branch_for(gpu_families(t)))
+    jetpack: JetPack | None  # the target's JetPack release, for a Jetson
+    branch_limit: int | None  # the newest driver branch that supports the GPUs
 
 
 class _Rows(msgspec.Struct, frozen=True):
@@ -67,7 +60,9 @@ def base_image(provider: Provider, spec: ProjectSpec, t: Target, accel: Accelera
     brings no CUDA libraries of its own (``system_cuda``) gets an image flavour with cuDNN."""
     if t.platform not in LINUX_PLATFORMS:  # containers run Linux: render says why there is no Dockerfile
         return "", "", "", ""
-    ask = _Ask(provider, spec, t, accel, version, python, compat, needs_cudnn)
+    jetpack = provider.jetpack(t.jetpack) if t.jetpack is not None else None
+    ask = _Ask(provider, spec, t, accel, version, python, compat, needs_cudnn, jetpack,
+               provider.newest_branch_for(gpu_families(t)))
     if ask.jetpack is not None and not ask.jetpack.sbsa:
         return _jetson_image(spec, ask.jetpack)
     found = _candidates(ask)
