@@ -151,7 +151,10 @@ class Solving:
         self.cache = Cache()
         self.reasons: dict[int, str] = {}  # one text per shared answer (each is kept alive by the cache)
         self.refused: dict[object, str | None] = {}  # why, by the values of the axes that choose builds
+        self.specs: dict[object, ProjectSpec] = {}  # a group's spec, as its first cell's
+        self.variants: dict[object, str] = {}  # a solved group's torch variant problem ("" for none)
         self.by_group = _grouper(ms)
+        self.os_of, self.flavor_of = ms.value_of("os"), ms.value_of("flavor")
         # without a platform axis, an image of several [image] platforms is one tag for all of them:
         # its cell must solve for each, the same way
         self.others = () if any(a == "platform" for a, _ in ms.axes) else ms.platforms[1:]
@@ -160,8 +163,30 @@ class Solving:
         """Forget the groups' own answers (each group asks its own questions): memory stays flat
         in the cells. What groups share (candidates, clashes, base images) is kept."""
         self.refused.clear()
+        self.specs.clear()
+        self.variants.clear()
         self.reasons.clear()  # by the id of an answer the "frameworks" table keeps alive
         self.cache.forget("frameworks", "resolution parts")
+
+    def _spec(self, cell: Cell, group: object) -> ProjectSpec:
+        """:func:`cell_spec`, made once per group: the cells of a group differ only in the OS and
+        flavour of their base image (set on a Linux cell's spec only)."""
+        first = self.specs.get(group)
+        if first is None:
+            if len(self.specs) >= GROUPS_HELD:  # cells its platform refuses forget nothing else
+                self.specs.clear()
+            first = self.specs[group] = cell_spec(self.provider, self.ms, cell, self.cache)
+            return first
+        if first.targets[0].platform not in LINUX_PLATFORMS:
+            return first
+        return msgspec.structs.replace(first, os=self.os_of(cell.values), flavor=self.flavor_of(cell.values))
+
+    def _variant(self, group: object, cell: Cell, r: Resolution) -> str:
+        """:func:`_variant_problem`, once per group: its cells share their builds."""
+        got = self.variants.get(group)
+        if got is None:
+            got = self.variants[group] = _variant_problem(cell, r)
+        return got
 
     def solve(self, cells: Iterable[Cell]) -> Iterator[CellResult]:
         """Each of ``cells`` solved, in order."""
@@ -173,7 +198,7 @@ class Solving:
             if (why := refused.get(group)) is not None:
                 yield CellResult(cell=cell, resolution=None, reason=why)
                 continue
-            spec = cell_spec(provider, ms, cell, cache)
+            spec = self._spec(cell, group)
             if why := _host_refusal(cell, spec.targets[0]):
                 yield CellResult(cell=cell, resolution=None, reason=why)
                 continue
@@ -181,10 +206,12 @@ class Solving:
                 self._forget()
             r = try_solve_target(provider, spec, spec.targets[0], cache=cache)
             refused[group] = _reason(r, reasons) if isinstance(r, Unsatisfiable) else None
-            if isinstance(r, Resolution) and (why := _unlike_elsewhere(provider, ms, cell, cache, r, self.others)):
+            if isinstance(r, Unsatisfiable):
+                yield CellResult(cell=cell, resolution=None, reason=_reason(r, reasons))
+            elif why := _unlike_elsewhere(provider, ms, cell, cache, r, self.others):
                 yield CellResult(cell=cell, resolution=None, reason=why)
             else:
-                yield _result(cell, r, reasons, spec.targets[0].platform in LINUX_PLATFORMS)
+                yield _result(cell, r, self._variant(group, cell, r), spec.targets[0].platform in LINUX_PLATFORMS)
 
 
 def _host_refusal(cell: Cell, t: Target) -> str:
@@ -221,12 +248,11 @@ def _unlike_elsewhere(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cac
     return ""
 
 
-def _result(cell: Cell, r: Resolution | Unsatisfiable, reasons: dict[int, str], image: bool) -> CellResult:
-    """A solved cell: valid, or pruned because it is unsatisfiable, got a neighbour of the torch
-    variant it names, or (``image``: a Linux cell, whose image is built) has no base image."""
-    if isinstance(r, Unsatisfiable):
-        return CellResult(cell=cell, resolution=None, reason=_reason(r, reasons))
-    if variant := _variant_problem(cell, r):
+def _result(cell: Cell, r: Resolution, variant: str, image: bool) -> CellResult:
+    """A solved cell: valid, or pruned because it got a neighbour of the torch variant it names
+    (``variant``: :func:`_variant_problem`), or (``image``: a Linux cell, whose image is built) has
+    no base image."""
+    if variant:
         return CellResult(cell=cell, resolution=None, reason=variant)
     if image and not r.base_image:
         return CellResult(cell=cell, resolution=None, reason=r.warnings[0] if r.warnings else "no base image")

@@ -50,14 +50,20 @@ def platforms(ms: MatrixSpec, cell: Cell) -> list[str]:
     return [p] if (p := cell.get("platform")) else list(ms.platforms)
 
 
-def cell_image(ms: MatrixSpec, cell: Cell) -> str:
-    return f"{ms.repository}:{cell.id}"
+def cell_image(ms: MatrixSpec, cell: Cell, cell_id: str = "") -> str:
+    """The image of ``cell`` (whose id is ``cell_id`` when given)."""
+    return f"{ms.repository}:{cell_id or cell.id}"
 
 
 def has_image(cell: Cell) -> bool:
-    """Whether a cell gets an image: a Linux cell does (the one without a platform axis is on
-    [image]'s Linux platforms); a Windows or macOS cell gets its requirements and smoke test only."""
-    platform = cell.get("platform")
+    """Whether a cell gets an image (:func:`platform_has_image` of its platform)."""
+    return platform_has_image(cell.get("platform"))
+
+
+def platform_has_image(platform: str) -> bool:
+    """Whether a cell of ``platform`` ("" without a platform axis) gets an image: a Linux cell does
+    (the one without a platform axis is on [image]'s Linux platforms); a Windows or macOS cell gets
+    its requirements and smoke test only."""
     return not platform or platform in LINUX_PLATFORMS
 
 
@@ -317,6 +323,7 @@ class CellTexts:
         self._strings = Memo(json.dumps, self._LIMIT)
         self._packages: dict[int, tuple[object, str]] = {}  # by id: the entry holds the tuple itself
         self._folder = json.dumps(f"{render_dir}/")[:-1]  # a cell's folder as JSON, less the id and the quote
+        self._platform = ms.value_of("platform")
 
     def piece(self, results: Sequence[CellResult]) -> JsonPiece:
         """The lines of ``results`` for :func:`json_document`."""
@@ -334,8 +341,8 @@ class CellTexts:
             return head + ',"reason":' + self._strings[r.reason] + "}"
         enc = self._strings.__getitem__
         # an image name is JSON as it is (the repository's grammar, checked when parsing, and an id)
-        image = (',"image":"' + cell_image(self.ms, cell) + '","dockerfile":' + self._folder + cid
-                 + '/Dockerfile"') if has_image(cell) else ""
+        image = (',"image":"' + cell_image(self.ms, cell, cid) + '","dockerfile":' + self._folder + cid
+                 + '/Dockerfile"') if platform_has_image(self._platform(cell.values)) else ""
         return (head + image + ',"python_resolved":' + enc(res.python)
                 + ',"cuda":' + enc(res.cuda) + ',"rocm":' + enc(res.rocm) + ',"cudnn":' + enc(res.cudnn)
                 + ',"driver_min":' + enc(res.driver_min) + ',"compat":' + enc(res.compat) + ',"base_image":'

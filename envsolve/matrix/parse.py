@@ -153,6 +153,14 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
     repository: str = _REPOSITORY_DEFAULT
     platforms: tuple[Platform, ...] = (DEFAULT_PLATFORM,)
 
+    def value_of(self, axis: str) -> Callable[[tuple[tuple[str, str], ...]], str]:
+        """:meth:`Cell.get` of ``axis`` by its place in a cell's values (every cell has the
+        matrix's axes, in order): no search per cell. "" when the matrix has no such axis."""
+        at = next((i for i, (name, _) in enumerate(self.axes) if name == axis), None)
+        if at is None:
+            return lambda values: ""
+        return lambda values: values[at][1]
+
     def cells(self) -> list[Cell]:
         """The product of the axes, minus excludes, plus includes (marked must-be-valid)."""
         return list(self.iter_cells())

@@ -208,13 +208,22 @@ def _compat(t: Target, found: list[Candidate]) -> str:
 def _image(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, stack: _Stack, python: str) -> BaseImage:
     """:func:`~envsolve.solve.images.base_image`, once per question (cells of a matrix share it)."""
     version = stack.cuda or stack.rocm
-    key = (stack.accel, _raw(version), python, stack.compat, spec.os, spec.flavor, _raw(t.driver),
-           frozenset(gpu_families(t)), stack.system_cuda, t.platform, _raw(t.jetpack))
+    key = (stack.accel, _raw(version), python, stack.compat, spec.os, spec.flavor, stack.system_cuda,
+           _image_target(cache, t))
     images = cache.table("images")
     if key not in images:
         images[key] = base_image(provider, spec, t, stack.accel, version, python, stack.compat,
                                  needs_cudnn=stack.system_cuda)
     return images[key]  # type: ignore[no-any-return]
+
+
+def _image_target(cache: Cache, t: Target) -> tuple[str, frozenset[str], str, str]:
+    """What of a target chooses its base image: the driver, the GPU families, the platform and the
+    JetPack (targets of other GPUs of the same families share their images), once per target."""
+    table = cache.table("image targets")
+    if t not in table:
+        table[t] = (_raw(t.driver), frozenset(gpu_families(t)), t.platform, _raw(t.jetpack))
+    return table[t]  # type: ignore[no-any-return]
 
 
 def _python_from(provider: Provider, image: BaseImage, python: str) -> str:
