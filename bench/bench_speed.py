@@ -22,7 +22,8 @@ Rows (each a new interpreter per run, start-up included; medians):
 5. `envsolve matrix --format json` of 100,800 cells (goal <= 1 s) and, with --big, of 1,008,000
    cells (goals <= 10 s and 150 MiB), with `python -c pass` as the start-up they include: as a
    user runs it (one forked worker per CPU) and in one process; memory is the command's and its
-   workers' together, from a run of its own (bench_matrix.run).
+   workers' together, from a run of its own (bench_matrix.run). With `--against`, the other
+   checkout runs each matrix in turn with this one, and the row gives the median ratio of the times.
 6. With --full-lock (needs the package index): the full lock cold beside `uv pip compile` of the
    same requirements cold (goal <= 1.1x), and cached beside `uv pip compile --offline` (<= 2x).
 Prints a Markdown table (README "Speed") and the machine it ran on. envsolve's bytecode is compiled
@@ -193,29 +194,42 @@ def import_row(runs: int) -> Row:
             f"{less:.0f} ms", f"{got:.0f} ms in all, pass {yard:.0f} ms", "<= 30 ms")
 
 
-def matrix_rows(sizes: list[str], base: tuple[float, float]) -> list[Row]:
+def matrix_rows(sizes: list[str], base: tuple[float, float], against: str = "") -> list[Row]:
     """`envsolve matrix --format json` as a user runs it (forked workers, one per CPU) and, beside
-    it, in one process (``ENVSOLVE_MATRIX_WORKERS=1``); memory: the command and its workers."""
+    it, in one process (``ENVSOLVE_MATRIX_WORKERS=1``); memory: the command and its workers. With
+    ``against``, that checkout's envsolve runs each matrix too, in turn with this one's in every
+    round, and the row gives the median of the rounds' ratios of the times."""
     from bench_matrix import run
 
     from envsolve.matrix.workers import cpus
 
     rows: list[Row] = []
     goals = {"100k": "<= 1 s", "1m": "<= 10 s, <= 150 MiB"}
-    workers = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's envsolve, run from the spec's folder
-    one = {**workers, "ENVSOLVE_MATRIX_WORKERS": "1"}
+    trees = [str(ROOT), *([against] if against else [])]
     with tempfile.TemporaryDirectory() as d:
+        warm = Path(d) / "one.toml"  # each tree's compiled data is made before anything is timed
+        warm.write_text('[matrix]\npython = ["3.12"]\ntorch = ["2.8.0"]\naccelerator = ["cu128"]\n')
+        for tree in trees:
+            run(warm, "json", {**os.environ, "PYTHONPATH": tree})
         for size in sizes:
             text, n = matrix_text(size)
             spec = Path(d) / f"{size}.toml"
             spec.write_text(text)
             runs = 3 if size != "1m" else 1
-            for how, env in ((f"{cpus()} workers", workers), ("one process", one)):
-                wall = statistics.median(run(spec, "json", env)[0] for _ in range(runs))
-                mem = run(spec, "json", env, memory=True)[1] / 1024  # a run of its own: sampling slows it
-                rows.append((f"`matrix --format json`, {n:,} cells, {how}", f"{wall:.2f} s, {mem:.0f} MiB",
-                             f"{n / wall:,.0f} cells/s; pass {base[0] * 1000:.0f} ms",
-                             goals[size] if env is workers else ""))
+            for how, extra in ((f"{cpus()} workers", {}), ("one process", {"ENVSOLVE_MATRIX_WORKERS": "1"})):
+                envs = {tree: {**os.environ, "PYTHONPATH": tree, **extra} for tree in trees}
+                walls: dict[str, list[float]] = {tree: [] for tree in trees}
+                for _ in range(runs):
+                    for tree in trees:
+                        walls[tree].append(run(spec, "json", envs[tree])[0])
+                wall = statistics.median(walls[str(ROOT)])
+                mem = run(spec, "json", envs[str(ROOT)], memory=True)[1] / 1024  # a run of its own: sampling slows it
+                beside = f"{n / wall:,.0f} cells/s; pass {base[0] * 1000:.0f} ms"
+                if against:
+                    ratio = statistics.median(a / b for a, b in zip(walls[str(ROOT)], walls[against], strict=True))
+                    beside += f"; {ratio:.2f}x the time of {against}"
+                rows.append((f"`matrix --format json`, {n:,} cells, {how}", f"{wall:.2f} s, {mem:.0f} MiB", beside,
+                             goals[size] if not extra else ""))
     return rows
 
 
@@ -236,7 +250,7 @@ def main() -> None:
     ap.add_argument("--big", action="store_true", help="also the matrix of 1,008,000 cells (about a minute)")
     ap.add_argument("--full-lock", action="store_true", help="also the full lock beside uv (needs the index)")
     ap.add_argument("--against", metavar="CHECKOUT", default="",
-                    help="also run the lock rows on another checkout's envsolve, in the same rounds")
+                    help="also run the lock and matrix rows on another checkout's envsolve, in the same rounds")
     args = ap.parse_args()
     # an installed envsolve has its bytecode compiled (pip compiles at install); a checkout on a
     # machine with PYTHONDONTWRITEBYTECODE would compile every changed module on every run
@@ -247,7 +261,7 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", f"{args.against}/envsolve"], check=True)
     rows = lock_rows(args.runs, args.against)
     rows.append(import_row(args.runs))
-    rows += matrix_rows(["100k", "1m"] if args.big else ["100k"], base)
+    rows += matrix_rows(["100k", "1m"] if args.big else ["100k"], base, args.against)
     if args.full_lock:
         rows += full_lock_rows(3)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
