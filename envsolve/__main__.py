@@ -10,9 +10,10 @@ frozen (``gc.freeze``): the interpreter's exit then runs no last collection over
 took a changed spec's lock a tenth of its time freeing what the process is about to give back.
 
 msgspec (every record is a msgspec struct) is imported without typing_extensions, which it only
-tries: that module imports inspect, ast, dis and tokenize, about a fifth of a changed spec's lock
-(`bench/`), for type forms envsolve's records do not use; msgspec then takes them from typing. A
-msgspec that cannot do without it is imported as it is."""
+tries: that module imports inspect, ast, dis and tokenize (with the dataclasses no record on the
+lock path is any more, about a tenth of a changed spec's lock: `bench/`), for type forms envsolve's
+records do not use; msgspec then takes them from typing. A msgspec that cannot do without it is
+imported as it is."""
 
 from __future__ import annotations
 

@@ -31,6 +31,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import msgspec
@@ -196,6 +197,9 @@ class Credential(msgspec.Struct, frozen=True, kw_only=True):
 
     def __repr__(self) -> str:  # never the password
         return f"Credential(host={self.host!r}, login={self.login!r}, where={self.where!r})"
+
+    def __rich_repr__(self) -> list[tuple[str, Any]]:  # msgspec's own would list the password
+        return [("host", self.host), ("login", self.login), ("where", self.where)]
 
     @property
     def entry(self) -> str:

@@ -175,6 +175,7 @@ def test_a_direct_reference_loses_only_its_login() -> None:
     assert (line, why) == ("foo @ https://host:8443/foo.whl#sha256=ab", None)
     assert credential == Credential(host="host", login="bot", password="S3CRET", where="here")
     assert "S3CRET" not in repr(credential)
+    assert "S3CRET" not in str(list(credential.__rich_repr__()))  # rich's pretty-printer, msgspec's way in
     token = requirement_credentials("bar @ git+https://ghp_TOKEN@github.invalid/o/bar.git@v1", "here")
     assert token[0] == "bar @ git+https://github.invalid/o/bar.git@v1" and token[1] is not None
     assert token[1].login == "ghp_TOKEN" and token[1].password == ""

@@ -27,7 +27,6 @@ from typing import Any
 
 import msgspec
 import msgspec.structs
-from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 
 from ..data import Build, Gpu, Release
@@ -233,7 +232,7 @@ def _targets(b: _Builder, cls: _Class, platform: str) -> list[Target] | None:
     t = spec.targets[0]
     if cls.vendor != "nvidia" or t.jetpack is not None:
         return [t]
-    return [t, *(replace(t, driver=d) for d in b.floors)]
+    return [t, *(msgspec.structs.replace(t, driver=d) for d in b.floors)]
 
 
 def _target_outcome(b: _Builder, t: Target) -> tuple[int, int]:

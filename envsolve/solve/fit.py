@@ -22,7 +22,6 @@ from collections.abc import Sequence
 
 import msgspec
 import msgspec.structs
-from msgspec.structs import replace
 
 from ..data import Build, JetPack, Release, Rocm
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, STACK_NAME, kernels, serves
@@ -524,4 +523,4 @@ _ANY_DRIVER = Dotted(key=(1_000_000,), raw="1000000")  # newer than any: every C
 @functools.lru_cache(maxsize=64)
 def _with_any_driver(t: Target) -> Target:
     """``t`` with a driver newer than any (asked for every build of a table: made once)."""
-    return replace(t, driver=_ANY_DRIVER)
+    return msgspec.structs.replace(t, driver=_ANY_DRIVER)

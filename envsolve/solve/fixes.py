@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import msgspec
 import msgspec.structs
-from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 
 from ..errors import Unsatisfiable
@@ -58,7 +57,7 @@ def _lowest_driver(provider: Provider, spec: ProjectSpec, t: Target) -> tuple[st
     """The oldest driver floor in the data, newer than the target's, with which it resolves."""
     newer = [floor for floor in driver_floors(provider, windows=t.windows_driver)
              if t.driver is None or floor > t.driver]
-    tried = ((floor.raw, _try(provider, spec, replace(t, driver=floor))) for floor in newer)
+    tried = ((floor.raw, _try(provider, spec, msgspec.structs.replace(t, driver=floor))) for floor in newer)
     return next(((floor, r) for floor, r in tried if r is not None), None)
 
 
@@ -147,12 +146,12 @@ def _python_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
 
 
 def _cuda_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
-    r = _try(provider, spec, replace(t, cuda=None)) if t.cuda is not None else None
+    r = _try(provider, spec, msgspec.structs.replace(t, cuda=None)) if t.cuda is not None else None
     return f"drop the cuda = '{t.cuda}' pin (CUDA {r.cuda} works)" if r is not None else ""
 
 
 def _rocm_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
-    r = _try(provider, spec, replace(t, rocm=None)) if t.rocm is not None else None
+    r = _try(provider, spec, msgspec.structs.replace(t, rocm=None)) if t.rocm is not None else None
     return f"drop the rocm = '{t.rocm}' pin (ROCm {r.rocm} works)" if r is not None else ""
 
 
@@ -165,8 +164,9 @@ def _own_targets(provider: Provider, spec: ProjectSpec, t: Target) -> list[str]:
     """The GPUs without which a target of several resolves: each could have a target of its own."""
     if len(t.gpus) < 2:
         return []
-    return [f"serve {gpu.name} from a target of its own ([targets.NAME])" for gpu in t.gpus
-            if _try(provider, spec, replace(t, gpus=tuple(x for x in t.gpus if x is not gpu))) is not None]
+    without = (msgspec.structs.replace(t, gpus=tuple(x for x in t.gpus if x is not gpu)) for gpu in t.gpus)
+    return [f"serve {gpu.name} from a target of its own ([targets.NAME])"
+            for gpu, rest in zip(t.gpus, without, strict=True) if _try(provider, spec, rest) is not None]
 
 
 def solve_explained(provider: Provider, spec: ProjectSpec, reporter: Reporter | None = None) -> list[Resolution]:
