@@ -16,7 +16,16 @@ import click
 from . import ui
 from .domain import LINUX_PLATFORMS
 from .errors import CheckFailed, EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
-from .files import IMAGES_CAP, MATRIX_CAP, SPEC_CAP, check_output, check_output_dir, user_input, write_all
+from .files import (
+    IMAGES_CAP,
+    MATRIX_CAP,
+    MATRIX_CELLS_CAP,
+    SPEC_CAP,
+    check_output,
+    check_output_dir,
+    user_input,
+    write_all,
+)
 from .index import policy
 from .lock.options import LOCK_OPTIONS, Option
 
@@ -58,11 +67,13 @@ def _matrices() -> Path | None:
     return value if isinstance(value, Path) else None
 
 
-def _provider() -> Provider:
+def _provider(*, fresh: bool = False) -> Provider:
+    """The data's provider (``--matrices``, else the shipped data); from the TOML itself, no cache,
+    when ``fresh``."""
     from .data import data_dir
     from .provider import load_provider
 
-    provider = load_provider(_matrices())
+    provider = load_provider(_matrices(), fresh=fresh)
     ui.console().detail(f"matrices: {_matrices() or data_dir()} (data {provider.data_version}, {provider.digest})")
     return provider
 
@@ -174,7 +185,7 @@ def lock(spec_path: Path, **chosen: Any) -> None:
     from .command import lock as lock_job
     from .voice import Voice
 
-    provider = _provider()
+    provider = _provider(fresh=bool(chosen.get("check")))  # `lock --check` believes no cache
     ctx = click.get_current_context()
     typed = [dest for dest in chosen if ctx.get_parameter_source(dest) == click.core.ParameterSource.COMMANDLINE]
     console = ui.console()
@@ -327,10 +338,12 @@ class _MatrixCommand(EnvsolveCommand):
               help="Also write a GitHub Actions workflow that checks, builds and smoke-tests the matrix.")
 @click.option("--pages", is_flag=True, help="With --workflow: the workflow also publishes the compatibility "
               "explorer (`envsolve site`) and this matrix's HTML report to GitHub Pages (default branch).")
+@click.option("--max-cells", type=click.IntRange(min=1), default=MATRIX_CELLS_CAP, show_default=True,
+              help="Refuse, before solving, a matrix of more cells than N (the product of its axes).")
 @_handles_errors
 def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: int | None,
                render_dir: Path | None, check: bool, check_images: Path | None, workflow_path: Path | None,
-               pages: bool) -> None:
+               pages: bool, max_cells: int) -> None:
     """Solve every cell of an image matrix; print valid and pruned cells, GitHub or bake output.
 
     MATRIX_PATH is a TOML file (images.toml): a [matrix] table of axes, each a list of values, whose
@@ -338,7 +351,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
     """
     from .matrix import formats
     from .matrix.cells import check_includes
-    from .matrix.parse import parse_matrix
+    from .matrix.parse import check_size, parse_matrix
 
     formats.check_shard(max_jobs, shard)
     if pages and workflow_path is None:
@@ -353,6 +366,7 @@ def matrix_cmd(matrix_path: Path | None, fmt: str, max_jobs: int | None, shard: 
         raise SpecError([Problem("matrix", "", "no matrix file given")],
                         tip="run `envsolve matrix images.toml` (or --check-images images.json)")
     ms = parse_matrix(_read_text(matrix_path), str(matrix_path), provider)
+    check_size(ms, max_cells)
     tally = formats.Tally(keep_valid=render_dir is not None)  # every format streams the cells
     for piece in _matrix_pieces(provider, ms, fmt, render_dir, max_jobs, shard, tally):
         ui.console().out(piece, nl=False)
@@ -410,7 +424,7 @@ def _write_workflow(ms: MatrixSpec, matrix_path: Path, out: Path, pages: bool = 
                     command=f"envsolve matrix {relative(matrix_path, 'the matrix file')} --workflow {out.as_posix()}"
                             + " --pages" * pages,
                     matrices_dir=relative(root, "the --matrices folder") if root else "", pages=pages)
-    write_all({out: text}, tip="choose another path with --workflow")
+    write_all({out: text}, tip="choose another path with --workflow", folder=out.parent, option="--workflow")
     ui.console().say(f"wrote {out}", err=True)
 
 
@@ -438,7 +452,7 @@ def _render_cells(provider: Provider, ms: MatrixSpec, results: list[CellResult],
             texts[root / cell.id / name] = text
     ui.console().done()
     ui.console().detail(f"output folder: {root}")
-    write_all(texts, tip="choose another folder with --render")
+    write_all(texts, tip="choose another folder with --render", folder=root, option="--render")
     ui.console().say(f"rendered {len(valid)} cells under {root}", err=True)
 
 
@@ -571,10 +585,10 @@ def _index_options(fn: F) -> F:
 def data(validate: bool, verify: bool, packages: tuple[str, ...], index_url: str | None, cache_dir: Path | None,
          no_cache: bool, timeout: float, retries: int, backoff: float) -> None:
     """Show the data version, counts per kind and the newest release of each framework."""
-    from .data import data_dir, load, low_confidence
+    from .data import data_dir, load, load_dir, low_confidence
 
     root = _matrices() or data_dir()
-    m = load(root)
+    m = load_dir(root) if validate else load(root)  # --validate checks the TOML itself, never a compiled cache
     ui.console().detail(f"matrices: {root} (data {m.data_version}, {m.digest})")
     if validate:
         ui.console().out(f"{root}: valid (data {m.data_version}, {m.digest})")
@@ -635,7 +649,7 @@ def detect_cmd(fmt: str) -> None:
     """Describe this machine's accelerators: vendor, driver, the CUDA it runs, each GPU."""
     import tomli_w
 
-    from .host.facts import describe, hardware_table
+    from .host.facts import describe, hardware_table, unknown_named
 
     provider = _provider()
     facts = _host_facts(provider)
@@ -647,7 +661,7 @@ def detect_cmd(fmt: str) -> None:
         ui.console().out(tomli_w.dumps({"hardware": hardware_table(facts, provider)}), nl=False)
     else:
         ui.console().out(describe(facts, provider))
-    for w in facts.warnings:
+    for w in (*facts.warnings, *unknown_named(facts, provider)):
         ui.console().warn(w)
 
 

@@ -88,7 +88,7 @@ def _run(spec_path: Path, chosen: Mapping[str, Any], typed: Collection[str], con
     from .voice import Voice
 
     try:
-        provider = load_provider()
+        provider = load_provider(fresh=bool(chosen.get("check")))  # a check believes no cache
         lock(provider, spec_path, chosen, typed, render=_never,
              voice=Voice(progress=lambda line: console.progress(f"lock: {line}"), detail=console.detail,
                          warn=console.warn))

@@ -38,11 +38,14 @@ import msgspec
 
 from .domain import DEFAULT_INDEXES
 from .errors import Problem, SpecError
+from .files import read_text
 from .paths import pip_config_files
 
-__all__ = ["Credential", "check_url", "credential_warnings", "index_credentials", "index_urls", "netrc_text",
-           "pip_config", "pip_config_files", "pip_index_url", "requirement_credentials", "scrub", "strip_credentials",
-           "user_netrc", "write_netrc"]
+_NETRC_CAP = 1 << 20  # a netrc or an install's direct_url.json: a few lines
+
+__all__ = ["Credential", "check_url", "credential_warnings", "forget_tokens", "index_credentials", "index_urls",
+           "netrc_text", "pip_config", "pip_config_files", "pip_index_url", "private_cache", "public_url",
+           "requirement_credentials", "scrub", "strip_credentials", "user_netrc", "with_tokens", "write_netrc"]
 
 _ENV_PREFIX = "ENVSOLVE_INDEX_"
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
@@ -187,13 +190,18 @@ def check_url(value: object) -> str | None:
 
 
 class Credential(msgspec.Struct, frozen=True, kw_only=True):
-    """A login taken out of a URL the user wrote: for ``host`` (netrc's ``machine``: a host name,
-    no port), kept in memory only (``repr`` hides the password); ``where`` names the URL's place."""
+    """A secret taken out of a URL the user wrote, kept in memory only (``repr`` hides it); ``where``
+    names the URL's place. A login (``user:password@``) for ``host`` (netrc's ``machine``: a host
+    name, no port) reaches the installers as a netrc; a token in a direct reference's query or
+    fragment (``?token=``, ``#token=``) as ``secret_url``, the URL uv fetches in place of ``url``,
+    the one every file and message shows (:func:`with_tokens`)."""
 
     host: str
     login: str
     password: str
     where: str
+    url: str = ""  # the direct reference as written everywhere: without the token
+    secret_url: str = ""  # the same with its token (never its login: that goes to the netrc)
 
     def __repr__(self) -> str:  # never the password
         return f"Credential(host={self.host!r}, login={self.login!r}, where={self.where!r})"
@@ -209,20 +217,47 @@ class Credential(msgspec.Struct, frozen=True, kw_only=True):
 
 # netrc words are separated by white space; quotes and '#' are read differently by pip and uv
 _NETRC_UNSAFE = re.compile(r"[\s\"'#\\]")
+# an SSH URL's user (git+ssh://git@host/...) names the account, not a secret: the key is the secret
+_SSH_SCHEMES = frozenset({"ssh", "git+ssh", "hg+ssh", "svn+ssh", "bzr+ssh"})
+# what a direct reference's fragment may say in the open: a file's hash, pip's egg and subdirectory
+_PUBLIC_FRAGMENT = re.compile(r"(?:sha1|sha224|sha256|sha384|sha512|md5|egg|subdirectory)=[^&]*")
+
+
+def _ssh_user(url: str) -> bool:
+    """Whether ``url``'s user is an SSH account name (an SSH scheme, no password): no credential."""
+    parts = urlsplit(url)
+    return parts.scheme.lower() in _SSH_SCHEMES and parts.password is None
 
 
 def _userinfo(url: str) -> tuple[str, str, str] | None:
-    """(host, login, password) of a URL's ``user:password@`` (percent-decoded); None without one."""
+    """(host, login, password) of a URL's ``user:password@`` (percent-decoded); None without one
+    (an SSH account name is none)."""
     parts = urlsplit(url)
-    if "@" not in parts.netloc:
+    if "@" not in parts.netloc or _ssh_user(url):
         return None
     return parts.hostname or "", unquote(parts.username or ""), unquote(parts.password or "")
 
 
 def _without_userinfo(url: str) -> str:
-    """``url`` without ``user:password@``, its path, query and fragment kept (``#sha256=`` is a hash)."""
+    """``url`` without ``user:password@`` (an SSH account name stays), its path, query and
+    fragment kept (``#sha256=`` is a hash)."""
     parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment))
+    netloc = parts.netloc if _ssh_user(url) else parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _without_tokens(url: str) -> str:
+    """``url`` without its query and, of its fragment, all but a hash, ``egg`` and ``subdirectory``:
+    where a direct reference carries a token (``?token=``, ``#token=``)."""
+    parts = urlsplit(url)
+    kept = "&".join(p for p in parts.fragment.split("&") if _PUBLIC_FRAGMENT.fullmatch(p))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", kept))
+
+
+def public_url(url: str) -> str:
+    """``url`` as a file or a message may show it: no login (:func:`_without_userinfo`), no token
+    (:func:`_without_tokens`)."""
+    return _without_tokens(_without_userinfo(url))
 
 
 def _credential(url: str, where: str) -> tuple[Credential | None, str | None]:
@@ -239,9 +274,10 @@ def _credential(url: str, where: str) -> tuple[Credential | None, str | None]:
 
 def requirement_credentials(line: str, where: str) -> tuple[str, Credential | None, str | None]:
     """A ``[packages] pip`` line without the credentials of its direct reference (PEP 508
-    ``name @ URL``), the login taken out, and why the line cannot be used (else None).
+    ``name @ URL``), the secret taken out, and why the line cannot be used (else None).
 
-    ``foo @ https://bot:S3CRET@host/foo.whl`` -> (``foo @ https://host/foo.whl``, bot's login, None)."""
+    ``foo @ https://bot:S3CRET@host/foo.whl`` -> (``foo @ https://host/foo.whl``, bot's login, None);
+    ``foo @ https://host/foo.whl?token=T`` -> (``foo @ https://host/foo.whl``, the token's URL, None)."""
     from .versions import parse_requirement
 
     try:
@@ -253,7 +289,47 @@ def requirement_credentials(line: str, where: str) -> tuple[str, Credential | No
     credential, why = _credential(url, where)
     if why is not None:
         return line, None, why
-    return line.replace(url, _without_userinfo(url), 1), credential, None
+    public, tokened = public_url(url), _without_userinfo(url)
+    if public != tokened:  # a token: the URL with it is kept for uv, beside the login (if any)
+        login = credential or Credential(host=urlsplit(url).hostname or "", login="", password="", where=where)
+        credential = msgspec.structs.replace(login, url=public, secret_url=tokened)
+    return line.replace(url, public, 1), credential, None
+
+
+def private_cache(folder: Path) -> dict[str, str]:
+    """The settings that keep a run whose requirements carry a token out of envsolve's cache (uv
+    records the URLs it fetched there): a cache in its private ``folder``, gone with it."""
+    return {"ENVSOLVE_CACHE_DIR": str(folder / "cache")}
+
+
+def forget_tokens(folder: Path, credentials: Iterable[Credential]) -> None:
+    """Take the tokens out of what an install records under ``folder`` (PEP 610's
+    ``direct_url.json`` holds the URL a package came from): each file that names a direct
+    reference's URL with its token is written again with the URL without it."""
+    secret = {c.secret_url: c.url for c in credentials if c.secret_url}
+    if not secret:
+        return
+    for path in folder.rglob("*.dist-info/direct_url.json"):
+        try:
+            text = read_text(path, _NETRC_CAP)
+        except OSError:
+            continue
+        clean = text
+        for tokened, public in secret.items():
+            clean = clean.replace(tokened, public).replace(tokened.replace("/", "\\/"), public)
+        if clean != text:
+            path.unlink()  # (a link to another copy's file: written anew, never in place)
+            path.write_text(clean, encoding="utf-8")
+
+
+def with_tokens(text: str, credentials: Iterable[Credential]) -> str:
+    """``text`` (requirements that uv reads from a private folder) with each direct reference
+    whose token was taken out given it back: what uv fetches, never what a file keeps."""
+    for c in credentials:
+        if c.secret_url:
+            secret = c.secret_url.replace("\\", "\\\\")  # (a replacement's backslashes are escapes)
+            text = re.sub(re.escape(c.url) + r"(?=\s|$)", secret, text, flags=re.M)
+    return text
 
 
 def index_credentials(spec_indexes: Mapping[str, str], environ: Mapping[str, str] | None = None,
@@ -271,11 +347,15 @@ def index_credentials(spec_indexes: Mapping[str, str], environ: Mapping[str, str
 def credential_warnings(credentials: Iterable[Credential]) -> list[str]:
     """The warning each login taken out of a ``[packages] pip`` direct reference gets (an index
     URL's gets :func:`index_urls`'s own)."""
-    return [f"{c.where}: the credentials of {c.login}@{c.host} were taken out of the direct reference; no lock, "
+    said = [f"{c.where}: the credentials of {c.login}@{c.host} were taken out of the direct reference; no lock, "
             "generated file or image layer carries them. uv (this lock, `envsolve sync`) and `envsolve build` (its "
             "netrc secret) get them from the spec as a netrc; pip elsewhere needs them in ~/.netrc "
             f"(machine {c.host} login {c.login} password ...): see README 'Credentials'"
-            for c in credentials]
+            for c in credentials if c.login]
+    return said + [f"{c.where}: the token in the query or fragment of {c.url} was taken out; no lock, generated "
+                   "file or image layer carries it. uv (this lock, `envsolve sync`) gets the URL with its token from "
+                   "the spec at install time; an image build cannot: give that host a login in a netrc instead "
+                   "(see README 'Credentials')" for c in credentials if c.secret_url]
 
 
 def user_netrc(env: Mapping[str, str]) -> Path | None:
@@ -302,14 +382,14 @@ def netrc_text(credentials: Sequence[Credential], environ: Mapping[str, str] | N
     user = user_netrc(env)
     taken = _hosts_of(user) if user is not None else set()
     lines = []
-    for c in credentials:
+    for c in (c for c in credentials if c.login):  # a token has no netrc line
         if c.host not in taken:
             taken.add(c.host)
             lines.append(c.entry + "\n")
     mine = "".join(lines)
     try:
-        theirs = user.read_text(encoding="utf-8") if user is not None else ""
-    except (OSError, UnicodeDecodeError):
+        theirs = read_text(user, _NETRC_CAP) if user is not None else ""
+    except OSError:  # gone, unreadable, or no regular UTF-8 file (a FIFO is never waited on)
         theirs = ""
     return mine + theirs
 
@@ -319,7 +399,7 @@ def write_netrc(credentials: Sequence[Credential], folder: Path, environ: Mappin
     """:func:`netrc_text` as ``folder``/netrc, readable by its owner alone (``folder`` must be a
     private temporary folder, removed after the run); None when there are no credentials (the
     user's own netrc, if any, serves as it is)."""
-    if not credentials:
+    if not any(c.login for c in credentials):
         return None
     path = folder / "netrc"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)  # a new file
@@ -333,5 +413,6 @@ _ANY_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 
 
 def scrub(text: str) -> str:
-    """``text`` (an installer's message) with every URL in it stripped of user and password."""
-    return _ANY_URL.sub(lambda m: _without_userinfo(m.group(0)), text)
+    """``text`` (an installer's message) with every URL in it stripped of its login and token
+    (:func:`public_url`)."""
+    return _ANY_URL.sub(lambda m: public_url(m.group(0)), text)

@@ -10,7 +10,6 @@ are validated together with the rest (``load_dir``) before any is written.
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -22,8 +21,8 @@ from tomlkit.container import Container
 from tomlkit.items import AoT, Comment, Item, KeyType, SingleKey, Table, Whitespace
 
 from .data import load_dir
-from .errors import MatrixError, RefreshError
-from .files import write_all
+from .errors import MatrixError, Problem, RefreshError
+from .files import MATRIX_CAP, decoded, read_bytes, refused, write_all
 
 __all__ = ["Row", "new_file_text", "row_text", "with_fields", "with_rows", "write_rows"]
 
@@ -229,11 +228,22 @@ def new_file_text(name: str, data_version: str) -> str:
     return f'schema = 1\ndata_version = "{data_version}"\nkind = "framework"\npackage = "{package}"\n'
 
 
+def _matrix_file(path: Path) -> str:
+    """The text of the matrix file ``path`` through the one reader (a regular UTF-8 file of at most
+    :data:`~envsolve.files.MATRIX_CAP`, never a FIFO or a device); MatrixError (exit 2) naming it
+    otherwise, as ``load_dir`` names it."""
+    try:
+        return decoded(read_bytes(path, MATRIX_CAP), path)
+    except OSError as e:
+        why, tip = refused(path, e)
+        raise MatrixError([Problem(str(path), "", why)], tip=tip or "matrix files are regular TOML files") from None
+
+
 def _validated(root: Path, texts: dict[Path, str]) -> None:
     """Load the matrices with ``texts`` in place of their files; a problem writes nothing."""
     with tempfile.TemporaryDirectory(prefix="envsolve-refresh-") as tmp:
         for p in root.glob("*.toml"):
-            shutil.copyfile(p, Path(tmp) / p.name)
+            (Path(tmp) / p.name).write_text(_matrix_file(p), encoding="utf-8")
         for path, text in texts.items():
             (Path(tmp) / path.name).write_text(text, encoding="utf-8")
         try:
@@ -245,7 +255,7 @@ def _validated(root: Path, texts: dict[Path, str]) -> None:
 
 def _new_text(root: Path, name: str, rows: Sequence[Row], data_version: str) -> str:
     path = root / name
-    text = path.read_text(encoding="utf-8") if path.exists() else new_file_text(name, data_version)
+    text = _matrix_file(path) if path.exists() else new_file_text(name, data_version)
     return with_rows(text, [r for r in rows if r.file == name], data_version)
 
 
@@ -258,5 +268,6 @@ def write_rows(rows: Sequence[Row], root: Path, data_version: str) -> list[Path]
     texts = {root / name: _new_text(root, name, rows, data_version) for name in dict.fromkeys(r.file for r in rows)}
     if texts:
         _validated(root, texts)
-    write_all(texts, tip=f"make {root} writable, or pass another --matrices folder")  # together or not at all
+    write_all(texts, tip=f"make {root} writable, or pass another --matrices folder", folder=root,
+              option="--matrices")  # together or not at all, inside root
     return sorted(texts)

@@ -6,8 +6,13 @@ file is collected and reported at once (file, row, key) as one :class:`MatrixErr
 Parsing the TOML and checking every row costs more than everything else `envsolve lock`
 does, so the checked records are kept in a compiled cache (msgpack in the user's cache folder)
 keyed by the digest of the matrix files and of the code that reads them: a change to either
-rebuilds it, a corrupt or unwritable cache is ignored, and nothing ever requires it. Reads package
-data and that cache only.
+rebuilds it, a corrupt or unwritable cache is ignored, and nothing ever requires it. A compiled
+file carries what it was made from (envsolve's version, the matrices' and the code's digests, the
+digest of its records, keyed in the user's cache with the user's secret key), checked on every
+read, and is read only when it is a regular file of this user's that nobody else may write: a
+forged, stale or spoilt file, or one made elsewhere, is made again, never believed.
+``data --validate`` reads the TOML itself (:func:`load_dir`), never a cache. Reads package data,
+that cache and the key that seals it only.
 """
 
 # No `from __future__ import annotations` here: msgspec reads this module's record types when it
@@ -37,7 +42,7 @@ from .domain import (
     shared_name,
 )
 from .errors import MatrixError, Problem, Problems
-from .paths import SHIPPED_COMPILED, cache_dir, data_dir
+from .paths import SHIPPED_COMPILED, cache_dir, data_dir, state_folder
 from .tables import Check, TableReader
 from .versions import Dotted, parse_arch, parse_dotted, parse_driver, parse_python_minor
 
@@ -1214,25 +1219,83 @@ def _decode_hook(kind: type, value: Any) -> Any:
     raise TypeError(f"no {kind.__name__} is compiled as {type(value).__name__}")  # the same (msgspec wraps it)
 
 
-def _compiled_name(digest: str) -> str:
+class _Made(msgspec.Struct, frozen=True, kw_only=True):
+    """A compiled file's header: what its records were made from, checked on every read."""
+
+    version: str  # envsolve's
+    data: str  # the matrices' digest
+    code: str  # the digest of the code that checked them (see _CODE)
+    records: str  # the digest of the records' msgpack that follows the header: keyed (files.seal) in the user's cache
+
+
+_MAGIC = b"envsolve-compiled-2\0"  # a compiled file's first bytes; its header's length follows, then the header
+COMPILED_CAP = 64 << 20  # a compiled file is about 1.3 MB: a larger one is no file envsolve wrote
+
+
+def _code_digest() -> str:
+    """The digest of the code that reads and checks the rows (:data:`_CODE`)."""
+    return hashlib.sha256(b"".join(p.read_bytes() for p in _CODE)).hexdigest()[:16]
+
+
+def _compiled_name(digest: str, code: str) -> str:
     """The compiled file's name: the matrices' digest and that of the code that checks them."""
-    code_digest = hashlib.sha256(b"".join(p.read_bytes() for p in _CODE)).hexdigest()[:16]
-    return f"{digest.removeprefix('sha256:')[:32]}-{code_digest}{_COMPILED}"
+    return f"{digest.removeprefix('sha256:')[:32]}-{code}{_COMPILED}"
 
 
-def _compiled_blob(m: Matrices) -> bytes:
-    return msgspec.msgpack.encode(m, enc_hook=_encode_hook)
+def _made(digest: str, code: str, records: bytes, key: bytes | None) -> _Made:
+    """The header of ``records``: sealed with ``key`` (the user's cache), else their sha256 (a wheel's)."""
+    from . import __version__
+    from .files import seal
+
+    sealed = seal(records, key).hex() if key is not None else hashlib.sha256(records).hexdigest()
+    return _Made(version=__version__, data=digest, code=code, records=sealed)
 
 
-def _cached(path: Path, digest: str, *, used: bool = True) -> Matrices | None:
-    """The records kept at ``path`` (msgpack: encoded and decoded in C, checked against the
-    record types as they are read), or None to make them again. ``used``: mark the file used."""
-    from .files import touch
+def _compiled_blob(m: Matrices, code: str, key: bytes | None = None) -> bytes:
+    """The compiled file of ``m``: its header (:class:`_Made`) and its records, msgpack both."""
+    records = msgspec.msgpack.encode(m, enc_hook=_encode_hook)
+    head = msgspec.msgpack.encode(_made(m.digest, code, records, key))
+    return _MAGIC + len(head).to_bytes(2, "big") + head + records
 
+
+def _split(blob: bytes) -> tuple[_Made, bytes] | None:
+    """(header, records) of a compiled file; None for bytes of another shape."""
+    start = len(_MAGIC) + 2
+    if not blob.startswith(_MAGIC) or len(blob) < start:
+        return None
+    end = start + int.from_bytes(blob[len(_MAGIC):start], "big")
     try:
-        blob = path.read_bytes()
-        m = msgspec.msgpack.decode(blob, type=Matrices, dec_hook=_decode_hook)
-    except (OSError, msgspec.MsgspecError, ValueError, TypeError):  # absent, unreadable, corrupt, another's
+        return msgspec.msgpack.decode(blob[start:end], type=_Made), blob[end:]
+    except msgspec.MsgspecError:
+        return None
+
+
+def _made_here(blob: bytes, digest: str, code: str, key: bytes | None) -> bytes | None:
+    """The records of a compiled file made by this envsolve from these matrices with this code,
+    their digest (sealed with ``key``) as its header says; None for any other file (another
+    version's, a forged or spoilt one, one made elsewhere)."""
+    parts = _split(blob)
+    if parts is None or parts[0] != _made(digest, code, parts[1], key):
+        return None
+    return parts[1]
+
+
+def _cached(path: Path, digest: str, code: str, key: bytes | None, *, used: bool = True) -> Matrices | None:
+    """The records kept at ``path`` (msgpack: encoded and decoded in C, checked against the
+    record types as they are read), or None to make them again: a file that is not a regular
+    file of this user's (or root's) that nobody else may write, larger than :data:`COMPILED_CAP`,
+    or whose header is not that of these matrices, this code and this envsolve, or whose records
+    are not those the header names (sealed with ``key``, the user's; None for a wheel's). ``used``:
+    mark the file used."""
+    from .files import read_cache, touch
+
+    blob = read_cache(path, COMPILED_CAP)
+    records = None if blob is None else _made_here(blob, digest, code, key)
+    if records is None:
+        return None
+    try:
+        m = msgspec.msgpack.decode(records, type=Matrices, dec_hook=_decode_hook)
+    except (msgspec.MsgspecError, ValueError, TypeError):  # records of another shape
         return None
     if m.digest != digest:
         return None
@@ -1241,13 +1304,13 @@ def _cached(path: Path, digest: str, *, used: bool = True) -> Matrices | None:
     return m
 
 
-def _store(path: Path, m: Matrices) -> None:
-    """Keep ``m`` at ``path`` (no fsync: :func:`_cached` makes it again from a file a crash cut
-    short), and the :data:`KEEP_COMPILED` most recently used files of its folder."""
+def _store(path: Path, m: Matrices, code: str, key: bytes) -> None:
+    """Keep ``m`` at ``path``, private (no fsync: :func:`_cached` makes it again from a file a
+    crash cut short), and the :data:`KEEP_COMPILED` most recently used files of its folder."""
     from .files import prune, write_atomic
 
     try:
-        write_atomic(path, _compiled_blob(m), durable=False)
+        write_atomic(path, _compiled_blob(m, code, key), durable=False, private=True)
     except OSError:  # a read-only or full cache folder costs speed, never an answer
         return
     prune(path.parent, _COMPILED, KEEP_COMPILED, path)
@@ -1262,8 +1325,9 @@ def compile_into(folder: Path, root: Path | None = None) -> Path:
     from .files import write_atomic
 
     path, files, digest = _folder(root)
-    out = folder / _compiled_name(digest)
-    write_atomic(out, _compiled_blob(_parse(path, files, digest)))
+    code = _code_digest()
+    out = folder / _compiled_name(digest, code)
+    write_atomic(out, _compiled_blob(_parse(path, files, digest), code))
     return out
 
 
@@ -1271,18 +1335,24 @@ def load(root: Path | None = None, *, cache: Path | None = None) -> Matrices:
     """The checked records of the matrices under ``root`` (default: the shipped ones), compiled:
     those a wheel ships when the files are its own (same digest, same checking code), else those
     kept in ``cache`` (default :func:`cache_dir`) by the digest of the matrix files and of the code
-    that checks them, made again when either changes. ``ENVSOLVE_NO_CACHE=1`` checks the files
-    every time."""
+    that checks them, made again when either changes or the file is not to be believed (see
+    :func:`_cached`). ``ENVSOLVE_NO_CACHE=1`` checks the files every time, as :func:`load_dir` does."""
+    from .files import cache_key
+
     path, files, digest = _folder(root)
     if os.environ.get("ENVSOLVE_NO_CACHE"):
         return _parse(path, files, digest)
-    name = _compiled_name(digest)
-    m = _cached(Path(SHIPPED_COMPILED) / name, digest, used=False)  # a wheel's, when these are its matrices
+    code = _code_digest()
+    name = _compiled_name(digest, code)
+    m = _cached(Path(SHIPPED_COMPILED) / name, digest, code, None, used=False)  # a wheel's, for its own matrices
     if m is not None:
         return m
+    key = cache_key(state_folder())
+    if key is None:  # no key to seal a cache with: the files checked every time
+        return _parse(path, files, digest)
     where = (cache or cache_dir()) / "data" / name
-    m = _cached(where, digest)
+    m = _cached(where, digest, code, key)
     if m is None:
         m = _parse(path, files, digest)
-        _store(where, m)
+        _store(where, m, code, key)
     return m

@@ -7,14 +7,24 @@ a socket is refused by :func:`os.stat` before it is opened (and it is opened non
 it change in between), so a read never hangs and never fills the memory. A UTF-8 byte-order mark
 is dropped; a file that is not UTF-8 is named with what to do.
 
-Writing: atomic, and with the mode the umask asks for, or the mode of the file it replaces. A
-failure never leaves a partial file behind and never truncates the file that was there: the
-text goes to a hidden temporary file beside the target, which then replaces it in one rename.
-:func:`write_all` writes every temporary file first and renames them only when all are written,
-so a batch is written whole or not at all; a run killed on the way leaves only temporary files,
-which the next write into that folder removes. An output that exists and is not a regular file
-(``/dev/full``, a FIFO, a folder) is refused, and a file's folder must exist
-(:func:`check_output`); an output folder is created.
+Caches: :func:`read_cache` reads a file envsolve wrote for itself (the compiled data, a lock
+replay's entry) by the same rules, and also refuses one that another user owns or that others
+may write; it answers None for any file it refuses, and the cache is made again, never believed.
+A cache's contents are sealed (:func:`seal`) with this user's secret key (:func:`cache_key`),
+kept outside the cache folder: a cache file made elsewhere (copied, restored from a CI cache a
+pull request filled) does not verify, and is made again.
+
+Writing: atomic, and with the mode the umask asks for, or the mode of the file it replaces (a
+cache's: private). A failure never leaves a partial file behind and never truncates the file
+that was there: the text goes to a hidden temporary file beside the target, which then replaces
+it in one rename. :func:`write_all` writes every temporary file first and renames them only when
+all are written, so a batch is written whole or not at all; a run killed on the way leaves only
+temporary files, which the next write into that folder removes (only names envsolve made: each
+carries a keyed checksum of itself, so a person's file of the same shape is never touched). An
+output that exists and is not a regular file (``/dev/full``, a FIFO, a folder) is refused, and a
+file's folder must exist (:func:`check_output`); an output folder is created. A folder of
+generated files (render, site, matrix --render, a workflow, ``matrices/``) is written only inside
+itself: :func:`under` refuses a path that a link (or ``..``) leads out of it.
 
 Standard library only, errors imported where raised: the lock replay reads and writes through
 this module and stays light.
@@ -27,20 +37,29 @@ import stat
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the lock replay imports this
 if TYPE_CHECKING:  # no pathlib (nor contextlib) at import: the lock replay reads and writes through here
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
     from contextlib import AbstractContextManager
     from pathlib import Path
 
 
-__all__ = ["IMAGES_CAP", "LOCK_CAP", "MATRIX_CAP", "SPEC_CAP", "NotAnInput", "check_output", "check_output_dir",
-           "decoded", "folder_lock", "read_bytes", "read_text", "refused", "sweep", "user_input", "write_all",
-           "write_atomic"]
+__all__ = ["IMAGES_CAP", "LOCK_CAP", "MATRIX_CAP", "MATRIX_CELLS_CAP", "SPEC_CAP", "NotAnInput", "alive", "cache_key",
+           "check_output", "check_output_dir", "decoded", "folder_lock", "read_bytes", "read_cache", "read_text",
+           "refused", "seal", "sweep", "under", "user_input", "write_all", "write_atomic"]
 
 MiB = 1 << 20
 SPEC_CAP = 16 * MiB  # project.toml, an images.toml matrix file, a file of matrices/
 MATRIX_CAP = 16 * MiB
 IMAGES_CAP = 64 * MiB  # `matrix --check-images` JSON
-LOCK_CAP = 256 * MiB  # a lock of many environments, every package with its hashes
+# a lock of many environments, every package with its hashes, is a few MB. The cap is what the TOML
+# parsers take safely: measured (rtoml 0.14, Python 3.11, a 24 GiB machine) a lock-shaped 256 MiB file
+# peaks at 2.1 GB in rtoml (10 s) and 0.95 GB in tomllib (31 s), one of inline tables at 249 MiB at
+# 6.2 GB in rtoml (31 s), and rtoml aborts the process (SIGABRT, no Python error) when an allocation
+# fails; at 64 MiB the worst shape peaks near 1.6 GB, which a CI runner has
+LOCK_CAP = 64 * MiB
+# the cells of an images.toml product `envsolve matrix` solves (--max-cells raises it): a few axes
+# of many values multiply fast (nine lines made 64.5 million cells and 6.7 GB of JSON in a minute);
+# two million cells are already hundreds of MB of JSON, far more than a CI matrix or a bake file takes
+MATRIX_CELLS_CAP = 2_000_000
 
 _KINDS = ((stat.S_ISDIR, "is a folder, not a file"), (stat.S_ISFIFO, "is a FIFO (named pipe), not a file"),
           (stat.S_ISSOCK, "is a socket, not a file"), (stat.S_ISCHR, "is a device, not a file"),
@@ -66,16 +85,27 @@ def _cap_text(cap: int) -> str:
     return f"{cap // MiB} MiB" if cap >= MiB else f"{cap} bytes"
 
 
-def read_bytes(path: str | os.PathLike[str], cap: int) -> bytes:
+def _untrusted(st: os.stat_result) -> str | None:
+    """Why a cache file of status ``st`` is not to be believed: another user's (root's aside), or
+    writable by its group or by others; None for one only its owner could have written."""
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"is owned by another user (uid {st.st_uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "is writable by other users"
+    return None
+
+
+def read_bytes(path: str | os.PathLike[str], cap: int, *, private: bool = False) -> bytes:
     """The bytes of the regular file ``path``; :class:`NotAnInput` for anything else or for more
-    than ``cap`` bytes, FileNotFoundError and the other OSErrors as the system raises them."""
+    than ``cap`` bytes (and, when ``private``, for a file another user owns or may write),
+    FileNotFoundError and the other OSErrors as the system raises them."""
     why = _kind(os.stat(path).st_mode)
     if why is not None:
         raise NotAnInput(why, "pass the path of a regular file")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
-        why = _kind(st.st_mode)  # what was opened, should the path have changed
+        why = _kind(st.st_mode) or (_untrusted(st) if private else None)  # what was opened, should the path change
         if why is not None:
             raise NotAnInput(why, "pass the path of a regular file")
         # the size it has, and one byte more to see it grow: a read of cap + 1 bytes made a buffer
@@ -87,6 +117,52 @@ def read_bytes(path: str | os.PathLike[str], cap: int) -> bytes:
         raise NotAnInput(f"is larger than {_cap_text(cap)}, more than any such file needs",
                          "pass the right file; envsolve reads inputs of up to that size")
     return blob
+
+
+def read_cache(path: str | os.PathLike[str], cap: int) -> bytes | None:
+    """The bytes of the cache file ``path`` (see :func:`read_bytes`, ``private``); None when it is
+    absent, not a regular file, over ``cap``, another user's or writable by others: the cache is
+    then made again, never read."""
+    try:
+        return read_bytes(path, cap, private=True)
+    except OSError:
+        return None
+
+
+_KEY = "cache.key"  # the file of the key, in the state folder
+_KEY_SIZE = 32
+
+
+def cache_key(folder: str) -> bytes | None:
+    """This user's secret key that seals the caches (:func:`seal`), kept in ``folder`` (the state
+    folder, :func:`envsolve.paths.state_folder`) as a private file and made on first use; None
+    when it can be neither read nor made (the caches are then neither read nor written)."""
+    path = os.path.join(folder, _KEY)
+    key = read_cache(path, _KEY_SIZE)
+    if key is None or len(key) != _KEY_SIZE:
+        key = _made_key(path)
+    return key if key is not None and len(key) == _KEY_SIZE else None
+
+
+def _made_key(path: str) -> bytes | None:
+    """A new key at ``path``, unless one is there (another process's, made meanwhile: that one)."""
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = _temporary(path, os.urandom(_KEY_SIZE), True, 0o600)
+        try:
+            os.link(tmp, path)  # never replaces a key: the caches it sealed would all be made again
+        finally:
+            _remove(tmp)
+    except OSError:  # there already (a wrong one stays: no cache then), or an unwritable home
+        pass
+    return read_cache(path, _KEY_SIZE)
+
+
+def seal(blob: bytes, key: bytes) -> bytes:
+    """The keyed digest of a cache's contents ``blob`` (BLAKE2b keyed with ``key``, 32 bytes)."""
+    import hashlib
+
+    return hashlib.blake2b(blob, key=key, digest_size=32).digest()
 
 
 def decoded(blob: bytes, path: Path) -> str:
@@ -164,6 +240,44 @@ def _output_refused(path: Path, why: str, option: str, tip: str) -> Exception:
     return SpecError([Problem(str(path), "", f"cannot be written ({option}): {why}")], tip=tip)
 
 
+def _inside(real: str, root: str) -> bool:
+    """Whether the resolved path ``real`` is the resolved folder ``root`` or lies under it."""
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _link_out(folder: Path, relative: str, root: str) -> tuple[str, str] | None:
+    """(the link, its target) that takes ``folder``/``relative`` out of ``root`` (``folder``
+    resolved): the first on the way whose target lies outside; None when no link does (a ``..``)."""
+    here = os.fspath(folder)
+    for part in relative.split(os.sep):
+        here = os.path.join(here, part)
+        if os.path.islink(here) and not _inside(os.path.realpath(here), root):
+            return here, os.readlink(here)
+    return None
+
+
+def under(folder: Path, relative: str | os.PathLike[str], option: str) -> Path:
+    """``folder``/``relative``, an output path of a folder of generated files; refused (SpecError,
+    exit 2) when resolving it (its links followed, its ``..`` taken) leaves ``folder``: envsolve
+    writes a folder's files inside it, never through a link to elsewhere (``DIR/gpu ->
+    /tmp/elsewhere``, ``DIR/index.html -> ~/.bashrc``). ``option`` names the folder's option in the tip."""
+    from pathlib import Path
+
+    from .errors import Problem, SpecError
+
+    path = Path(folder, relative)
+    root = os.path.realpath(folder)
+    if _inside(os.path.realpath(path), root):
+        return path
+    tip = f"choose another folder with {option}"
+    how = "its name climbs out of it with .."
+    if (link := _link_out(folder, os.fspath(relative), root)) is not None:
+        how = f"{link[0]} is a link to {link[1]}"
+        tip = f"remove the link {link[0]} (envsolve writes only inside its output folder), or {tip}"
+    raise SpecError([Problem(str(path), "", f"cannot be written: it lies outside the output folder {folder} ({how})")],
+                    tip=tip)
+
+
 def folder_lock(folder: Path) -> AbstractContextManager[None]:
     """Hold an exclusive lock on ``folder`` (``flock`` on the folder itself, no lock file): runs that
     read, change and write the files of one folder (``refresh --write``) take turns, so a run never
@@ -198,7 +312,8 @@ def _mode(path: str | os.PathLike[str]) -> int:
         return 0o666 & ~_umask()
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -209,15 +324,16 @@ def _alive(pid: int) -> bool:
 
 
 def sweep(folder: str | os.PathLike[str]) -> None:
-    """Remove the temporary files that runs killed on the way left in ``folder`` (those of
-    processes no longer running)."""
+    """Remove the temporary files that runs killed on the way left in ``folder``: those whose
+    names verify as envsolve's own (:func:`_writer`), of processes no longer running; a person's
+    file of the same shape stays."""
     try:
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
         pid = _writer(name)
-        if pid is not None and pid != os.getpid() and not _alive(pid):
+        if pid is not None and pid != os.getpid() and not alive(pid):
             _remove(os.path.join(folder, name))
 
 
@@ -262,20 +378,41 @@ def _remove(path: str | os.PathLike[str]) -> None:
         pass
 
 
+# The key of the temporaries' checksums: a name of the temporaries' shape whose checksum does not
+# verify was not made by envsolve (a person's own file), and the sweep leaves it.
+_TEMPORARY_KEY = b"envsolve temporary file"
+
+
+def _token(name: str, nonce: str, pid: str) -> str:
+    """The keyed checksum that marks ``.NAME.NONCE.PID.TOKEN.tmp`` as a temporary envsolve made."""
+    import hashlib
+
+    return hashlib.blake2s(f"{name}\0{nonce}\0{pid}".encode("utf-8", "surrogateescape"), key=_TEMPORARY_KEY,
+                           digest_size=4).hexdigest()
+
+
+def _temporary_name(name: str) -> str:
+    """A new temporary's name for the file ``name``: ``.NAME.NONCE.PID.TOKEN.tmp``, NONCE random,
+    TOKEN the checksum of the rest (:func:`_token`)."""
+    nonce, pid = os.urandom(4).hex(), str(os.getpid())
+    return f".{name}.{nonce}.{pid}.{_token(name, nonce, pid)}.tmp"
+
+
 def _writer(name: str) -> int | None:
-    """The process that wrote the temporary file ``name`` (``.NAME.PID.8HEX.tmp``, see
-    :func:`_temporary`); None for any other name."""
+    """The process that wrote the temporary file ``name`` (see :func:`_temporary_name`); None for
+    any other name, and for a name of that shape whose checksum does not verify (not envsolve's)."""
     parts = name.split(".")
-    if len(parts) < 5 or parts[0] or parts[-1] != "tmp" or len(parts[-2]) != 8 or not parts[-3].isdigit():
+    if len(parts) < 6 or parts[0] or parts[-1] != "tmp" or not parts[-3].isdigit():
         return None
-    return int(parts[-3]) if all(c in "0123456789abcdef" for c in parts[-2]) else None
+    token, pid, nonce = parts[-2], parts[-3], parts[-4]
+    return int(pid) if token == _token(".".join(parts[1:-4]), nonce, pid) else None
 
 
-def _temporary(path: str | os.PathLike[str], data: str | bytes, durable: bool = True) -> str:
+def _temporary(path: str | os.PathLike[str], data: str | bytes, durable: bool = True, mode: int | None = None) -> str:
     """A temporary file beside ``path`` holding ``data`` (on disk, when ``durable``), with the mode
-    ``path`` will have."""
+    ``path`` will have (``mode``, else :func:`_mode`)."""
     folder, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    tmp = os.path.join(folder, _temporary_name(name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -283,25 +420,27 @@ def _temporary(path: str | os.PathLike[str], data: str | bytes, durable: bool = 
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-        os.chmod(tmp, _mode(path))
+        os.chmod(tmp, _mode(path) if mode is None else mode)
     except BaseException:
         _remove(tmp)
         raise
     return tmp
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, durable: bool = True) -> None:
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, durable: bool = True,
+                 private: bool = False) -> None:
     """Write ``data`` to ``path`` atomically; the file gets the mode of the file it replaces,
     else 0666 less the umask (0644 under the usual 022), like any file a program creates, not the
     temporary file's 0600. Its folder is created (a cache's; commands check theirs first), and
     cleared of what killed runs left there (:func:`sweep`).
 
     ``durable=False`` skips the fsync (a millisecond, at times a hundred on a busy disk): for a
-    cache file whose reader checks what it reads and makes it again when a crash left it short."""
+    cache file whose reader checks what it reads and makes it again when a crash left it short.
+    ``private``: mode 0600 whatever the umask, as :func:`read_cache` believes no file others may write."""
     folder = os.path.dirname(os.fspath(path)) or "."
     os.makedirs(folder, exist_ok=True)
     sweep(folder)
-    tmp = _temporary(path, data, durable)
+    tmp = _temporary(path, data, durable, 0o600 if private else None)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -321,20 +460,32 @@ def _replace_all(temps: Mapping[Path, str]) -> None:
                 _remove(tmp)
 
 
-def write_all(texts: Mapping[Path, str], tip: str) -> None:
+def _check_targets(paths: Iterable[Path], tip: str, folder: Path | None, option: str) -> None:
+    """Refuse (SpecError, exit 2) before anything is written: a path outside ``folder`` (when
+    given, :func:`under`), or one that exists and is not a regular file."""
+    from .errors import Problem, SpecError
+
+    for path in paths:
+        if folder is not None:
+            under(folder, os.path.relpath(path, folder), option)
+        if (why := _output_problem(path, True)) is not None and "does not exist" not in why:
+            raise SpecError([Problem(str(path), "", f"cannot be written: {why}")], tip=tip)
+
+
+def write_all(texts: Mapping[Path, str], tip: str, *, folder: Path | None = None, option: str = "-o") -> None:
     """Write generated files together: every one to its temporary file, then, when all are on
     disk, each renamed over its target; an unwritable path (or one that exists and is not a
-    regular file) is a user error (exit 2) and leaves every target as it was."""
+    regular file) is a user error (exit 2) and leaves every target as it was. With ``folder``
+    (a folder of generated files, given by ``option``), every path must lie inside it once its
+    links are followed (:func:`under`), checked before anything is written."""
     from pathlib import Path
 
     from .errors import Problem, SpecError  # here: the replay writes through this module and stays light
 
+    _check_targets(texts, tip, folder, option)
     temps: dict[Path, str] = {}
     current = Path()
     try:
-        for current in texts:
-            if (why := _output_problem(current, True)) is not None and "does not exist" not in why:
-                raise SpecError([Problem(str(current), "", f"cannot be written: {why}")], tip=tip)
         for current in dict.fromkeys(path.parent for path in texts):
             current.mkdir(parents=True, exist_ok=True)
             sweep(current)

@@ -1,5 +1,6 @@
 """Where files are: envsolve's shipped matrices and templates (inside the wheel, else the source
-checkout's), the user's cache folder, and pip's configuration files. Standard library only, and
+checkout's), the user's cache folder, the user's state folder (the key that seals the caches),
+and pip's configuration files. Standard library only, and
 no pathlib on the warm path: `envsolve lock`'s replay (:mod:`envsolve.lock.replay`) takes the
 ``*_folder``/``*_paths`` texts (pathlib and the modules it loads cost a replay a third of its
 time); everything else takes the ``Path`` forms, made from the same texts."""
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = ["SHIPPED_COMPILED", "cache_dir", "cache_folder", "data_dir", "data_folder", "pip_config_files",
-           "pip_config_paths", "templates_dir"]
+           "pip_config_paths", "state_folder", "templates_dir"]
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -56,6 +57,16 @@ def cache_folder(environ: Mapping[str, str] | None = None) -> str:
     if env.get("ENVSOLVE_CACHE_DIR"):
         return env["ENVSOLVE_CACHE_DIR"]
     return os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "envsolve")
+
+
+def state_folder(environ: Mapping[str, str] | None = None) -> str:
+    """envsolve's state folder, outside the cache folder (a cache copied from elsewhere carries none
+    of it): ``ENVSOLVE_STATE_DIR``, else ``$XDG_STATE_HOME/envsolve``, else ``~/.local/state/envsolve``."""
+    env = os.environ if environ is None else environ
+    if env.get("ENVSOLVE_STATE_DIR"):
+        return env["ENVSOLVE_STATE_DIR"]
+    home = os.path.expanduser("~")
+    return os.path.join(env.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state"), "envsolve")
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:

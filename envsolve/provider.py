@@ -39,8 +39,10 @@ from .data import (
     Release,
     Rocm,
     Toolkit,
+    data_dir,
     fold,
     load,
+    load_dir,
     shared_of,
 )
 from .domain import DEFAULT_PLATFORM, JETSON_PLATFORM, Accelerator
@@ -457,8 +459,9 @@ class Provider:
                 if SpecifierSet(w.versions).contains(version, prereleases=True)]
 
 
-def load_provider(root: Path | None = None) -> Provider:
+def load_provider(root: Path | None = None, *, fresh: bool = False) -> Provider:
     """The provider of the matrices under ``root`` (default: the shipped ones), their records read
-    through the compiled cache (:func:`envsolve.data.load`); its indexes are made again each time
+    through the compiled cache (:func:`envsolve.data.load`), or from the TOML itself when ``fresh``
+    (a check, such as `lock --check`, believes no cache); its indexes are made again each time
     (a few milliseconds, less than unpickling them took)."""
-    return Provider(load(root))
+    return Provider(load_dir(root or data_dir()) if fresh else load(root))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from .config import Credential, check_url, index_credentials, requirement_credentials
+from .config import Credential, check_url, index_credentials, requirement_credentials, scrub
 from .domain import (
     APPLE_PLATFORM,
     COMPANIONS,
@@ -33,16 +33,18 @@ from .domain import (
     canonical_name,
     os_of,
 )
-from .errors import SpecError
+from .errors import Problem, SpecError
 from .tables import TableReader, closest, load_toml, unknown_key, word
 from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_range, parse_requirement
 
 if TYPE_CHECKING:
+    from packaging.markers import Marker
+
     from .data import Gpu, JetPack
     from .provider import Provider
 
 __all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "host_problem", "is_name",
-           "package_problem", "parse_gpus", "parse_spec", "url_credentials"]
+           "package_problem", "parse_gpus", "parse_spec", "unknown_gpu", "url_credentials"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras", "onnxruntime-gpu": "onnxruntime",
@@ -119,6 +121,20 @@ class ProjectSpec(msgspec.Struct, frozen=True, kw_only=True):
     def framework(self, name: str) -> FrameworkReq | None:
         return next((f for f in self.frameworks if f.name == name), None)
 
+    def applies(self, marker: Marker | None, pythons: Sequence[str]) -> bool:
+        """Whether a ``[packages] pip`` line's marker (None: it has none) is true on one of the
+        targets: its platform's PEP 508 environment (``domain.MARKERS``, through
+        ``index.metadata.marker_environment``) with one of ``pythons`` (CPython minors) that the
+        spec's range admits. A line that applies nowhere (``foo>=2; sys_platform == "win32"`` for
+        linux/amd64) asks nothing of the solve; uv leaves it out of the environment the same way."""
+        if marker is None:
+            return True
+        from .index.metadata import marker_environment
+        from .versions import python_admits_minor
+
+        minors = [p for p in pythons if python_admits_minor(self.python, p)] or list(pythons)
+        return any(_marker_true(marker, marker_environment(p, t.platform)) for t in self.targets for p in minors)
+
 
 _HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm", "platform", "jetpack", "rocm_driver", "wsl"}
 # a [hardware] key -> the vendor it applies to; a target of another vendor does not inherit it
@@ -172,9 +188,7 @@ class SectionParser(TableReader):
         try:
             a = parse_arch(label)
         except ValueError:
-            near = self.provider.gpu_suggestions(label)
-            tip = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-            self.bad(key, f"unknown GPU {label!r}{tip} (or write an architecture: sm_80, 8.0, gfx942)")
+            self.bad(key, unknown_gpu(self.provider, label))
             return None
         info = self.provider.arch_info(a.name)
         if info is None:
@@ -370,9 +384,10 @@ class _ProjectParser(SectionParser):
 
     def _host_vendor(self, table: dict[str, Any], where: str, platform: Platform, vendor: str, wsl: bool) -> str:
         """The vendor, checked against what the host's OS drives: Apple's GPU on Apple silicon only
-        (implied there when no vendor or GPU is written), no GPU stack on an Intel Mac, no AMD or
-        Intel GPU on Windows on Arm, no ROCm on native Windows (:func:`host_problem`)."""
-        if platform == APPLE_PLATFORM and "vendor" not in table and "gpus" not in table:
+        (implied there when no vendor or GPU is written: ``gpus = []`` names none, as on every other
+        platform, where it is the same as no ``gpus``), no GPU stack on an Intel Mac, no AMD or Intel
+        GPU on Windows on Arm, no ROCm on native Windows (:func:`host_problem`)."""
+        if platform == APPLE_PLATFORM and "vendor" not in table and table.get("gpus", []) == []:
             vendor = "apple"
         why = host_problem(platform, vendor)
         if why:
@@ -640,7 +655,7 @@ def _check_pip(item: str) -> str | None:
     try:
         parse_requirement(item)
     except ValueError as e:  # packaging's InvalidRequirement
-        return f"{item!r} is not a valid PEP 508 requirement ({e}); write e.g. 'numpy<2'"
+        return f"{scrub(item)!r} is not a valid PEP 508 requirement ({scrub(str(e))}); write e.g. 'numpy<2'"
     return None
 
 
@@ -675,9 +690,26 @@ def _table(data: dict[str, Any], section: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# the keys only a lock has at its top (lock/model.py writes them; no section of a spec has these names)
+_LOCK_KEYS = ("lock_digest", "spec_digest", "environments")
+
+
+def _not_a_lock(data: dict[str, Any], path: str) -> None:
+    """A lock passed where its spec belongs is said once, not as a problem per key of the lock."""
+    if not any(k in data for k in _LOCK_KEYS):
+        return
+    made_from = data.get("spec")
+    source = f"{Path(path).with_name(made_from)} (its `spec` key names it), " if (
+        isinstance(made_from, str) and is_name(made_from)) else ""
+    raise SpecError([Problem(path, "", "is a lock (envsolve.lock), not a project spec")],
+                    tip=f"pass the project.toml it was made from: {source or 'the spec beside it, '}or, to use "
+                        f"the lock itself, `envsolve sync {path}` or `envsolve render {path}`")
+
+
 def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
     """Parse project.toml text; raise :class:`SpecError` listing every problem."""
     data = load_toml(text, path)
+    _not_a_lock(data, path)
     parser = _ProjectParser(path, provider)
     parser.sections(data)
     name, python_raw, python = parser.project(_table(data, "project"))
@@ -706,6 +738,24 @@ def parse_spec(text: str, path: str, provider: Provider) -> ProjectSpec:
     return spec
 
 
+def _marker_true(marker: Marker, environment: dict[str, str]) -> bool:
+    """``marker`` on ``environment``; a comparison packaging cannot make is false, as uv takes it."""
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+
+    try:
+        return marker.evaluate(environment)
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return False
+
+
+def unknown_gpu(provider: Provider, label: str) -> str:
+    """What is said of a GPU name the data does not know (a spec's, a matrix file's, ENVSOLVE_GPUS):
+    the nearest names (:meth:`Provider.gpu_suggestions`) and the way round it, an architecture."""
+    near = provider.gpu_suggestions(label)
+    tip = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    return f"unknown GPU {label!r}{tip} (or write an architecture: sm_80, 8.0, gfx942)"
+
+
 def parse_gpus(provider: Provider, names: list[Any], path: str, key: str) -> tuple[GpuReq, ...]:
     """GPU names or architectures as [hardware] gpus reads them; raise :class:`SpecError`."""
     parser = SectionParser(path, provider)
@@ -720,13 +770,12 @@ _SPEC_CAP = 1 << 20  # a spec beside a lock is read for its logins only up to th
 def _lenient_table(path: Path) -> dict[str, Any]:
     """The spec at ``path`` as a table; {} when it is not a regular file (never a FIFO or a device,
     which could block or never end) or cannot be read."""
+    from .files import read_text
+
     try:
-        if path.is_file():
-            with path.open("rb") as f:
-                return load_toml(f.read(_SPEC_CAP).decode("utf-8"), str(path))
-    except (OSError, UnicodeDecodeError, SpecError):
-        pass
-    return {}
+        return load_toml(read_text(path, _SPEC_CAP), str(path))
+    except (OSError, SpecError):  # (files.NotAnInput, for what is no regular UTF-8 file, is an OSError)
+        return {}
 
 
 def url_credentials(path: Path, environ: Mapping[str, str] | None = None) -> tuple[Credential, ...]:

@@ -51,8 +51,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
-import tempfile
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,10 @@ import msgspec
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from . import scratch
 from .config import Credential, scrub
 from .errors import CheckFailed, LockError, Problem, ResolveError, SpecError
-from .files import SPEC_CAP, folder_lock, read_bytes, write_atomic
+from .files import SPEC_CAP, decoded, folder_lock, read_bytes, write_atomic
 from .host.doctor import Finding, check_host, pick_environment, report_lines, where
 from .host.facts import HostFacts
 from .lock import model as lockfile
@@ -196,16 +198,15 @@ def _not_installed(env: Environment, talk: Voice) -> None:
 # ---------------------------------------------------------------------------- uv
 
 
-def _uv_run(args: Sequence[str], what: str, tip: str, netrc: Path | None = None) -> str:
-    """Run uv (its ``--no-config`` and envsolve's cache added; ``netrc``, when given, as its
-    ``NETRC``); its stdout; raises :class:`ResolveError` (exit 1) saying ``what`` failed, with uv's
+def _uv_run(args: Sequence[str], what: str, tip: str, secrets: Mapping[str, str] | None = None) -> str:
+    """Run uv (its ``--no-config`` and envsolve's cache added; ``secrets``, such as ``NETRC`` and
+    the default index, in its environment: never on its command line) as a child that ends with
+    envsolve; its stdout; raises :class:`ResolveError` (exit 1) saying ``what`` failed, with uv's
     own words."""
-    env = uv_environ(os.environ)
-    if netrc is not None:
-        env["NETRC"] = str(netrc)
+    env = uv_environ(os.environ) | dict(secrets or {})
     cmd = uv_command(args, env, needed_by="sync", tip="pip install uv (envsolve depends on it)")
     try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        done = scratch.run(cmd, env=env)
     except OSError as e:
         raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
     if done.returncode != 0:
@@ -226,30 +227,119 @@ def python_of(venv: Path) -> Path:
     return _bin(venv) / ("python.exe" if os.name == "nt" else "python")
 
 
+_CFG_CAP = 64 * 1024  # a pyvenv.cfg is a few lines
+
+
 def _venv_minor(venv: Path) -> str | None:
-    """The Python minor (``3.11``) of the venv at ``venv``; None when it is no venv."""
+    """The Python minor (``3.11``) of the venv at ``venv``; None when it is no venv (no readable
+    ``pyvenv.cfg``: a FIFO or a device there is no venv either) or says no version."""
     try:
-        text = (venv / "pyvenv.cfg").read_text(encoding="utf-8")
+        text = decoded(read_bytes(venv / "pyvenv.cfg", _CFG_CAP), venv / "pyvenv.cfg")
     except OSError:
         return None
     cfg = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
     version = {k.strip(): v.strip() for k, v in cfg.items()}
     full = version.get("version_info") or version.get("version") or ""
-    return ".".join(full.split(".")[:2])
+    return ".".join(full.split(".")[:2]) or None
 
 
-def _make_venv(venv: Path, python: str, talk: Voice) -> None:
-    """The venv at ``venv`` with Python ``python``: made, or made again when its minor differs."""
-    minor = _venv_minor(venv)
-    if minor == python and python_of(venv).exists():
+def _refuse_foreign(venv: Path) -> None:
+    """Refuse (exit 2) a ``--venv`` that exists and was not made by a sync: not a folder, or a
+    folder that holds something and no marker of envsolve's. Sync changes and removes only what it
+    made (a venv made by hand, a project folder with a stray pyvenv.cfg: never)."""
+    if not os.path.lexists(venv) or (venv.is_dir() and not venv.is_symlink() and not any(venv.iterdir())):
         return
-    if minor is None and venv.exists() and (not venv.is_dir() or any(venv.iterdir())):
-        raise SpecError([Problem(str(venv), "", "exists and is not a virtual environment (no pyvenv.cfg)")],
-                        tip="pass another --venv PATH, or move that folder away: sync removes no folder it did "
-                            "not make")
-    again = f" (it had Python {minor})" if minor else ""
+    if venv.is_dir() and not venv.is_symlink() and _read_marker(venv):
+        return
+    why = ("is a link; sync makes and replaces its venv in place of that name" if venv.is_symlink() else
+           "exists and is not a folder" if not venv.is_dir() else
+           f"exists and was not made by `envsolve sync` (it has no {MARKER})")
+    raise SpecError([Problem(str(venv), "", why)],
+                    tip="pass another --venv PATH (a new or empty folder), or move that one away yourself: sync "
+                        "never changes or removes a folder it did not make")
+
+
+def _beside(venv: Path, what: str) -> Path:
+    """The hidden folder beside the venv where a sync builds its next venv (``new``), or puts
+    the old one while it swaps them (``old``)."""
+    return venv.parent / f".{venv.name}.envsolve-{what}"
+
+
+def _clear_leftover(venv: Path) -> None:
+    """What a sync killed on the way left beside the venv: the old venv put back when the swap was
+    cut between its two renames, a half-made new one removed; a folder of that name that is not
+    a sync's is refused, never removed."""
+    for what in ("old", "new"):
+        path = _beside(venv, what)
+        if not os.path.lexists(path):
+            continue
+        if path.is_symlink() or not path.is_dir() or not _read_marker(path):
+            raise SpecError([Problem(str(path), "", f"is in the way of the sync of {venv} and was not made by a sync")],
+                            tip="move it away; sync never removes what it did not make")
+        if what == "old" and not os.path.lexists(venv):
+            os.rename(path, venv)
+        else:
+            shutil.rmtree(path)
+
+
+def _swap(new: Path, venv: Path) -> None:
+    """Put the venv built at ``new`` in place of ``venv`` (absent, empty or a sync's), whole: one
+    atomic exchange where the system has it (Linux's ``renameat2``), else two renames, the old venv
+    put back if the second fails; then the old one goes."""
+    if not os.path.lexists(venv):
+        os.rename(new, venv)
+        return
+    if _exchange(new, venv):
+        shutil.rmtree(new)  # (now the old venv)
+        return
+    old = _beside(venv, "old")
+    os.rename(venv, old)
+    try:
+        os.rename(new, venv)
+    except OSError:
+        os.rename(old, venv)
+        raise
+    shutil.rmtree(old)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one step (``renameat2(RENAME_EXCHANGE)``); False where it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # an old libc
+        return False
+    at_fdcwd, exchange = -100, 2
+    return bool(renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), exchange) == 0)
+
+
+def _copy_venv(venv: Path, new: Path) -> None:
+    """``venv`` again at ``new``, its files hard links (a venv of torch copied in a moment; uv
+    never writes an installed file in place, it links new ones), made relocatable so that what uv
+    installs there runs once it is moved in place of ``venv``."""
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:  # a file system without hard links
+            shutil.copy2(src, dst)
+
+    shutil.copytree(venv, new, symlinks=True, copy_function=link)
+    cfg = new / "pyvenv.cfg"
+    text = cfg.read_text(encoding="utf-8")
+    if "relocatable" not in text:
+        cfg.unlink()  # a link to the old venv's file: written anew, never in place
+        cfg.write_text(text.rstrip("\n") + "\nrelocatable = true\n", encoding="utf-8")
+
+
+def _make_venv(new: Path, python: str, venv: Path, talk: Voice) -> None:
+    """A new relocatable venv with Python ``python`` at ``new`` (to be moved to ``venv``)."""
+    minor = _venv_minor(venv)
+    again = f" (it had Python {minor})" if minor and minor != python else ""
     talk.progress(f"sync: creating {venv} with Python {python}{again}")
-    _uv_run(["venv", str(venv), "--python", python, "--no-project", "--clear"],
+    _uv_run(["venv", str(new), "--python", python, "--no-project", "--relocatable"],
             f"uv could not create the virtual environment {venv} with Python {python}",
             tip="check that uv can find or download that Python (`uv python install "
                 f"{python}`), or pass another --venv")
@@ -271,12 +361,19 @@ def _record(p: Package) -> dict[str, Any]:
 
 
 def _read_marker(venv: Path) -> dict[str, Any]:
-    """The venv's marker ({} when there is none or it cannot be read)."""
+    """The venv's marker ({} when there is none, or it is no regular file of a marker's size, or
+    cannot be read): what makes a folder a sync's."""
     try:
-        data = json.loads((venv / MARKER).read_text(encoding="utf-8"))
+        data = json.loads(read_bytes(venv / MARKER, SPEC_CAP))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) and data.get("format") == _MARKER_FORMAT else {}
+
+
+def _claim(new: Path) -> None:
+    """Mark a venv being built as a sync's, before anything is installed (no lock's yet: no run
+    trusts it), so that what a killed sync leaves is known to be its own."""
+    write_atomic(new / MARKER, json.dumps({"format": _MARKER_FORMAT, "lock_digest": ""}) + "\n")
 
 
 def _marker(lock: Lock, env: Environment) -> str:
@@ -289,9 +386,9 @@ def _marker(lock: Lock, env: Environment) -> str:
 def _write_marker(venv: Path, text: str) -> None:
     """The marker, written only when it changes (a no-op sync touches nothing)."""
     try:
-        if (venv / MARKER).read_text(encoding="utf-8") == text:
+        if read_bytes(venv / MARKER, SPEC_CAP) == text.encode("utf-8"):
             return
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         pass
     write_atomic(venv / MARKER, text)
 
@@ -364,42 +461,48 @@ def _requirements(lock: Lock, lock_path: Path, env: Environment) -> dict[str, st
     return {n: texts[n] for n in names}
 
 
-def _index_args(text: str) -> tuple[list[str], str]:
-    """uv's index options for a rendered file (its own ``--index-url`` is read from the file) and
-    the URL to show: the file's, else pip's configured index."""
+def _index_args(text: str) -> tuple[dict[str, str], str]:
+    """uv's default index for a rendered file, as the variable that gives it (its URL may carry
+    pip's login: never on uv's command line; the file's own ``--index-url`` is read from the
+    file), and the URL to show: the file's, else pip's configured index."""
     from .config import pip_index_url, strip_credentials
+    from .lock.resolve import index_environ
 
     option = _index_of(text)
     default = pip_index_url() if option is None or option[0] != "--index-url" else ""  # beside a folder of wheels too
-    args = ["--index-url", default] if default else []
     shown = option[1] if option is not None else default or "the default index"
-    return args, strip_credentials(shown)[0]
+    return index_environ(default), strip_credentials(shown)[0]
 
 
 def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Voice,
              credentials: Sequence[Credential] = ()) -> None:
-    """Install the plan's names, each file from its own index, hashes required; ``credentials``
-    (the logins of the spec's URLs, which the lock does not hold) reach uv as a netrc in the
-    private scratch folder, removed with it."""
-    from .config import write_netrc
+    """Install the plan's names, each file from its own index, hashes required. ``credentials``
+    (the secrets of the spec's URLs, which the lock does not hold) reach uv from a private folder,
+    removed on exit and on a signal: the logins as a netrc, a direct reference's token in the
+    requirements file uv reads there."""
+    from .config import forget_tokens, private_cache, with_tokens, write_netrc
 
-    with tempfile.TemporaryDirectory(prefix="envsolve-sync-") as tmp:  # private: mode 0700
-        netrc = write_netrc(credentials, Path(tmp), os.environ)
+    with scratch.private_folder("sync") as tmp:
+        netrc = write_netrc(credentials, tmp, os.environ)
         for name, text in files.items():
             wanted = sorted(_names_in(text) & set(plan.install))
             if not wanted:
                 continue
-            args, shown = _index_args(text)
+            secrets, shown = _index_args(text)
+            secrets |= {"NETRC": str(netrc)} if netrc is not None else {}
             talk.progress(f"sync: installing {len(wanted)} package(s) from {shown}")
-            path = Path(tmp) / name
-            path.write_text(text, encoding="utf-8")
+            path = tmp / name
+            given = with_tokens(text, credentials)
+            secrets |= private_cache(tmp) if given != text else {}  # a token: uv's cache keeps the URLs it read
+            path.write_text(given, encoding="utf-8")
             again = [a for n in plan.reinstall if n in wanted for a in ("--reinstall-package", n)]
             _uv_run(["pip", "install", "--python", str(python_of(venv)), "--require-hashes", "--no-deps",
-                     "-r", str(path), *args, *again],
+                     "-r", str(path), *again],
                     f"uv could not install {len(wanted)} package(s) of {name} from {shown} into {venv}",
                     tip="check that the index can be reached (pip's configuration names the default index); a "
                         "hash mismatch means the index serves other files than the lock's: lock again",
-                    netrc=netrc)
+                    secrets=secrets)
+        forget_tokens(venv, credentials)
 
 
 def _remove(venv: Path, names: Sequence[str], talk: Voice) -> None:
@@ -410,16 +513,16 @@ def _remove(venv: Path, names: Sequence[str], talk: Voice) -> None:
             f"uv could not remove {', '.join(names)} from {venv}", tip="recreate it: remove the folder and sync again")
 
 
-def _verify(env: Environment, venv: Path) -> None:
-    """The venv holds exactly the lock's names and versions."""
+def _verify(env: Environment, venv: Path, shown: Path) -> None:
+    """The venv at ``venv`` (to be moved to ``shown``) holds exactly the lock's names and versions."""
     installed = _installed(venv)
     locked = {_canon(p.name): p.version for p in env.packages}
     wrong = sorted(n for n in set(installed) | set(locked)
                    if n not in installed or n not in locked or not _same_version(installed[n], locked[n]))
     if wrong:
-        shown = ", ".join(f"{n} {installed.get(n, '(missing)')} (lock: {locked.get(n, 'none')})" for n in wrong)
-        raise CheckFailed(f"{venv} does not hold exactly environment '{env.name}' after the sync: {shown}",
-                          tip="remove the folder and sync again")
+        listed = ", ".join(f"{n} {installed.get(n, '(missing)')} (lock: {locked.get(n, 'none')})" for n in wrong)
+        raise CheckFailed(f"{shown} would not hold exactly environment '{env.name}' after the sync: {listed} "
+                          f"({shown} is left as it was)", tip="lock again, then sync again")
 
 
 # ---------------------------------------------------------------------------- the smoke test
@@ -431,8 +534,8 @@ def _smoke(lock: Lock, lock_path: Path, env: Environment, venv: Path, talk: Voic
 
     talk.progress(f"sync: running the smoke test of environment '{env.name}'")
     script = render_environment(lock, env, lock_path.name, dockerfile=False)["smoke_test.py"]
-    with tempfile.TemporaryDirectory(prefix="envsolve-smoke-") as tmp:
-        path = Path(tmp) / "smoke_test.py"
+    with scratch.private_folder("smoke") as tmp:
+        path = tmp / "smoke_test.py"
         path.write_text(script, encoding="utf-8")
         done = subprocess.run([str(python_of(venv).absolute()), str(path)], env=run_environ(venv, env), cwd=tmp,
                               capture_output=True, text=True, check=False)
@@ -463,19 +566,49 @@ def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], t
     venv = request.venv_path
     venv.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(venv.parent):  # syncs of one venv take turns: none finds another's half-made venv
-        _make_venv(venv, env.python, talk)
-        plan = _plan(env, _installed(venv), _read_marker(venv))
-        if plan.remove or plan.install:
-            _remove(venv, plan.remove, talk)
-            _install(venv, files, plan, talk, url_credentials(_spec_path(lock, request.lock_path)))
-            _verify(env, venv)
-        _write_marker(venv, _marker(lock, env))
+        _clear_leftover(venv)
+        _refuse_foreign(venv)
+        same = _venv_minor(venv) == env.python and python_of(venv).exists()
+        plan = _plan(env, _installed(venv) if same else {}, _read_marker(venv) if same else {})
+        if same and not (plan.remove or plan.install):
+            _write_marker(venv, _marker(lock, env))
+        else:
+            _rebuild(venv, env, same, plan, _Inputs(lock=lock, lock_path=request.lock_path, files=files), talk)
     done = Synced(environment=env.name, venv=venv, packages=len(env.packages), installed=plan.install,
                   removed=plan.remove)
     talk.say(summary(done))
     if request.smoke:
         _smoke(lock, request.lock_path, env, venv, talk)
     return done
+
+
+class _Inputs(msgspec.Struct, frozen=True, kw_only=True):
+    """What a rebuild installs from: the lock, where it is, and its rendered requirements files."""
+
+    lock: Lock
+    lock_path: Path
+    files: Mapping[str, str]
+
+
+def _rebuild(venv: Path, env: Environment, same: bool, plan: _Plan, given: _Inputs, talk: Voice) -> None:
+    """The environment built beside the venv (a hard-linked copy of it, changed by ``plan``, when
+    its Python is ``same``; else a new venv), checked, then swapped in whole: a sync that fails on
+    the way leaves the venv as it was, its marker true, and no half-made folder behind."""
+    new = _beside(venv, "new")
+    try:
+        if same:
+            _copy_venv(venv, new)
+        else:
+            _make_venv(new, env.python, venv, talk)
+        _claim(new)
+        _remove(new, plan.remove, talk)
+        _install(new, given.files, plan, talk, url_credentials(_spec_path(given.lock, given.lock_path)))
+        _verify(env, new, venv)
+        write_atomic(new / MARKER, _marker(given.lock, env))
+        _swap(new, venv)
+    finally:
+        if os.path.lexists(new):
+            shutil.rmtree(new, ignore_errors=True)
 
 
 def summary(done: Synced) -> str:

@@ -46,6 +46,7 @@ def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _indexes(monkeypatch: pytest.MonkeyPatch, _cache_dir: Path) -> None:
     monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(_cache_dir))  # never the user's own cache
+    monkeypatch.setenv("ENVSOLVE_STATE_DIR", str(_cache_dir / "state"))  # nor the key that seals it
     for k, v in TEST_INDEXES.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")

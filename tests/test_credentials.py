@@ -244,3 +244,93 @@ def test_render_refuses_a_lock_that_holds_a_login(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["render", str(lock_path)])
     assert r.exit_code == 2 and PASSWORD not in r.output and not (tmp_path / "envsolve-out").exists()
     assert "Traceback" not in r.output
+
+
+# ---------------------------------------------------------------------------- tokens, SSH users, command lines
+
+TOKEN = "T0KENxyz42"  # a token in a direct reference's query: a login like any other
+
+
+def test_a_token_in_a_direct_reference_is_taken_out_of_every_file_and_given_to_uv(
+        httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = serve(httpserver, [Wheel("idna", "3.10")])
+    FOO.build()
+
+    def answer(request: Request) -> Response:
+        if request.args.get("token") != TOKEN:
+            return Response("who are you?", status=401)
+        return Response(FOO.data, content_type="application/octet-stream")
+
+    httpserver.expect_request(f"/private/{FOO.filename}").respond_with_handler(answer)
+    url = httpserver.url_for(f"/private/{FOO.filename}")
+    for var, value in (("ENVSOLVE_INDEX_PYPI", index), ("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache")),
+                       ("HOME", str(tmp_path / "home"))):
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    _host(monkeypatch, "no-gpu")
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\n[hardware]\nvendor = "cpu"\n'
+                    f'[packages]\npip = ["foo @ {url}?token={TOKEN}"]\n')
+    r = _lock(spec, "--render")
+    assert r.exit_code == 0, r.output  # the server gives foo only with the token: uv had it
+    assert f"the token in the query or fragment of {url} was taken out" in r.stderr
+    env = lockfile.read(tmp_path / "envsolve.lock").environments[0]
+    assert env.pip == (f"foo @ {url}",)
+    out = tmp_path / "envsolve-out" / "default"
+    assert f"foo @ {url} --hash={FOO.sha256}" in (out / "requirements.txt").read_text().splitlines()
+    venv = tmp_path / "venv"
+    synced = CliRunner().invoke(main, ["sync", str(tmp_path / "envsolve.lock"), "--venv", str(venv)])
+    assert synced.exit_code == 0, synced.output  # and sync had it too
+    assert _installed(venv) == {"foo": "1.0", "idna": "3.10"}
+    spec.unlink()
+    assert TOKEN not in _everything_under(tmp_path) + r.output + synced.output
+
+
+def test_a_fragment_token_goes_and_a_hash_egg_or_subdirectory_stays() -> None:
+    line, credential, why = requirement_credentials(
+        "foo @ https://host/foo.whl#token=SECRETfrag&sha256=ab", "here")
+    assert (line, why) == ("foo @ https://host/foo.whl#sha256=ab", None)
+    assert credential is not None and credential.login == "" and "SECRETfrag" in credential.secret_url
+    assert "SECRETfrag" not in repr(credential) and "SECRETfrag" not in scrub(f"failed: {credential.secret_url}")
+    kept = "bar @ git+https://host/o/bar.git@v1#egg=bar&subdirectory=py"
+    assert requirement_credentials(kept, "here") == (kept, None, None)
+    assert scrub("error: http://host/f.whl?private_token=abc failed") == "error: http://host/f.whl failed"
+
+
+def test_an_ssh_user_name_is_no_credential() -> None:
+    ssh = "pkg @ git+ssh://git@github.invalid/org/pkg.git@v1.0"
+    assert requirement_credentials(ssh, "here") == (ssh, None, None)  # `git@` stays: SSH needs it
+    assert scrub("fatal: could not read from git+ssh://git@github.invalid/org/pkg.git") == (
+        "fatal: could not read from git+ssh://git@github.invalid/org/pkg.git")
+    line, credential, _ = requirement_credentials("pkg @ git+ssh://git:pw9@host.invalid/o/pkg.git", "here")
+    assert line == "pkg @ git+ssh://host.invalid/o/pkg.git" and credential is not None  # a password is one
+
+
+def test_pips_index_login_reaches_uv_through_its_environment_never_its_command_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, httpserver: HTTPServer) -> None:
+    """Any local user reads another's command lines in /proc/PID/cmdline; its environment, only its owner."""
+    from envsolve import scratch
+
+    seen: list[tuple[list[str], dict[str, str]]] = []
+    real = scratch.popen
+
+    def spy(argv: list[str], *, env: dict[str, str] | None = None, **kwargs: object) -> object:
+        seen.append((list(argv), dict(env or {})))
+        return real(argv, env=env, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scratch, "popen", spy)
+    index = serve(httpserver, [Wheel("idna", "3.10")])
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_INDEX_PYPI", raising=False)
+    monkeypatch.setenv("PIP_INDEX_URL", index.replace("http://", f"http://{LOGIN}:{PASSWORD}@"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    _host(monkeypatch, "no-gpu")
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\n[hardware]\nvendor = "cpu"\n'
+                    '[packages]\npip = ["idna"]\n')
+    assert _lock(spec).exit_code == 0
+    r = CliRunner().invoke(main, ["sync", str(tmp_path / "envsolve.lock"), "--venv", str(tmp_path / "venv")])
+    assert r.exit_code == 0, r.output
+    assert {a[1] for a, _ in seen} >= {"pip", "venv"} and any(a[1:3] == ["pip", "compile"] for a, _ in seen)
+    assert all(PASSWORD not in " ".join(argv) for argv, _ in seen)
+    assert any(PASSWORD in env.get("UV_DEFAULT_INDEX", "") for _, env in seen)  # the lock's and the sync's uv

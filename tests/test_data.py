@@ -643,3 +643,112 @@ def test_cupy_and_paddle_gpu_builds_are_windows_and_linux_only(real_graph: Provi
     assert [(b.raw, b.variant) for b in arm] == [("14.2.0", "cuda13x")]
     paddle = {(b.raw, b.variant) for b in _builds(real_graph, "paddlepaddle", "windows/amd64")}
     assert {("2.6.2", "cu118"), ("3.0.0", "cu126"), ("3.3.1", "cu129")} <= paddle and ("3.0.0", "cu129") not in paddle
+
+
+# ----------------------------------------------------------------------------- issue 40: trust, round 2
+
+
+def _compiled(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(matrices, cache folder, the compiled file load stored there) of a copy of the fixture matrices."""
+    from envsolve.data import load
+
+    root, cache = tmp_path / "m", tmp_path / "c"
+    root.mkdir()
+    load(_fixture_copy(root), cache=cache)
+    stored = list((cache / "data").glob("*.msgpack"))
+    assert len(stored) == 1
+    return root, cache, stored[0]
+
+
+def _forged(root: Path, data_version: str, key: bytes | None = None) -> bytes:
+    """A compiled file of ``root``'s records with another data version, its header made to match
+    and sealed with ``key`` (default: this user's, as only a forger with this user's key could)."""
+    import msgspec
+
+    from envsolve.data import _code_digest, _compiled_blob
+    from envsolve.files import cache_key
+    from envsolve.paths import state_folder
+
+    m = msgspec.structs.replace(load_dir(root), data_version=data_version)
+    return _compiled_blob(m, _code_digest(), key or cache_key(state_folder()))
+
+
+def _loaded_apart(root: Path, cache: Path) -> str:
+    """``load``'s data version in another process, within a minute (a FIFO blocked the read for ever)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from envsolve.data import load\n"
+            "print(load(Path(sys.argv[1]), cache=Path(sys.argv[2])).data_version)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(root), str(cache)], capture_output=True, text=True, timeout=60,
+                       preexec_fn=_four_gib)
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.stdout.strip()
+
+
+def _four_gib() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # /dev/zero read whole: a MemoryError, not the machine's
+
+
+def test_a_compiled_cache_that_is_a_fifo_or_a_device_is_made_again_never_read(tmp_path: Path) -> None:
+    # defect 2: Path.read_bytes() of a FIFO blocked envsolve; of a link to /dev/zero, a MemoryError
+    import os
+
+    root, cache, stored = _compiled(tmp_path)
+    version = load_dir(root).data_version
+    stored.unlink()
+    os.mkfifo(stored)
+    assert _loaded_apart(root, cache) == version
+    stored.unlink()
+    stored.symlink_to("/dev/zero")
+    assert _loaded_apart(root, cache) == version
+    assert stored.is_file() and not stored.is_symlink()  # made again, in the link's place
+
+
+def test_a_forged_or_stale_compiled_cache_is_made_again_never_believed(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # defect 4: a file at the cache's name changed the answers
+    import os
+    import stat
+
+    from envsolve import __version__, data
+
+    root, cache, stored = _compiled(tmp_path)
+    fresh = load_dir(root)
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600  # private whatever the umask
+    genuine = stored.read_bytes()
+    forged = _forged(root, "2099-01-01")
+    head = len(genuine) - len(data._split(genuine)[1])  # type: ignore[index]
+    made = [forged[:head] + genuine[head:],  # records another's, under the genuine header
+            genuine[:head] + forged[head:],  # forged records, the genuine header: their digest differs
+            genuine.replace(__version__.encode(), b"0.0.1", 1),  # another envsolve's
+            _forged(root, fresh.data_version, os.urandom(32)),  # sealed with another key: made elsewhere
+            data._compiled_blob(fresh, data._code_digest())]  # a wheel's (unkeyed) in the user's cache
+    for blob in made:
+        stored.write_bytes(blob)
+        assert data.load(root, cache=cache) == fresh and stored.read_bytes() == genuine
+    stored.write_bytes(forged)
+    stored.chmod(0o664)  # others may have written it
+    assert data.load(root, cache=cache) == fresh and stored.read_bytes() == genuine
+    if os.geteuid() == 0:
+        stored.write_bytes(forged)
+        os.chown(stored, 4242, 4242)  # another user's
+        assert data.load(root, cache=cache) == fresh
+        os.chown(stored, 0, 0)
+    monkeypatch.setattr("envsolve.__version__", "9.9.9")  # the same file, read by a newer envsolve: stale
+    assert data.load(root, cache=cache) == fresh and stored.read_bytes() != genuine
+
+
+def test_data_validate_reads_the_toml_never_a_compiled_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # defect 4: `data --validate` agreed with whatever the cache held
+    root, cache, stored = _compiled(tmp_path)
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(cache))
+    stored.write_bytes(_forged(root, "2099-01-01"))  # as a forger with this user's rights would
+    stored.chmod(0o600)
+    r = CliRunner().invoke(main, ["--matrices", str(root), "data", "--validate"])
+    assert r.exit_code == 0 and f"valid (data {load_dir(root).data_version}," in r.output
+    (root / "gpus.toml").write_text((root / "gpus.toml").read_text() + "\n[[gpu]]\nname = 3\n")
+    r = CliRunner().invoke(main, ["--matrices", str(root), "data", "--validate"])
+    assert r.exit_code == 2 and "gpus.toml" in r.output

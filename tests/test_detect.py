@@ -714,3 +714,14 @@ def test_cli_lock_host_under_wsl2_locks_with_the_windows_driver(monkeypatch: pyt
     r = _cli(monkeypatch, "rtx4090-wsl", "lock", "--host", str(spec))
     assert r.exit_code == 0, r.output
     assert "host: gpus = ['RTX 4090'], driver = 591.74, vendor = nvidia, wsl = True" in r.stderr
+
+
+def test_detect_warns_of_an_envsolve_gpus_name_the_data_does_not_know_with_the_nearest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    d = HOSTS / "no-gpu"
+    monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={"ENVSOLVE_GPUS": "A10O, H100, sm_80"},
+                                                       path=str(d / "bin"), root=d / "root", nvml=False))
+    r = CliRunner().invoke(main, ["detect"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ("WARNING: ENVSOLVE_GPUS: unknown GPU 'A10O'; did you mean 'A10' or 'A100' or 'A10G' or "
+                        "'A10M'? (or write an architecture: sm_80, 8.0, gfx942)\n")  # H100 and sm_80 are known

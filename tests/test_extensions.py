@@ -348,6 +348,107 @@ def test_a_hand_edited_arch_list_is_refused_naming_the_key(tmp_path: Path) -> No
            "'90; rm -rf /'" in str(e.value)
 
 
+def _forged(tmp_path: Path, key: str, value: object) -> Path:
+    """A frameworks-only lock of flash-attn built for an H100, its extension entry's ``key`` set to
+    ``value`` and its digest computed again (as anyone who can edit a lock can)."""
+    import tomllib
+
+    from tests.test_lock import redigested
+
+    _env(_lock(tmp_path, _spec('"H100"', '"flash-attn"', torch=">=2.9")))
+    path = tmp_path / "envsolve.lock"
+    data = tomllib.loads(path.read_text())
+    data["environments"][0]["extensions"][0][key] = value
+    path.write_text(redigested(data))
+    return path
+
+
+@pytest.mark.parametrize("variable", ["PATH", "LD_PRELOAD", "HTTPS_PROXY", "PYTHONPATH", "TORCH_CUDA_ARCH_LIST"])
+def test_a_lock_naming_a_variable_its_package_does_not_read_is_refused(tmp_path: Path, variable: str) -> None:
+    path = _forged(tmp_path, "build_env", variable)
+    r = CliRunner().invoke(main, ["render", str(path)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert (f"{path}: environments[0].extensions[0].build_env names {variable!r}, which is not a variable "
+            "flash-attn's build reads (the data has: FLASH_ATTENTION_FORCE_BUILD, FLASH_ATTN_CUDA_ARCHS)") in r.stderr
+    assert not (tmp_path / "envsolve-out").exists()
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("build_vars", ["HTTPS_PROXY=proxy.example"],
+     "build_vars[0] = 'HTTPS_PROXY=proxy.example' is not a setting of flash-attn's build (the data has: "
+     "'FLASH_ATTENTION_FORCE_BUILD=TRUE')"),
+    ("build_vars", ["LD_PRELOAD=x.so"], "build_vars[0] = 'LD_PRELOAD=x.so' is not a setting of flash-attn's build"),
+    ("build_archs", "9.0", "build_archs = '9.0' is not an arch list as FLASH_ATTN_CUDA_ARCHS takes it (such as '80;90')"),
+    ("build_requires", ["ninja", "evil-package"],
+     "build_requires[1] = 'evil-package' is not what flash-attn's build installs first"),
+    ("build_from", "flash-attn @ https://evil.example/x.tar.gz", "build_from = 'flash-attn @ "
+     "https://evil.example/x.tar.gz' is not how flash-attn is built (the data has: none)"),
+])
+def test_a_build_setting_outside_the_packages_closed_list_is_refused(tmp_path: Path, key: str, value: object,
+                                                                     message: str) -> None:
+    path = _forged(tmp_path, key, value)
+    r = CliRunner().invoke(main, ["render", str(path)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"{path}: environments[0].extensions[0].{message}" in r.stderr
+    assert "TIP" in r.stderr
+
+
+def test_the_renderer_refuses_a_variable_the_reader_never_saw(tmp_path: Path) -> None:
+    from msgspec.structs import replace
+
+    from envsolve.render.artifacts import render_environment
+
+    lock = lockfile.read(_forged(tmp_path, "build_archs", "90"))
+    env = lock.environments[0]
+    for edit in ({"build_env": "LD_PRELOAD"}, {"build_vars": ("PATH=/tmp",)}, {"build_archs": "90;$(id)"}):
+        forged = replace(env, extensions=(replace(env.extensions[0], **edit),))
+        with pytest.raises(LockError) as e:
+            render_environment(replace(lock, environments=(forged,)), forged)
+        assert "environments[0].extensions[0].build_" in str(e.value)
+
+
+def test_every_build_setting_of_the_data_passes_the_lock_reader(real_graph: Provider) -> None:
+    """What the solve writes for each row (its arch variable, an arch list of its format, its
+    settings, what it installs first, what it builds) is what the reader's closed lists accept."""
+    from envsolve.solve import ExtensionPin
+
+    rules = lockfile.data_build_rules()
+    archs = {"dotted": "8.0;9.0", "nodot": "80;90"}
+    for package in sorted(ISSUE_PACKAGES):
+        for row in real_graph.extensions(package):
+            x = ExtensionPin(name=row.package, version=row.newest, install=row.install, build_env=row.build_env,
+                             build_archs=archs[row.build_format] if row.build_env else "",
+                             build_from=row.build_from, build_requires=row.build_requires, build_vars=row.build_vars)
+            assert lockfile.build_problems(x, rules) == [], (package, row.versions)
+
+
+def test_a_frameworks_only_dockerfile_says_a_source_build_is_not_pinned(tmp_path: Path) -> None:
+    text = _dockerfile(tmp_path, _spec('"H100"', '"flash-attn"', torch=">=2.9"))
+    assert ("#     not pinned: what its build installs first and its sdist come from the index as they are\n"
+            "#     (a frameworks-only lock); `envsolve lock` without --frameworks-only pins and hashes them") in text
+
+
+def test_a_full_lock_whose_source_build_lost_its_hash_or_a_build_requirement_is_refused(
+        httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tomllib
+
+    from tests.test_lock import redigested
+
+    _source_build_index(httpserver, monkeypatch, tmp_path)
+    _env(_lock(tmp_path, _spec('"H100"', '"flash-attn"', torch="==2.9.1")))
+    path = tmp_path / "envsolve.lock"
+    data = tomllib.loads(path.read_text())
+    data["environments"][0]["extensions"][0]["hash"] = ""
+    data["environments"][0]["packages"] = [p for p in data["environments"][0]["packages"] if p["name"] != "ninja"]
+    path.write_text(redigested(data))
+    with pytest.raises(LockError) as e:
+        lockfile.read(path)
+    assert ("environments[0].extensions[0].hash is empty for flash-attn 2.8.3.post1, built from its sdist: a full "
+            "lock holds the sdist's URL and sha256") in str(e.value)
+    assert ("environments[0].extensions[0].build_requires[0] = 'ninja' is not among the environment's packages: a "
+            "full lock pins and hashes what a source build installs first") in str(e.value)
+
+
 # ----------------------------------------------------------------------------- the graph and the smoke test
 
 
@@ -458,3 +559,68 @@ def test_an_arm_target_builds_flash_attn_the_release_wheels_are_x86_64_only(tmp_
     [x] = env["extensions"]
     assert (x["install"], x["url"], x["build_archs"]) == ("source", "", "90")
     assert "-devel-" in env["base_image"]
+
+
+_BUILD_REQUIRES = (("ninja", "1.13.0"), ("packaging", "25.0"), ("psutil", "7.1.0"), ("einops", "0.8.1"),
+                   ("wheel", "0.45.1"), ("setuptools", "80.9.0"))
+SDIST = b"flash_attn-2.8.3.post1/setup.py\n"  # the bytes the fake index serves as flash-attn's sdist
+
+
+def _source_build_index(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """A local index with torch 2.9.1 (no flash-attn release wheel fits it), flash-attn's build
+    requirements as wheels and flash-attn 2.8.3.post1 as an sdist only; the sdist's sha256."""
+    import hashlib
+
+    from tests.fakeindex import Wheel, serve
+
+    index = serve(httpserver, [Wheel("torch", "2.9.1"), *(Wheel(n, v) for n, v in _BUILD_REQUIRES)])
+    digest = hashlib.sha256(SDIST).hexdigest()
+    name = "flash_attn-2.8.3.post1.tar.gz"
+    httpserver.expect_request("/simple/flash-attn/").respond_with_data(
+        f'<html><body><a href="/simple/files/{name}#sha256={digest}">{name}</a></body></html>', content_type="text/html")
+    httpserver.expect_request(f"/simple/files/{name}").respond_with_data(SDIST)
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", index)
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    return "sha256:" + digest
+
+
+def test_the_full_lock_pins_and_hashes_a_source_builds_requirements_and_its_sdist(
+        httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    digest = _source_build_index(httpserver, monkeypatch, tmp_path)
+    env = _env(_lock(tmp_path, _spec('"H100"', '"flash-attn"', torch="==2.9.1"), "--render"))
+    [x] = env["extensions"]
+    assert (x["install"], x["hash"]) == ("source", digest)
+    assert x["url"] == httpserver.url_for("/simple/files/flash_attn-2.8.3.post1.tar.gz")
+    packages = {p["name"]: p for p in env["packages"]}
+    for name, version in _BUILD_REQUIRES:  # each pinned for the environment, with the sha256 of its file
+        assert packages[name]["version"] == version and packages[name]["hashes"], name
+    out = tmp_path / "envsolve-out" / "default"
+    requirements = (out / "requirements.txt").read_text()
+    assert "ninja==1.13.0 --hash=sha256:" in requirements and "setuptools==80.9.0 --hash=sha256:" in requirements
+    dockerfile = (out / "Dockerfile").read_text()
+    build = next(i["value"] for i in _parsed(dockerfile, tmp_path)
+                 if i["instruction"] == "RUN" and "--no-build-isolation" in i["value"])
+    assert f"'flash-attn==2.8.3.post1 --hash={digest}'" in build  # the sdist, checked against its sha256
+    assert "--require-hashes --no-deps --no-binary flash-attn" in build
+    assert "pip install ninja" not in dockerfile and "pip install --no-build-isolation \\" not in dockerfile
+    _hadolint(dockerfile, tmp_path)
+    lock = lockfile.read(tmp_path / "envsolve.lock")
+    assert lock.environments[0].extensions[0].hash == digest
+
+
+def test_a_full_lock_refuses_a_source_build_whose_sdist_the_index_does_not_hash(
+        httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests.fakeindex import Wheel, serve
+
+    index = serve(httpserver, [Wheel("torch", "2.9.1"), *(Wheel(n, v) for n, v in _BUILD_REQUIRES)])
+    httpserver.expect_request("/simple/flash-attn/").respond_with_data(  # a link without its #sha256
+        '<a href="/simple/files/flash_attn-2.8.3.post1.tar.gz">flash_attn-2.8.3.post1.tar.gz</a>',
+        content_type="text/html")
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", index)
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    r = _lock(tmp_path, _spec('"H100"', '"flash-attn"', torch="==2.9.1"))
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert "flash-attn 2.8.3.post1 is built from source in the image, but the index at" in r.stderr
+    assert "has no sdist of it with a sha256" in r.stderr and not (tmp_path / "envsolve.lock").exists()

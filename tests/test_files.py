@@ -161,11 +161,136 @@ def test_an_output_file_needs_its_folder_and_a_device_is_refused(tmp_path: Path)
         files.check_output_dir(Path("/dev/null"), "-o")
 
 
+def _dead_pid() -> str:
+    return subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _temporary_of(pid: str, name: str = "envsolve.lock") -> str:
+    """The name envsolve gives a temporary of ``name`` made by the process ``pid``."""
+    nonce = "0badc0de"
+    return f".{name}.{nonce}.{pid}.{files._token(name, nonce, pid)}.tmp"
+
+
 def test_a_killed_writers_temporary_files_are_removed_by_the_next_write(tmp_path: Path) -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    left = tmp_path / f".envsolve.lock.{dead.stdout.strip()}.0badc0de.tmp"
-    ours = tmp_path / f".envsolve.lock.{os.getpid()}.0badc0de.tmp"  # a live writer's: kept
+    left = tmp_path / _temporary_of(_dead_pid())
+    ours = tmp_path / _temporary_of(str(os.getpid()))  # a live writer's: kept
     left.write_text("half")
     ours.write_text("half")
     files.write_atomic(tmp_path / "envsolve.lock", "new\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["envsolve.lock", ours.name])
+
+
+# ----------------------------------------------------------------------------- issue 40: trust, round 2
+
+
+def test_the_sweep_never_deletes_a_persons_file_shaped_like_a_temporary(tmp_path: Path) -> None:
+    # defect 3: any `.X.<pid>.<hex8>.tmp` of a dead pid was deleted, a person's own file included
+    dead = _dead_pid()
+    theirs = [f".notes.{dead}.0badc0de.tmp", f".notes.0badc0de.{dead}.0badc0de.tmp",  # the old shape, a forged token
+              f".notes.0badc0de.{dead}.{files._token('other', '0badc0de', dead)}.tmp"]  # a token of another name
+    for name in theirs:
+        (tmp_path / name).write_text("mine\n")
+    left = tmp_path / _temporary_of(dead, "notes")
+    left.write_text("half")
+    files.write_atomic(tmp_path / "notes", "new\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*theirs, "notes"])
+    assert all((tmp_path / name).read_text() == "mine\n" for name in theirs)
+
+
+def test_temporaries_envsolve_makes_verify_and_are_unique(tmp_path: Path) -> None:
+    made = {files._temporary_name("envsolve.lock") for _ in range(50)}
+    assert len(made) == 50 and all(files._writer(n) == os.getpid() for n in made)
+
+
+
+def test_under_refuses_a_path_a_link_leads_out_of_its_folder_naming_the_link(tmp_path: Path) -> None:
+    # defect 1: the one rule of every writer of a folder of generated files
+    out, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "bashrc").write_text("mine\n")
+    (out / "gpus").symlink_to(elsewhere)
+    (out / "index.html").symlink_to(elsewhere / "bashrc")
+    (out / "kept").mkdir()
+    (out / "alias").symlink_to("kept")  # a link that stays inside: fine
+    assert files.under(out, "alias/a.html", "-o") == out / "alias" / "a.html"
+    assert files.under(out, "new/a.html", "-o") == out / "new" / "a.html"
+    for relative, link, target in [("gpus/a.html", out / "gpus", elsewhere), ("index.html", out / "index.html",
+                                                                                 elsewhere / "bashrc")]:
+        with pytest.raises(SpecError) as e:
+            files.under(out, relative, "-o")
+        assert e.value.exit_code == 2
+        assert e.value.message == (f"{out / relative}: cannot be written: it lies outside the output folder {out} "
+                                   f"({link} is a link to {target})")
+        assert e.value.tip == f"remove the link {link} (envsolve writes only inside its output folder), or choose " \
+                              "another folder with -o"
+    with pytest.raises(SpecError, match=r"climbs out of it with \.\."):
+        files.under(out, "../escaped.html", "--render")
+
+
+def test_write_all_into_a_folder_writes_nothing_when_one_path_leads_out(tmp_path: Path) -> None:
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "cell").symlink_to(elsewhere)
+    with pytest.raises(SpecError, match="is a link to"):
+        files.write_all({out / "a.txt": "a\n", out / "cell" / "Dockerfile": "FROM x\n"}, tip="", folder=out)
+    assert sorted(p.name for p in out.iterdir()) == ["cell"] and list(elsewhere.iterdir()) == []
+
+
+def _cache_file(tmp_path: Path, blob: bytes = b"cached") -> Path:
+    path = tmp_path / "entry.bin"
+    path.write_bytes(blob)
+    path.chmod(0o600)
+    return path
+
+
+def test_a_cache_file_is_read_only_when_a_private_regular_file_of_this_user(tmp_path: Path) -> None:
+    # defects 2 and 4: a cache that is no file, too big, another user's or writable by others is never read
+    path = _cache_file(tmp_path)
+    assert files.read_cache(path, 100) == b"cached"
+    assert files.read_cache(path, 3) is None and files.read_cache(tmp_path / "absent", 100) is None
+    path.chmod(0o664)
+    assert files.read_cache(path, 100) is None  # writable by the group
+    path.chmod(0o606)
+    assert files.read_cache(path, 100) is None  # by others
+    path.chmod(0o644)
+    assert files.read_cache(path, 100) == b"cached"
+    if os.geteuid() == 0:
+        os.chown(path, 4242, 4242)
+        assert files.read_cache(path, 100) is None  # another user's
+    zero = tmp_path / "zero"
+    zero.symlink_to("/dev/zero")
+    assert files.read_cache(zero, 100) is None and files.read_cache(tmp_path, 100) is None
+
+
+def test_a_fifo_at_a_cache_path_never_blocks(tmp_path: Path) -> None:
+    code = ("import sys; from envsolve.files import read_cache\nprint(read_cache(sys.argv[1], 100))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(_fifo(tmp_path))], capture_output=True, text=True, timeout=60)
+    assert r.stdout == "None\n", r.stderr
+
+
+def test_a_private_write_is_0600_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o002)
+    try:
+        files.write_atomic(tmp_path / "cache.bin", b"x", durable=False, private=True)
+        files.write_atomic(tmp_path / "shared", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "cache.bin").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "shared").stat().st_mode) == 0o664
+
+
+def test_the_key_that_seals_the_caches_is_made_once_private_and_kept(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    key = files.cache_key(str(state))
+    assert key is not None and len(key) == 32 and files.cache_key(str(state)) == key
+    assert stat.S_IMODE((state / "cache.key").stat().st_mode) == 0o600
+    assert [p.name for p in state.iterdir()] == ["cache.key"]  # no temporary left
+    assert files.seal(b"records", key) != files.seal(b"records", os.urandom(32))
+    (state / "cache.key").chmod(0o666)  # others may have written it: no key, so no cache is believed
+    assert files.cache_key(str(state)) is None
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert files.cache_key(str(blocker / "state")) is None  # none can be made: caches off, no error

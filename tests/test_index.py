@@ -3,6 +3,7 @@ the Reader protocol steering takes, and the HTTP client's cache (CacheControl) a
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterable
 from pathlib import Path
@@ -158,3 +159,30 @@ def test_a_refused_connection_is_said_before_each_retry_without_credentials(
     assert e.value.message == f"cannot reach the package index at http://127.0.0.1:{port}/simple (Connection refused; 3 tries)"
     assert "--index-url" in (e.value.tip or "") and "PIP_INDEX_URL" in (e.value.tip or "")
     assert "S3CRET" not in e.value.message + (e.value.tip or "") + "".join(said)
+
+
+@pytest.mark.parametrize(("status", "said"), [(401, "401 Unauthorized"), (403, "403 Forbidden")])
+def test_an_index_that_refuses_the_credentials_is_said_once_and_not_asked_again(
+        httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, status: int, said: str) -> None:
+    monkeypatch.setattr("time.sleep", lambda _: pytest.fail("a refused login was asked again"))
+    httpserver.expect_request("/simple/x/").respond_with_data("no", status=status)
+    warned: list[str] = []
+    client = IndexClient(httpserver.url_for("/simple").replace("://", "://bot:S3CRET@"), retries=3,
+                         warn=warned.append)
+    with pytest.raises(RefreshError) as e:
+        client.project("x")
+    index = httpserver.url_for("/simple")
+    assert e.value.message == (f"the package index at {index} refused the credentials (HTTP {said} for "
+                               f"{index}/x/): none were given for it, or they are not valid there")
+    assert all(way in (e.value.tip or "") for way in ("~/.netrc", "[indexes]", "pip.conf"))
+    assert warned == [] and len(httpserver.log) == 1 and "S3CRET" not in e.value.message
+
+
+def test_a_refused_metadata_file_stops_the_search_instead_of_trying_the_next(httpserver: HTTPServer) -> None:
+    files = [ix.DistFile(filename=f"x-1.0-cp31{i}-cp31{i}-manylinux_2_28_x86_64.whl",
+                         url=httpserver.url_for(f"/files/x{i}.whl"), metadata=True) for i in range(3)]
+    httpserver.expect_request(re.compile("/files/.*")).respond_with_data("no", status=401)
+    client = IndexClient(httpserver.url_for("/simple"))
+    with pytest.raises(RefreshError, match="refused the credentials"):
+        client.first_metadata(files)
+    assert len(httpserver.log) == 1 and client.warnings == []

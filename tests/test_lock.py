@@ -304,3 +304,25 @@ def test_a_wsl_value_is_checked_on_read(fixture_graph: Provider, edit: dict[str,
     with pytest.raises(LockError) as bad:
         lockfile.loads(redigested(data), "envsolve.lock")
     assert str(bad.value) == f"envsolve.lock: {message}"
+
+
+def test_a_lock_too_large_to_parse_safely_is_refused_naming_its_size(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("envsolve.files.LOCK_CAP", 1 << 20)  # the cap lowered: 2.7 MiB stands for 250 MB
+    big = tmp_path / "envsolve.lock"
+    big.write_text('version = 3\n' + '[[environments]]\nname = "x"\n' * 100_000)
+    monkeypatch.setattr("envsolve.tables.parse_toml", lambda text: pytest.fail("the parser was asked"))
+    r = CliRunner().invoke(main, ["render", str(big)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"ERROR: {big}: is 2.7 MiB, more than the 1 MiB envsolve parses safely" in r.stderr
+    with pytest.raises(LockError, match="more than the 2 MiB"):
+        lockfile.read(big, cap=2 << 20)
+
+
+def test_a_spec_passed_where_the_lock_belongs_is_one_problem_with_how_to_lock_it(tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["H100"]\n')
+    r = CliRunner().invoke(main, ["render", str(spec)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr == (f"ERROR: {spec}: is a project spec, not a lock\nTIP: lock it first: `envsolve lock {spec}` "
+                        f"writes {tmp_path / 'envsolve.lock'}; then pass that lock\n")

@@ -262,6 +262,30 @@ def test_render_into_an_unwritable_place_is_a_clear_error(example: Path, tmp_pat
     assert r.exit_code == 2 and "cannot be written" in r.output and "Traceback" not in r.output
 
 
+def test_render_and_workflow_never_write_through_a_link_that_leads_out(example: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 40: a cell's folder (or the workflow file) that is a link to elsewhere was written through
+    out, elsewhere = tmp_path / "cells", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    cell = out / "py3_12-torch2_7_1-cu128-ubuntu22_04"
+    cell.symlink_to(elsewhere)
+    r = CliRunner().invoke(main, ["matrix", str(example), "--render", str(out)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"lies outside the output folder {out} ({cell} is a link to {elsewhere})" in r.output
+    assert "or choose another folder with --render" in r.output
+    assert list(elsewhere.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == [cell.name]
+    bashrc = elsewhere / "bashrc"
+    bashrc.write_text("mine\n")
+    monkeypatch.chdir(tmp_path)  # the repository's root
+    workflows = Path(".github", "workflows")
+    workflows.mkdir(parents=True)
+    (workflows / "matrix.yml").symlink_to(bashrc)
+    r = CliRunner().invoke(main, ["matrix", example.name, "--workflow", str(workflows / "matrix.yml")])
+    assert r.exit_code == 2 and f"({workflows / 'matrix.yml'} is a link to {bashrc})" in r.output, r.output
+    assert bashrc.read_text() == "mine\n" and (workflows / "matrix.yml").is_symlink()
+
+
 JETSON = ('[matrix]\npython = ["3.10"]\ntorch = ["2.8.0"]\naccelerator = ["cuda", "cu126"]\ngpus = ["Jetson AGX Orin"]\n'
           '\n[image]\nplatforms = ["linux/arm64"]\n')
 
@@ -699,3 +723,42 @@ def test_the_base_image_axes_leave_cells_off_linux_alone(hosts_graph: Provider) 
     assert [(p.name, p.version, p.variant) for p in windows.packages] == [
         (p.name, p.version, p.variant) for p in linux.packages]
     assert [p.conda for p in windows.packages] == [()]  # conda-forge's specs in the data are Linux's
+
+
+# 4 Pythons x 8 torch releases x 3 accelerators x 3 flavors x 3 platforms x 1000 OS names: 864,000 cells
+_HUGE = ('[matrix]\npython = ["3.10", "3.11", "3.12", "3.13"]\ntorch = ["2.5.1", "2.6.0", "2.7.0", "2.7.1", '
+         '"2.8.0", "2.9.0", "2.9.1", "2.10.0"]\naccelerator = ["cpu", "cu126", "cu128"]\n'
+         'flavor = ["base", "runtime", "devel"]\nplatform = ["linux/amd64", "linux/arm64", "windows/amd64"]\n'
+         f'os = [{", ".join(f"{chr(34)}os{i}{chr(34)}" for i in range(1000))}]\n')
+
+
+def test_a_matrix_above_the_cap_is_refused_with_its_size_before_any_cell_is_solved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "images.toml"
+    p.write_text(_HUGE + 'keras = ["3.8.0", "3.9.0", "3.10.0"]\n')  # x 3: 2,592,000 cells
+    monkeypatch.setattr("envsolve.matrix.cells.Solving.solve",
+                        lambda *a: pytest.fail("a cell was solved"))  # refused before the first cell
+    r = CliRunner().invoke(main, ["matrix", str(p), "--format", "json"])
+    assert r.exit_code == 2 and r.stdout == "" and "Traceback" not in r.output
+    assert (f"ERROR: {p}: matrix: has 2,592,000 cells (4 python x 8 torch x 3 keras x 3 accelerator x 1000 os "
+            "x 3 flavor x 3 platform), more than the 2,000,000 envsolve solves without being asked") in r.stderr
+    assert "TIP: drop values from the largest axes or add [[exclude]] rows; to solve them all, pass " \
+           "--max-cells 2592000" in r.stderr
+
+
+def test_max_cells_sets_the_cap(example: Path) -> None:
+    refused = CliRunner().invoke(main, ["matrix", str(example), "--max-cells", "40"])
+    assert refused.exit_code == 2
+    # 42 cells, but an [[include]] could bring excluded cells back: counted as the whole product
+    assert "has up to 45 cells (3 python x 3 torch x 5 accelerator x 1 os), more than the 40" in refused.stderr
+    assert CliRunner().invoke(main, ["matrix", str(example), "--max-cells", "45"]).exit_code == 0
+
+
+def test_the_size_is_counted_without_making_the_cells(real_graph: Provider) -> None:
+    ms = parse_matrix(_HUGE + '[[exclude]]\nplatform = "windows/amd64"\n[[exclude]]\naccelerator = "cpu"\n',
+                      "images.toml", real_graph)
+    # an exclude that leaves out most is taken off (the other may overlap it): at most, never less
+    assert ms.at_most() == 864_000 - 864_000 // 3
+    one = parse_matrix(ISSUE_EXAMPLE.replace("[[include]]", "[[ignored]]").split("[[ignored]]")[0]
+                       + '[[exclude]]\naccelerator = "rocm6.2"\npython = "3.12"\n', "images.toml", real_graph)
+    assert one.at_most() == len(one.cells()) == 42  # one exclude: exact

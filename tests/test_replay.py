@@ -2,6 +2,7 @@
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -91,14 +92,17 @@ def test_request_parsing_follows_the_lock_command() -> None:
 def test_the_compiled_data_cache_gives_the_same_records(tmp_path: Path) -> None:
     import msgspec
 
-    from envsolve.data import _compiled_blob, _encode_hook
+    from envsolve.data import _code_digest, _compiled_blob, _encode_hook
+    from envsolve.files import cache_key
+    from envsolve.paths import state_folder
 
     fresh = load_dir(data_dir())
     assert load(cache=tmp_path) == fresh  # built and stored
     stored = list((tmp_path / "data").glob("*.msgpack"))
     assert len(stored) == 1
     back = load(cache=tmp_path)  # read back, every field as checked (a Dotted compares by its numbers alone)
-    assert back == fresh and _compiled_blob(back) == _compiled_blob(fresh) == stored[0].read_bytes()
+    code, key = _code_digest(), cache_key(state_folder())  # sealed with this user's key
+    assert back == fresh and _compiled_blob(back, code, key) == _compiled_blob(fresh, code, key) == stored[0].read_bytes()
     wrong = msgspec.structs.replace(fresh, releases=(msgspec.structs.replace(fresh.releases[0], version=1),))
     for blob in (b"not msgpack", msgspec.msgpack.encode({"digest": fresh.digest}), stored[0].read_bytes()[:-9],
                  msgspec.msgpack.encode(wrong, enc_hook=_encode_hook)):  # a version that is no text
@@ -286,6 +290,26 @@ def test_prune_keeps_the_file_just_written_and_the_most_recently_used(tmp_path: 
     assert {p.name for p in tmp_path.glob("*.pickle")} == {old[3].name, "folder.pickle"}
 
 
+def _unsealed(blob: bytes) -> dict[str, Any]:
+    """The contents of a replay entry's bytes (its digest left unchecked)."""
+    import marshal
+
+    contents: dict[str, Any] = marshal.loads(blob[len(replay._ENTRY) + 32:])
+    return contents
+
+
+def _sealed(contents: dict[str, Any], key: bytes | None = None) -> bytes:
+    """A replay entry's bytes with ``contents``, sealed with ``key`` (default: this user's, as only
+    a forger with this user's key could write it)."""
+    import marshal
+
+    from envsolve.files import cache_key, seal
+    from envsolve.paths import state_folder
+
+    blob = marshal.dumps(contents)
+    return replay._ENTRY + seal(blob, key or cache_key(state_folder()) or b"") + blob
+
+
 def test_a_replay_entry_whose_text_is_not_the_lock_on_disk_is_refused(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # entries are written without an fsync: a crash can leave one cut short or with zeroed blocks
@@ -297,9 +321,11 @@ def test_a_replay_entry_whose_text_is_not_the_lock_on_disk_is_refused(tmp_path: 
     entries = list((tmp_path / "cache" / "locks").glob("*.marshal"))
     assert len(entries) == 1 and replay.replay(["lock", str(spec)])
     for e in entries:
-        entry = marshal.loads(e.read_bytes())
-        e.write_bytes(marshal.dumps({**entry, "text": "\0" * len(entry["text"])}))
-    assert not replay.replay(["lock", str(spec)])
+        entry = _unsealed(e.read_bytes())
+        e.write_bytes(marshal.dumps({**entry, "text": "\0" * len(entry["text"])}))  # a crash's zeros
+        assert not replay.replay(["lock", str(spec)])
+        e.write_bytes(_sealed({**entry, "text": "\0" * len(entry["text"])}))  # even with its digest right
+        assert not replay.replay(["lock", str(spec)])
     assert (tmp_path / "envsolve.lock").read_bytes() == lock
 
 
@@ -325,11 +351,95 @@ def test_shared_requirements_are_the_data_builds_whatever_is_asked_first(tmp_pat
 def test_a_record_is_compiled_with_the_fields_that_differ_from_their_defaults(tmp_path: Path) -> None:
     import msgspec
 
-    from envsolve.data import compile_into
+    from envsolve.data import _split, compile_into
 
     m = load_dir(data_dir())
-    raw = msgspec.msgpack.decode(compile_into(tmp_path).read_bytes())  # untyped: the fields as stored
+    made = _split(compile_into(tmp_path).read_bytes())
+    assert made is not None
+    raw = msgspec.msgpack.decode(made[1])  # untyped: the fields as stored
     i, build = next((i, b) for i, b in enumerate(m.builds) if b.package == "torch" and not b.ptx and b.cuda is not None)
     fields = raw["builds"][i]
     assert {"source", "package", "version", "cuda", "archs"} <= set(fields)
     assert "ptx" not in fields and "confidence" not in fields  # () and "high": their defaults
+
+
+# ----------------------------------------------------------------------------- issue 40: trust, round 2
+
+
+def _one_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """(spec, its one replay entry), the entry replaying."""
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    spec, _ = _lock(tmp_path, "h100-torch-newest")
+    entries = list((tmp_path / "cache" / "locks").glob("*.marshal"))
+    assert len(entries) == 1 and replay.replay(["lock", str(spec)])
+    return spec, entries[0]
+
+
+def _four_gib() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # /dev/zero read whole: a MemoryError, not the machine's
+
+
+def _replayed_apart(spec: Path) -> str:
+    """Whether another process replays the lock of ``spec`` ("True"/"False"), within a minute."""
+    import subprocess
+    import sys
+
+    code = "import sys; from envsolve.lock import replay; print(replay.replay(['lock', sys.argv[1]]))"
+    r = subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, timeout=60,
+                       preexec_fn=_four_gib)
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr
+
+
+def test_a_replay_entry_that_is_a_fifo_or_a_device_is_passed_by_never_read(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # defect 2: open() of a FIFO blocked the replay for ever; /dev/zero was read until memory ran out
+    spec, entry = _one_entry(tmp_path, monkeypatch)
+    lock = (tmp_path / "envsolve.lock").read_bytes()
+    assert _replayed_apart(spec) == "True"  # another process finds the same entry
+    entry.unlink()
+    os.mkfifo(entry)
+    assert _replayed_apart(spec) == "False"
+    entry.unlink()
+    entry.symlink_to("/dev/zero")
+    assert _replayed_apart(spec) == "False"
+    assert (tmp_path / "envsolve.lock").read_bytes() == lock
+    entry.unlink()
+    r = CliRunner().invoke(main, ["lock", str(spec)])  # the full command solves and stores a new entry
+    assert r.exit_code == 0 and (tmp_path / "envsolve.lock").read_bytes() == lock
+    assert entry.is_file() and not entry.is_symlink() and replay.replay(["lock", str(spec)])
+
+
+def test_a_replay_entry_others_could_write_or_forged_is_not_believed(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # defect 4: an entry is private, and its contents are what its digest says
+    import marshal
+    import stat
+
+    spec, entry = _one_entry(tmp_path, monkeypatch)
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    entry.chmod(0o666)
+    assert not replay.replay(["lock", str(spec)])
+    entry.chmod(0o600)
+    if os.geteuid() == 0:
+        os.chown(entry, 4242, 4242)  # another user's
+        assert not replay.replay(["lock", str(spec)])
+        os.chown(entry, 0, 0)
+    capsys.readouterr()
+    assert replay.replay(["lock", str(spec)])
+    genuine = entry.read_bytes()
+    contents = _unsealed(genuine)
+    forged = {**contents, "messages": [[False, "wrote nothing: all is well"]]}
+    entry.write_bytes(genuine[:len(replay._ENTRY) + 32] + marshal.dumps(forged))  # its digest stale
+    capsys.readouterr()
+    assert not replay.replay(["lock", str(spec)]) and capsys.readouterr().out == ""
+    for odd in ({**contents, "messages": "no list"}, {**contents, "data_version": 3}, [1, 2, 3]):
+        entry.write_bytes(_sealed(odd))  # type: ignore[arg-type]
+        assert not replay.replay(["lock", str(spec)])
+    entry.write_bytes(_sealed(forged, os.urandom(32)))  # sealed with another key: made elsewhere
+    assert not replay.replay(["lock", str(spec)]) and capsys.readouterr().out == ""
+    entry.write_bytes(genuine)
+    assert replay.replay(["lock", str(spec)])

@@ -78,3 +78,32 @@ def test_a_flat_index_pin_is_routed_to_a_flat_explicit_index() -> None:
                             Pin(name="numpy", requirement="numpy<2")])
     assert uv == {"sources": {"torch": {"index": "explicit-0"}},
                   "index": [{"name": "explicit-0", "url": url, "explicit": True, "format": "flat"}]}
+
+
+@pytest.mark.parametrize(("status", "said"), [(401, "401 Unauthorized"), (403, "403 Forbidden")])
+@pytest.mark.parametrize("refuses", ["page", "file"])
+def test_an_index_that_refuses_the_credentials_is_named_once_with_how_to_give_them(
+        httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int, said: str,
+        refuses: str) -> None:
+    import re
+
+    from werkzeug import Response
+
+    if refuses == "page":  # uv: "hint: An index URL (...) could not be queried due to a lack of valid ..."
+        httpserver.expect_request("/simple/numpy/").respond_with_response(Response("no", status=status))
+    else:  # the page answers, the file it links does not: uv's "Failed to fetch" of that file
+        w = Wheel("numpy", "1.26.4")
+        httpserver.expect_request("/simple/numpy/").respond_with_data(
+            f'<a href="/files/{w.filename}#{w.sha256.replace(":", "=")}">{w.filename}</a>', content_type="text/html")
+        httpserver.expect_request(re.compile("/files/.*")).respond_with_response(Response("no", status=status))
+    monkeypatch.setattr("time.sleep", lambda _: pytest.fail("a refused login was asked again"))
+    warned: list[str] = []
+    index = httpserver.url_for("/simple")
+    with pytest.raises(ResolveError) as e:
+        resolve(python="3.12", pins=[], pip=["numpy"], default_index=index.replace("://", "://bot:S3CRET@"),
+                environ={"ENVSOLVE_CACHE_DIR": str(tmp_path)}, warn=warned.append, retries=2)
+    refused = httpserver.url_for("/simple" if refuses == "page" else f"/files/{w.filename}")
+    assert e.value.message == (f"the package index {index} refused the credentials (HTTP {said} for {refused}): "
+                               "none were given for it, or they are not valid there")
+    assert e.value.tip is not None and all(way in e.value.tip for way in ("~/.netrc", "[indexes]", "pip.conf"))
+    assert warned == [] and "cannot be reached" not in e.value.message and "S3CRET" not in e.value.message

@@ -366,6 +366,29 @@ def test_output_that_is_a_file_or_unwritable(tmp_path: Path) -> None:
     assert got.exit_code == 2 and "cannot be written" in got.output and "Traceback" not in got.output
 
 
+def test_site_never_writes_through_a_link_that_leads_out_of_its_folder(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 40: DIR/gpus -> elsewhere (or DIR/index.html -> ~/.bashrc) wrote outside the site's folder
+    monkeypatch.setattr("envsolve.site.build.site_files",
+                        lambda _: {MARKER: "site\n", "index.html": "<p>new</p>\n", "gpus/h100.html": "<p>H100</p>\n"})
+    out, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "bashrc").write_text("mine\n")
+    (out / MARKER).write_text("an earlier site")
+    for name, target in (("gpus", elsewhere), ("index.html", elsewhere / "bashrc")):
+        (out / name).symlink_to(target)
+        got = CliRunner().invoke(main, ["site", "-o", str(out)])
+        assert got.exit_code == 2 and "Traceback" not in got.output
+        assert f"cannot be written: it lies outside the output folder {out} ({out / name} is a link to {target})" \
+            in got.output and f"TIP: remove the link {out / name}" in got.output
+        assert sorted(p.name for p in elsewhere.iterdir()) == ["bashrc"] and (elsewhere / "bashrc").read_text() == "mine\n"
+        assert (out / MARKER).read_text() == "an earlier site"  # nothing written at all
+        (out / name).unlink()
+    got = CliRunner().invoke(main, ["site", "-o", str(out)])
+    assert got.exit_code == 0 and (out / "gpus" / "h100.html").read_text() == "<p>H100</p>\n"
+
+
 # ---------------------------------------------------------------------------- matrix --format html
 
 def test_matrix_html_colours_each_cell_and_tells_why_pruned(tmp_path: Path) -> None:

@@ -1,7 +1,11 @@
+from pathlib import Path
+
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from envsolve.cli import main
 from envsolve.errors import SpecError
 from envsolve.provider import Provider
 from envsolve.spec import parse_spec
@@ -308,3 +312,28 @@ def test_darwin_arm64_implies_apple_and_wsl_is_read(real_graph: Provider) -> Non
 ])
 def test_keys_a_host_cannot_have_are_named(real_graph: Provider, text: str, expected: str) -> None:
     assert expected in problems(text, real_graph)
+
+
+@pytest.mark.parametrize("platform", ["darwin/arm64", "linux/amd64", "windows/amd64"])
+def test_an_empty_gpus_list_is_the_same_target_as_no_gpus_on_every_platform(real_graph: Provider,
+                                                                           platform: str) -> None:
+    def target(hardware: str) -> tuple[str, str, tuple[object, ...]]:
+        t = parse_spec(f'[frameworks]\ntorch = "*"\n[hardware]\nplatform = "{platform}"\n{hardware}',
+                       "project.toml", real_graph).targets[0]
+        return t.platform, t.vendor, t.gpus
+
+    # on Apple silicon both are Apple's GPU (MPS), as for a target without gpus; `vendor = "cpu"` says CPU
+    assert target("gpus = []\n") == target("") == (platform, "apple" if platform == "darwin/arm64" else "cpu", ())
+    assert target('gpus = []\nvendor = "cpu"\n')[1] == "cpu"
+
+
+@pytest.mark.parametrize("command", ["lock", "explain"])
+def test_a_lock_passed_where_the_spec_belongs_is_one_problem_naming_the_spec(tmp_path: Path, command: str) -> None:
+    case = Path(__file__).parent / "cases" / "cpu-tensorflow"
+    lock = tmp_path / "envsolve.lock"
+    lock.write_text((case / "expected.lock").read_text())
+    r = CliRunner().invoke(main, [command, str(lock)])
+    assert r.exit_code == 2 and "Traceback" not in r.output and "unknown section" not in r.output
+    assert r.stderr == (f"ERROR: {lock}: is a lock (envsolve.lock), not a project spec\n"
+                        f"TIP: pass the project.toml it was made from: {tmp_path / 'project.toml'} (its `spec` key "
+                        f"names it), or, to use the lock itself, `envsolve sync {lock}` or `envsolve render {lock}`\n")

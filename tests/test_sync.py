@@ -107,10 +107,11 @@ def test_sync_installs_exactly_the_lock_is_a_no_op_again_and_removes_a_package_a
     assert _installed(venv) == {"requests": "2.32.3", "idna": "3.10"}
 
 
-def test_a_package_at_the_locked_version_not_installed_by_a_sync_is_installed_again_with_its_hash(
+def test_a_venv_made_by_hand_is_refused_and_a_package_no_sync_recorded_is_installed_again_with_its_hash(
         index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A venv made by hand with the locked versions: sync cannot know those files are the lock's,
-    so it installs them again, hash-checked, and remembers it."""
+    """A venv made by hand with the locked versions is not the sync's to change (it would be
+    replaced): refused, left as it was. In a sync's venv, a package whose record the marker lacks
+    (installed by hand at the locked version) is installed again, hash-checked, and remembered."""
     _host(monkeypatch, "no-gpu")
     lock = _locked(tmp_path)
     venv = tmp_path / ".venv"  # the default: beside the lock
@@ -120,9 +121,19 @@ def test_a_package_at_the_locked_version_not_installed_by_a_sync_is_installed_ag
     subprocess.run([uv, "venv", str(venv), "--python", PY, "--no-config"], check=True, capture_output=True)
     subprocess.run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), "--index-url", index,
                     "--no-config", "requests==2.32.3", "idna==3.10"], check=True, capture_output=True)
+    before = sorted(str(p.relative_to(venv)) for p in venv.rglob("*"))
     r = _sync(lock)
-    assert r.exit_code == 0, r.output
-    assert r.stdout == f"synced environment 'default' (2 packages) into {venv}: 2 installed, 0 removed\n"
+    assert r.exit_code == 2 and f"{venv}: exists and was not made by `envsolve sync`" in r.stderr
+    assert sorted(str(p.relative_to(venv)) for p in venv.rglob("*")) == before
+    import shutil
+
+    shutil.rmtree(venv)
+    assert _sync(lock).exit_code == 0
+    marker = json.loads((venv / MARKER).read_text())
+    del marker["packages"]["idna"]
+    (venv / MARKER).write_text(json.dumps(marker))
+    r = _sync(lock)
+    assert r.stdout == f"synced environment 'default' (2 packages) into {venv}: 1 installed, 0 removed\n"
     assert _sync(lock).stdout.startswith("environment 'default' (2 packages) is already in sync")
 
 
@@ -137,7 +148,7 @@ def test_a_file_other_than_the_locked_one_is_refused_by_its_hash(
     assert r.exit_code == 1
     assert "uv could not install 2 package(s) of requirements.txt from http://localhost" in r.stderr
     assert "hash" in r.stderr.lower() and "requests" in r.stderr
-    assert "requests" not in _installed(venv) and not (venv / MARKER).exists()
+    assert not venv.exists() and sorted(p.name for p in tmp_path.iterdir() if "envsolve-" in p.name) == []
 
 
 def test_a_venv_of_another_python_is_made_again_and_a_folder_that_is_no_venv_is_kept(
@@ -156,7 +167,7 @@ def test_a_venv_of_another_python_is_made_again_and_a_folder_that_is_no_venv_is_
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
     r = _sync(lock, "--venv", str(mine))
-    assert r.exit_code == 2 and "exists and is not a virtual environment" in r.stderr
+    assert r.exit_code == 2 and "exists and was not made by `envsolve sync`" in r.stderr
     assert (mine / "notes.txt").read_text() == "keep me"
 
 
@@ -305,6 +316,87 @@ def test_a_file_of_a_folder_of_wheels_finds_its_links_beside_the_default_index(
     monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.invalid/simple")
     text = ("--find-links https://developer.download.nvidia.com/compute/redist/jp/v461/tensorflow\n"
             "tensorflow==2.7.0+nv22.1\n")
-    args, shown = _index_args(text)
-    assert args == ["--index-url", "https://mirror.invalid/simple"]
+    secrets, shown = _index_args(text)
+    assert secrets == {"UV_DEFAULT_INDEX": "https://mirror.invalid/simple"}  # uv's environment, not its argv
     assert shown == "https://developer.download.nvidia.com/compute/redist/jp/v461/tensorflow"
+
+
+# ---------------------------------------------------------------------------- what sync may touch
+
+
+@pytest.mark.parametrize("cfg", [f"home = /usr/bin\nversion_info = {OTHER_PY}.1\n", "home = /usr/bin\n"])
+def test_sync_into_a_project_folder_with_a_stray_pyvenv_cfg_changes_nothing(
+        cfg: str, index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sync --venv .` in a project folder once deleted the spec, the lock and the sources."""
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    (tmp_path / "pyvenv.cfg").write_text(cfg)
+    (tmp_path / "train.py").write_text("print('mine')\n")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    for argv in (["sync", str(lock), "--venv", str(tmp_path)],
+                 ["run", "--lock", str(lock), "--venv", str(tmp_path), "--", "python", "-V"]):
+        r = CliRunner().invoke(main, argv)
+        assert r.exit_code == 2, r.output
+        assert f"{tmp_path}: exists and was not made by `envsolve sync`" in r.stderr
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+def test_a_sync_that_fails_half_way_leaves_the_old_venv_working_and_its_marker_true(
+        index: str, httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    assert _sync(lock, "--venv", str(venv)).exit_code == 0
+    marker = (venv / MARKER).read_text()
+    (tmp_path / "project.toml").write_text(CPU.replace('"requests"', '"filelock"'))  # 2 to remove, 1 to install
+    assert CliRunner().invoke(main, ["lock", str(tmp_path / "project.toml")]).exit_code == 0
+    httpserver.clear()  # the index is down: nothing can be fetched
+    r = _sync(lock, "--venv", str(venv))
+    assert r.exit_code == 1 and "uv could not install" in r.stderr
+    assert _installed(venv) == {"requests": "2.32.3", "idna": "3.10"}  # the old venv, whole, still runs
+    assert _python(venv, "import requests, idna; print('ok')") == "ok"
+    assert (venv / MARKER).read_text() == marker  # and says what it holds: the old lock's
+    assert [p.name for p in tmp_path.iterdir() if "envsolve-" in p.name] == []  # nothing half-made left
+    ran = CliRunner().invoke(main, ["run", "--lock", str(lock), "--venv", str(venv), "--", "python", "-V"])
+    assert ran.exit_code == 1 and "uv could not install" in ran.stderr  # run does not trust it for the new lock
+
+
+def test_what_a_killed_sync_left_is_put_back_or_removed_and_nothing_else_is(
+        index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    assert _sync(lock, "--venv", str(venv)).exit_code == 0
+    venv.rename(tmp_path / ".venv.envsolve-old")  # killed between the swap's two renames
+    (tmp_path / ".venv.envsolve-new").mkdir()  # ... while a half-made venv was beside it
+    (tmp_path / ".venv.envsolve-new" / MARKER).write_text('{"format": 1, "lock_digest": ""}')
+    r = _sync(lock, "--venv", str(venv))
+    assert r.exit_code == 0 and "is already in sync" in r.stdout, r.output  # the old venv, put back
+    assert sorted(p.name for p in tmp_path.iterdir() if "envsolve-" in p.name) == []
+    (tmp_path / ".venv.envsolve-new").mkdir()  # a folder of that name that no sync made
+    (tmp_path / ".venv.envsolve-new" / "mine.txt").write_text("keep me")
+    r = _sync(lock, "--venv", str(venv))
+    assert r.exit_code == 2 and "was not made by a sync" in r.stderr
+    assert (tmp_path / ".venv.envsolve-new" / "mine.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("where", [MARKER, "pyvenv.cfg"])
+def test_a_fifo_or_a_device_in_a_venv_never_hangs_a_sync(where: str, index: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    assert _sync(lock, "--venv", str(venv)).exit_code == 0
+    (venv / where).unlink()
+    os.mkfifo(venv / where)  # nobody ever writes it: a read would wait for ever
+    r = _sync(lock, "--venv", str(venv))
+    if where == MARKER:  # no marker of the sync's: not its folder
+        assert r.exit_code == 2 and "was not made by `envsolve sync`" in r.stderr
+    else:  # the sync's folder, no venv in it: made again
+        assert r.exit_code == 0 and "2 installed" in r.stdout, r.output
+    (venv / where).unlink(missing_ok=True)
+    (venv / where).symlink_to("/dev/zero")
+    r = _sync(lock, "--venv", str(venv))
+    assert r.exit_code in (0, 2) and "Traceback" not in r.output and "MemoryError" not in r.output

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..versions import Dotted
 
 __all__ = ["GpuInfo", "HostFacts", "HostOs", "MigDevice", "complete", "describe", "hardware_table", "host_platform",
-           "model_name", "model_of"]
+           "model_name", "model_of", "unknown_named"]
 
 
 # What OS a host runs: a kind of Linux (a Jetson runs L4T; WSL 2 reaches the Windows host's
@@ -130,6 +130,19 @@ def complete(facts: HostFacts, provider: Provider) -> HostFacts:
     return msgspec.structs.replace(facts, vendor=vendor, cuda_driver_max=cuda, cuda_driver_max_from=cuda_from,
                    gpus=tuple(_with_arch(g, provider) for g in modules),
                    warnings=(*facts.warnings, *unknown, *bad_driver))
+
+
+def unknown_named(facts: HostFacts, provider: Provider) -> list[str]:
+    """`envsolve detect`'s warning for each name ``ENVSOLVE_GPUS`` gives that is no GPU of the
+    data (of :func:`complete`'s facts), with the resolver's nearest names, as a spec's ``gpus``
+    says it: a person may misspell one. (``lock --host`` refuses such a name and ``doctor`` has
+    its own finding, so neither needs the warning.)"""
+    unknown = [g.name for g in facts.gpus if not g.arch] if "ENVSOLVE_GPUS" in facts.source else []
+    if not unknown:
+        return []
+    from ..spec import unknown_gpu  # the spec's words for it; only an unknown name needs them
+
+    return [f"ENVSOLVE_GPUS: {unknown_gpu(provider, name)}" for name in unknown]
 
 
 def _modules(facts: HostFacts, provider: Provider) -> tuple[list[GpuInfo], list[str]]:

@@ -33,12 +33,12 @@ from urllib3.util.retry import Retry
 
 from ..config import pip_config, strip_credentials
 from ..errors import EnvsolveError, MissingProject, RefreshError
-from ..files import write_atomic
+from ..files import read_cache, write_atomic
 from ..voice import silent
 from . import pages as ix
 from . import wheel
 from .metadata import Metadata, parse_metadata
-from .policy import BACKOFF, RETRIES, RETRY_STATUS, TIMEOUT
+from .policy import BACKOFF, CREDENTIALS_TIP, REFUSED_STATUS, RETRIES, RETRY_STATUS, TIMEOUT
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -53,6 +53,10 @@ _WAYS_OUT = "or use another index: --index-url URL, or PIP_INDEX_URL / pip's con
 _OFFLINE_TIP = "lock once with the network to fill the cache, or use --frameworks-only"
 
 
+
+
+class _Refused(RefreshError):
+    """The index refused the credentials (HTTP 401 or 403): said once, never skipped as one bad file."""
 
 
 class _Uncached(requests.RequestException):
@@ -190,6 +194,9 @@ def _content_range_total(header: str) -> int | None:
     return int(m.group(3)) if m else None
 
 
+_BLOB_CAP = 64 << 20  # a metadata file or a wheel member envsolve reads: far less
+
+
 class _Blobs:
     """Files named by a hash the index gives: written once, read back without asking."""
 
@@ -200,8 +207,13 @@ class _Blobs:
         return self.root / kind / key if self.root is not None and key else None
 
     def load(self, kind: str, key: str) -> bytes | None:
+        """The kept file (a private regular file of this user's, of a sane size: else none); a
+        metadata file whose bytes are not the sha256 it is named by is none either."""
         path = self.path(kind, key)
-        return path.read_bytes() if path is not None and path.is_file() else None
+        body = read_cache(path, _BLOB_CAP) if path is not None else None
+        if body is not None and kind == "metadata" and _sha256(body) != key:
+            return None  # spoilt or forged: read from the index again
+        return body
 
     def store(self, kind: str, key: str, body: bytes) -> None:
         path = self.path(kind, key)
@@ -278,8 +290,14 @@ class IndexClient:
         return RefreshError(f"cannot reach the package index at {self.shown_url} ({_reason(e)}; {tries})",
                             tip=f"check the network or proxy, {_WAYS_OUT}")
 
-    def _failed(self, status: int, url: str) -> RefreshError:
-        return RefreshError(f"the package index answered HTTP {status} for {_shown(url)}", tip=_OTHER_INDEX)
+    def _failed(self, status: int, url: str, what: str = "") -> RefreshError:
+        """The error of an answer that is not the file: the credentials refused (401, 403), else
+        what the index answered."""
+        if status in REFUSED_STATUS:
+            return _Refused(f"the package index at {self.shown_url} refused the credentials (HTTP "
+                            f"{REFUSED_STATUS[status]} for {_shown(url)}{what}): none were given for it, or they "
+                            "are not valid there", tip=CREDENTIALS_TIP)
+        return RefreshError(f"the package index answered HTTP {status} for {_shown(url)}{what}", tip=_OTHER_INDEX)
 
     def _kept(self, kind: str, key: str) -> bytes | None:
         """A file kept by its hash (counted as an answer of the cache), or None."""
@@ -306,6 +324,8 @@ class IndexClient:
             raise MissingProject(f"the package index at {self.shown_url} has no project {name!r}",
                                  tip="check the name given to --package, or use an index that carries it "
                                      "(--index-url)")
+        if resp.status_code != 200:
+            raise self._failed(resp.status_code, url)
         files = _page_files(name, url, resp)
         if revalidate or not self.cache_first:
             self._checked[name] = files
@@ -359,8 +379,8 @@ class IndexClient:
         try:
             return self.metadata(f)
         except RefreshError as e:
-            if self.offline:
-                raise  # what the cache lacks is the answer, not a file to skip
+            if self.offline or isinstance(e, _Refused):
+                raise  # what the cache lacks is the answer; refused credentials refuse every file alike
             self.warnings.append(f"{f.filename}: {e.message}; skipped")
             return None
 
@@ -396,8 +416,7 @@ class IndexClient:
             if resp.status_code == 200:
                 return None
             if resp.status_code != 206:
-                raise RefreshError(f"the package index answered HTTP {resp.status_code} for {_shown(url)} "
-                                   f"(bytes {spec})", tip=_OTHER_INDEX)
+                raise self._failed(resp.status_code, url, f" (bytes {spec})")
             total = _content_range_total(resp.headers.get("Content-Range", ""))
             if total is None:
                 raise RefreshError(f"{_shown(url)} answered a range request without a usable Content-Range")
@@ -424,9 +443,6 @@ class IndexClient:
 
 
 def _page_files(name: str, url: str, resp: requests.Response) -> tuple[ix.DistFile, ...]:
-    if resp.status_code != 200:
-        raise RefreshError(f"the package index answered HTTP {resp.status_code} for {_shown(url)}",
-                           tip=_OTHER_INDEX)
     try:
         return ix.parse_project_page(resp.content, resp.headers.get("Content-Type", ""), url)
     except ix.IndexFormatError as e:

@@ -17,6 +17,7 @@ same request next time (:mod:`envsolve.lock.replay`). Nothing here prints: lines
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,6 +41,7 @@ from .replay import data_version_of, request_of
 if TYPE_CHECKING:  # the full lock's modules: a frameworks-only lock never imports them
     from packaging.requirements import Requirement
 
+    from ..index.client import IndexClient
     from ..versions import PipRequirement
     from .resolve import Pin
     from .steer import Steer
@@ -206,7 +208,7 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
         return lockfile.build(project=spec.name, spec_name=spec_name, spec_bytes=blob,
                               data_version=provider.data_version, data_digest=provider.digest,
                               resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt, urls=urls,
-                              full=full)
+                              full=full, sdists=None if full is None else _sdists(resolutions, urls, opts, voice))
 
     def full(frameworks: lockfile.Lock, resolved: _Resolved) -> dict[str, tuple[lockfile.Package, ...]]:
         return _full(frameworks, spec, urls, opts, keep.packages, tuple(sorted(upgrading)), voice, resolved)
@@ -355,6 +357,52 @@ def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str],
                                     credentials=credentials)
         full[env.name] = resolved[key]
     return full
+
+
+def _sdists(resolutions: Sequence[Resolution], urls: Mapping[str, str], opts: Options, voice: Voice
+            ) -> dict[tuple[str, str], tuple[str, str]]:
+    """(name, version) -> the URL and sha256 of the sdist of each package the image builds from
+    source, read from the default index's page of it (a build from a git URL has no sdist)."""
+    wanted = sorted({(x.name, x.version) for r in resolutions for x in r.extensions
+                     if x.install == "source" and not x.build_from})
+    if not wanted:
+        return {}
+    from ..config import pip_index_url
+    from ..index.client import IndexClient
+    from ..paths import cache_dir
+
+    index = urls.get("pypi", "") or pip_index_url()
+    client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.refresh,
+                         progress=voice.progress, warn=voice.warn)
+    return {(name, version): _sdist(client, name, version) for name, version in wanted}
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _sdist(client: IndexClient, name: str, version: str) -> tuple[str, str]:
+    """The URL and sha256 of ``name``'s sdist of ``version`` on ``client``'s index (a .tar.gz first);
+    :class:`ResolveError` when the index has none with a sha256."""
+    from packaging.version import Version
+
+    from ..config import strip_credentials
+    from ..index.pages import file_version
+    from .resolve import WAYS_OUT
+
+    try:
+        files = client.project(name)
+    except RefreshError as e:
+        raise ResolveError(f"the sdist of {name} {version}, which the image builds from source, cannot be read from "
+                           f"the index: {e.message}", tip=e.tip or WAYS_OUT) from None
+    found = sorted((f for f in files if f.filename.endswith((".tar.gz", ".zip")) and not f.yanked
+                    and _SHA256.fullmatch(f.sha256) and file_version(f.filename) == Version(version)),
+                   key=lambda f: (not f.filename.endswith(".tar.gz"), f.filename))
+    if not found:
+        raise ResolveError(f"{name} {version} is built from source in the image, but the index at {client.shown_url} "
+                           "has no sdist of it with a sha256, so the full lock cannot hash it",
+                           tip=f"lock with --frameworks-only (its build is then not hashed), or pin a release of "
+                               f"{name} whose sdist the index has")
+    return strip_credentials(found[0].url)[0], f"sha256:{found[0].sha256}"
 
 
 def _pins(env: lockfile.Environment) -> list[Pin]:

@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import msgspec
 import msgspec.structs
@@ -44,8 +44,12 @@ from ..spec import is_name, package_problem
 from ..tables import Check, TableReader, at, parse_toml, strings, word
 from ..versions import PACKAGE_NAME, parse_arch, parse_dotted, parse_driver
 
-__all__ = ["FORMAT", "HEADER", "Environment", "GpuModel", "Lock", "Package", "Scope", "build", "dumps",
-           "index_url", "loads", "read", "sha256"]
+if TYPE_CHECKING:  # the data's extension rows: loaded only for a lock whose extensions have build settings
+    from ..data import Extension
+    from ..solve.extensions import BuildRules
+
+__all__ = ["FORMAT", "HEADER", "Environment", "GpuModel", "Lock", "Package", "Scope", "build", "build_problems",
+           "data_build_rules", "dumps", "index_url", "loads", "read", "sha256"]
 
 # 2: environments record python_from; 3: platform and jetpack, frameworks apart, packages = every package
 # (an environment's ``wsl``, written only when true, came later: format 3 locks without it read as before)
@@ -370,9 +374,88 @@ def _extension_to_dict(x: ExtensionPin) -> dict[str, Any]:
             "build_requires": list(x.build_requires), "build_vars": list(x.build_vars)}
 
 
-def _read_extension(v: Any, where: str, reader: _LockReader) -> ExtensionPin | None:
-    checked = reader.row(v, where, _EXTENSION_CHECKS)
-    return None if checked is None else ExtensionPin(**checked)
+def data_build_rules() -> Callable[[str], BuildRules]:
+    """Each package's closed lists of its source builds, as the shipped data's rows name them
+    (:func:`envsolve.solve.extensions.build_rules`); the data is loaded on the first question, so a
+    lock without build settings never loads it."""
+    by_package: dict[str, BuildRules] = {}
+
+    def rules(package: str) -> BuildRules:
+        from ..solve.extensions import build_rules
+
+        if not by_package:
+            from ..data import load
+
+            rows: dict[str, list[Extension]] = {}
+            for row in load().extensions:
+                rows.setdefault(row.package, []).append(row)
+            by_package.update({name: build_rules(of) for name, of in rows.items()})
+        return by_package.get(package) or build_rules(())
+
+    return rules
+
+
+def _outside(key: str, values: tuple[str, ...], allowed: tuple[str, ...], what: str) -> list[tuple[str, str]]:
+    """(``key[i]``, why) for each of ``values`` not in ``allowed`` (``what`` says what they must be)."""
+    listed = ", ".join(repr(a) for a in allowed if a) or "none"
+    return [(f"{key}[{i}]", f"= {v!r} is not {what} (the data has: {listed})")
+            for i, v in enumerate(values) if v not in allowed]
+
+
+def build_problems(x: ExtensionPin, rules: Callable[[str], BuildRules]) -> list[tuple[str, str]]:
+    """(key, why) for each value of extension entry ``x`` outside its package's closed lists in the
+    data (``rules``): the variable its build reads for the arch list, the shape of that list, its
+    settings, what it installs first and what it builds. A variable no row names (PATH,
+    LD_PRELOAD, HTTPS_PROXY) never reaches an image's ENV."""
+    if not (x.build_env or x.build_archs or x.build_vars or x.build_requires or x.build_from):
+        return []
+    allowed = rules(x.name)
+    found = _arch_problems(x, allowed)
+    found += _outside("build_vars", x.build_vars, allowed.settings, f"a setting of {x.name}'s build")
+    found += _outside("build_requires", x.build_requires, allowed.requires, f"what {x.name}'s build installs first")
+    if x.build_from not in allowed.build_from:
+        found.append(("build_from", f"= {x.build_from!r} is not how {x.name} is built (the data has: "
+                                    f"{', '.join(repr(f) for f in allowed.build_from if f) or 'none'})"))
+    return found
+
+
+def _arch_problems(x: ExtensionPin, allowed: BuildRules) -> list[tuple[str, str]]:
+    """The arch list's variable outside the package's list, or its value not of that variable's shape."""
+    formats = dict(allowed.archs)
+    if x.build_env not in ("", *formats):
+        return [("build_env", f"names {x.build_env!r}, which is not a variable {x.name}'s build reads (the data "
+                              f"has: {', '.join(allowed.variables) or 'none'})")]
+    fmt = formats.get(x.build_env, "")
+    if x.build_archs and not _arch_list(x.build_archs, fmt):
+        return [("build_archs", f"= {x.build_archs!r} is not an arch list as {x.build_env or 'no variable'} takes "
+                                f"it ({_ARCH_EXAMPLE.get(fmt, 'none')})")]
+    return []
+
+
+def _arch_list(value: str, fmt: str) -> bool:
+    """Whether ``value`` is an arch list as a variable of build_format ``fmt`` takes it ("": none does)."""
+    from ..solve.extensions import ARCH_LISTS
+
+    return fmt in ARCH_LISTS and bool(ARCH_LISTS[fmt].fullmatch(value))
+
+
+_ARCH_EXAMPLE = {"dotted": "such as '8.0;9.0'", "nodot": "such as '80;90'"}
+
+
+def _extension_reader(rules: Callable[[str], BuildRules]) -> Callable[[Any, str, _LockReader], ExtensionPin | None]:
+    """The reader of an extension entry whose build settings ``rules`` closes."""
+
+    def read_extension(v: Any, where: str, reader: _LockReader) -> ExtensionPin | None:
+        checked = reader.row(v, where, _EXTENSION_CHECKS)
+        if checked is None:
+            return None
+        x = ExtensionPin(**checked)
+        problems = build_problems(x, rules)
+        for key, why in problems:
+            reader.bad(at(where, key), why)
+        return None if problems else x
+
+    return read_extension
 
 
 _PACKAGE_CHECKS: dict[str, Check] = {"name": _package_name, "version": _version, "index_url": _url,
@@ -459,14 +542,19 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
         return gpu_run_flags(self.accelerator, jetson=bool(self.jetpack))
 
     @classmethod
-    def from_dict(cls, v: Any, where: str, reader: _LockReader, roots: Mapping[str, str]) -> Environment | None:
-        """One ``[[environments]]`` table of a lock whose index roots are ``roots``, or None."""
+    def from_dict(cls, v: Any, where: str, reader: _LockReader, roots: Mapping[str, str], *, full: bool = False,
+                  rules: Callable[[str], BuildRules] | None = None) -> Environment | None:
+        """One ``[[environments]]`` table of a lock whose index roots are ``roots`` (a full lock's
+        when ``full``; ``rules``: the data's closed lists of source builds), or None."""
         checks = {**_ENV_CHECKS, "gpu_models": reader.each(at(where, "gpu_models"), GpuModel.from_dict),
                   "frameworks": reader.each(at(where, "frameworks"), _pin_reader(roots)),
                   "packages": reader.each(at(where, "packages"), Package.from_dict),
-                  "extensions": reader.each(at(where, "extensions"), _read_extension)}
+                  "extensions": reader.each(at(where, "extensions"), _extension_reader(rules or data_build_rules()))}
         checked = reader.row(v, where, checks, optional=_UNLESS_EMPTY)
-        problems = _problems(checked)
+        # every entry read (else its own problem is the answer, and the indexes would not match)
+        raw = v.get("extensions", []) if isinstance(v, dict) else None
+        whole = checked is not None and isinstance(raw, list) and len(checked.get("extensions", ())) == len(raw)
+        problems = _problems(checked) + (_unhashed(checked) if full and whole else [])
         for key, why in problems:
             reader.bad(at(where, key), why)
         return None if checked is None or problems else cls(**checked)
@@ -491,6 +579,33 @@ def _problems(checked: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     if checked.get("wsl") and checked["platform"] != WSL_PLATFORM:
         found.append(("wsl", f"is true but the platform is {checked['platform']!r}: WSL2 runs {WSL_PLATFORM} Linux"))
     return found
+
+
+def _unhashed(checked: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(key, why) for each source build of a full lock's environment whose sdist has no sha256, or
+    whose build requirement is not among its packages (pinned, with hashes)."""
+    if checked is None:
+        return []
+    packages = {p.name for p in checked.get("packages", ())}
+    found = []
+    for j, x in enumerate(checked.get("extensions", ())):
+        if x.install != "source":
+            continue
+        found += [(f"extensions[{j}].{key}", f"is empty for {x.name} {x.version}, built from its sdist: a full lock "
+                                             "holds the sdist's URL and sha256")
+                  for key in ("url", "hash") if not x.build_from and not getattr(x, key)]
+        found += [(f"extensions[{j}].build_requires[{i}]", f"= {r!r} is not among the environment's packages: a full "
+                                                           "lock pins and hashes what a source build installs first")
+                  for i, r in enumerate(x.build_requires) if _requirement_name(r) not in packages]
+    return found
+
+
+def _requirement_name(line: str) -> str:
+    """The canonical name of a checked requirement line (``packaging>=24`` -> ``packaging``)."""
+    from ..domain import canonical_name
+
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", line)
+    return canonical_name(match.group(0)) if match else line
 
 
 def _plain(key: str, value: Any) -> Any:
@@ -538,7 +653,9 @@ class Lock(msgspec.Struct, frozen=True, kw_only=True):
         _check_format(v.get("version"), path)
         reader = _LockReader(path)
         roots = _roots(v.get("indexes"))
-        environments = reader.each("environments", lambda e, where, r: Environment.from_dict(e, where, r, roots))
+        full, rules = v.get("scope") == "full", data_build_rules()
+        environments = reader.each("environments", lambda e, where, r: Environment.from_dict(e, where, r, roots,
+                                                                                              full=full, rules=rules))
         checked = reader.row(v, "", {**_LOCK_CHECKS, "environments": environments})
         if checked is not None and not checked["environments"]:
             reader.bad("", "has no [[environments]]")
@@ -592,7 +709,8 @@ def _located(pin: PackagePin, urls: Mapping[str, str]) -> PackagePin:
 
 
 def _environment(r: Resolution, pip: tuple[str, ...], conda: tuple[str, ...], apt: tuple[str, ...],
-                 urls: Mapping[str, str], packages: tuple[Package, ...]) -> Environment:
+                 urls: Mapping[str, str], packages: tuple[Package, ...],
+                 sdists: Mapping[tuple[str, str], tuple[str, str]]) -> Environment:
     """The one mapping from the solver's resolution to the lock's environment."""
     return Environment(
         name=r.target.name, accelerator=r.accelerator, platform=r.platform, wsl=r.target.wsl, jetpack=r.jetpack,
@@ -602,24 +720,36 @@ def _environment(r: Resolution, pip: tuple[str, ...], conda: tuple[str, ...], ap
         gpu_models=tuple(GpuModel.of(m) for m in r.models),
         base_image=r.base_image, python_from=r.python_from, keras_backend=r.keras_backend, tools=r.tools, pip=pip,
         conda=conda, apt=apt, frameworks=tuple(_located(p, urls) for p in r.packages), packages=packages,
-        extensions=_hashed_extensions(r.extensions, packages))
+        extensions=_hashed_extensions(r.extensions, packages, sdists))
 
 
-def _hashed_extensions(extensions: tuple[ExtensionPin, ...], packages: tuple[Package, ...]) -> tuple[ExtensionPin, ...]:
-    """The extension records, a GitHub release wheel's with the sha256 the full resolve read of it."""
+def _hashed_extensions(extensions: tuple[ExtensionPin, ...], packages: tuple[Package, ...],
+                       sdists: Mapping[tuple[str, str], tuple[str, str]]) -> tuple[ExtensionPin, ...]:
+    """The extension records, a GitHub release wheel's with the sha256 the full resolve read of it,
+    a source build's with its sdist's URL and sha256 (``sdists``: (name, version) -> both)."""
     hashes = {p.name: p.hashes for p in packages}
-    return tuple(msgspec.structs.replace(x, hash=hashes[x.name][0])
-                 if x.install == "github" and hashes.get(x.name) else x for x in extensions)
+    out = []
+    for x in extensions:
+        if x.install == "github" and hashes.get(x.name):
+            x = msgspec.structs.replace(x, hash=hashes[x.name][0])
+        elif x.install == "source" and (x.name, x.version) in sdists:
+            url, digest = sdists[x.name, x.version]
+            x = msgspec.structs.replace(x, url=url, hash=digest)
+        out.append(x)
+    return tuple(out)
 
 
 def build(*, project: str, spec_name: str, spec_bytes: bytes, data_version: str, data_digest: str,
           resolutions: list[Resolution], pip: tuple[str, ...] = (), conda: tuple[str, ...] = (),
           apt: tuple[str, ...] = (), urls: Mapping[str, str] | None = None,
-          full: Mapping[str, tuple[Package, ...]] | None = None) -> Lock:
+          full: Mapping[str, tuple[Package, ...]] | None = None,
+          sdists: Mapping[tuple[str, str], tuple[str, str]] | None = None) -> Lock:
     """The lock of ``resolutions``; ``full`` (environment name -> every package) when the full
-    resolve ran, else a frameworks-only lock."""
+    resolve ran, else a frameworks-only lock; ``sdists`` ((name, version) -> URL and sha256) the
+    sdist of each package a full lock builds from source."""
     urls = {**DEFAULT_INDEXES, **(urls or {})}
-    envs = tuple(_environment(r, pip, conda, apt, urls, (full or {}).get(r.target.name, ())) for r in resolutions)
+    envs = tuple(_environment(r, pip, conda, apt, urls, (full or {}).get(r.target.name, ()), sdists or {})
+                 for r in resolutions)
     used = {"pypi"} | {p.index for r in resolutions for p in r.packages}
     indexes = tuple((name, index_url(name, "", urls)) for name in sorted(used))
     return Lock(version=FORMAT, project=project, spec=spec_name, spec_digest=sha256(spec_bytes),
@@ -658,16 +788,39 @@ def _missing_tip(path: Path) -> str:
     return "create it with `envsolve lock project.toml`"
 
 
-def read(path: Path) -> Lock:
-    """The lock at ``path``: a regular UTF-8 file of at most :data:`~envsolve.files.LOCK_CAP`
-    bytes (:func:`envsolve.files.read_text`), checked; :class:`LockError` naming what is wrong."""
-    from ..files import LOCK_CAP, read_text, refused
+def read(path: Path, cap: int | None = None) -> Lock:
+    """The lock at ``path``: a regular UTF-8 file of at most ``cap`` bytes (default
+    :data:`~envsolve.files.LOCK_CAP`, what the TOML parser takes safely; :func:`envsolve.files.read_text`),
+    checked; :class:`LockError` naming what is wrong."""
+    from ..files import LOCK_CAP, MiB, read_text, refused
 
+    cap = LOCK_CAP if cap is None else cap
     try:
-        text = read_text(path, LOCK_CAP)
+        if (size := path.stat().st_size) > cap:  # told before the parser is asked, which could abort on it
+            raise LockError(f"{path}: is {size / MiB:,.1f} MiB, more than the {cap / MiB:g} MiB envsolve parses "
+                            "safely (a TOML parser takes many times a file's size in memory)",
+                            tip="pass the lock itself, which is a few MB even with many environments and every "
+                                "hash; a larger file is not one envsolve wrote")
+        text = read_text(path, cap)
     except FileNotFoundError:
         raise LockError(f"{path}: no such lock file", tip=_missing_tip(path)) from None
     except OSError as e:
         why, tip = refused(path, e)
         raise LockError(f"{path}: {why}", tip=tip or None) from None
-    return loads(text, str(path))
+    try:
+        return loads(text, str(path))
+    except LockError:
+        if not _is_spec(text):  # read again only when it is no lock: one problem said, not one per key
+            raise
+    raise LockError(f"{path}: is a project spec, not a lock", tip=f"lock it first: `envsolve lock {path}` writes "
+                    f"{path.with_name('envsolve.lock')}; then pass that lock")
+
+
+def _is_spec(text: str) -> bool:
+    """Whether ``text`` (no lock's header) is a project spec: a table of [frameworks] or
+    [hardware] (a spec's sections, see ``spec.py``) and no environments."""
+    try:
+        data = parse_toml(text)
+    except (ValueError, RecursionError):
+        return False
+    return "environments" not in data and any(isinstance(data.get(k), dict) for k in ("frameworks", "hardware"))

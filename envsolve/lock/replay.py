@@ -7,7 +7,10 @@ text (each code file by its size, modification time and inode, as Python's bytec
 tells a changed source), the Python version, the environment variables it consults (``ENVSOLVE_*``, ``PIP_*``,
 ``HOME``, ``XDG_CONFIG_HOME``) and pip's configuration files. Their digest names a cache entry
 holding the lock text and what the command printed; an entry is written only by a full solve
-that succeeded. Anything this path does not handle (other options, ``--host``, an unreadable
+that succeeded, private, with the digest of its contents keyed with the user's secret key
+(:func:`envsolve.files.seal`), and is read only when it is a regular file of this user's that
+nobody else may write (:func:`envsolve.files.read_cache`), its digest verifies and its fields are
+of their types. Anything this path does not handle (other options, ``--host``, an unreadable
 input, a lock on disk made with other data, a missing or corrupt entry) falls through to the
 full command, which answers the same way. Standard library only, so a replay costs little more
 than the interpreter's start; ``ENVSOLVE_NO_CACHE=1`` turns it off.
@@ -20,8 +23,8 @@ import marshal
 import os
 import sys
 
-from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, read_bytes, touch
-from ..paths import cache_folder, data_folder, pip_config_paths
+from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, cache_key, read_bytes, read_cache, seal, touch
+from ..paths import cache_folder, data_folder, pip_config_paths, state_folder
 from .options import LOCK_OPTIONS, Option, option_named
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the lock replay imports this
@@ -32,6 +35,8 @@ if TYPE_CHECKING:  # paths are text here: pathlib and what it loads cost a repla
 __all__ = ["Request", "data_version_of", "given", "parse", "replay", "request_of", "store"]
 
 _FORMAT = b"envsolve-replay-3\0"
+_ENTRY = b"envsolve-replay-entry-1\0"  # an entry's first bytes; the seal of its marshalled contents follows
+_ENTRY_CAP = LOCK_CAP + (1 << 20)  # the lock's text and what was printed
 _ENV = ("ENVSOLVE_", "PIP_")
 _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME")
 _CODE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the whole envsolve package
@@ -223,10 +228,14 @@ def store(request: Request, text: str, data_version: str, messages: Sequence[tup
         return
     from ..files import prune, write_atomic
 
+    key = cache_key(state_folder(env))
+    if key is None:  # nothing to seal an entry with: no replay
+        return
     try:
-        entry = {"text": text, "data_version": data_version, "messages": [list(m) for m in messages]}
+        entry = marshal.dumps({"text": text, "data_version": data_version, "messages": [list(m) for m in messages]})
         path = _entry_path(request, env, text.encode("utf-8"))
-        write_atomic(path, marshal.dumps(entry), durable=False)  # _entry refuses an entry a crash spoilt
+        # private, and no fsync: _entry refuses an entry a crash spoilt
+        write_atomic(path, _ENTRY + seal(entry, key) + entry, durable=False, private=True)
     except (OSError, ValueError):  # a cache that cannot be written costs the next run a solve
         return
     prune(os.path.dirname(path), ".marshal", KEEP_ENTRIES, path)
@@ -247,21 +256,39 @@ def _on_disk(out: str) -> tuple[bool, bytes | None]:
 _Entry = tuple[str, str, list[tuple[bool, str]]]
 
 
+def _contents(blob: bytes | None, key: bytes | None) -> _Entry | None:
+    """(lock text, data version, messages) of an entry's bytes whose seal verifies with ``key`` and
+    whose fields are of their types; None for anything else."""
+    head = len(_ENTRY) + 32
+    if blob is None or key is None or not blob.startswith(_ENTRY) or blob[len(_ENTRY):head] != seal(blob[head:], key):
+        return None
+    entry = marshal.loads(blob[head:])
+    text, data_version, messages = entry["text"], entry["data_version"], entry["messages"]
+    if not (isinstance(text, str) and isinstance(data_version, str) and _printed(messages)):
+        return None
+    return text, data_version, [(m[0], m[1]) for m in messages]
+
+
+def _printed(messages: object) -> bool:
+    """Whether ``messages`` is what an entry keeps of what was printed: [to stderr, line] pairs."""
+    return isinstance(messages, list) and all(
+        isinstance(m, list) and len(m) == 2 and isinstance(m[0], bool) and isinstance(m[1], str) for m in messages)
+
+
 def _entry(request: Request, env: Mapping[str, str], on_disk: bytes | None) -> _Entry | None:
     """The cache entry for these inputs; None for none. An entry is stored under the digest of its
     own text as the lock on disk, so its text must be those bytes: an entry a crash spoilt (written
-    without an fsync: cut short, or with blocks of zeros) is refused."""
+    without an fsync: cut short, or with blocks of zeros), one that is not a private regular file
+    of this user's, or one whose contents are not what its digest says, is refused."""
     try:
         path = _entry_path(request, env, on_disk)
-        with open(path, "rb") as f:
-            entry = marshal.loads(f.read())
-        text, data_version, messages = entry["text"], entry["data_version"], entry["messages"]
-        if on_disk is None or text.encode("utf-8") != on_disk:
+        entry = _contents(read_cache(path, _ENTRY_CAP), cache_key(state_folder(env)))
+        if entry is None or on_disk is None or entry[0].encode("utf-8") != on_disk:
             return None
-    except Exception:  # no entry, an unreadable input, a corrupt entry: solve
+    except Exception:  # an unreadable input, a corrupt entry: solve
         return None
     touch(path)  # used: the last kept by store's prune
-    return text, data_version, messages
+    return entry
 
 
 def _same_data(on_disk: bytes | None, data_version: str) -> bool:

@@ -26,20 +26,21 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 import tomli_w
 from packaging.utils import canonicalize_name
 
-from ..config import Credential, scrub, strip_credentials, write_netrc
+from .. import scratch
+from ..config import Credential, private_cache, scrub, strip_credentials, with_tokens, write_netrc
 from ..domain import DEFAULT_PLATFORM, MACOS_TARGET, PYTHON_PLATFORM, Platform
 from ..errors import ResolveError
-from ..index.policy import BACKOFF, RETRIES
+from ..index.policy import BACKOFF, CREDENTIALS_TIP, REFUSED_STATUS, RETRIES
 from ..paths import cache_dir
 from ..solve.together import asks
 from ..voice import silent
@@ -91,12 +92,20 @@ def uv_environ(environ: Mapping[str, str]) -> dict[str, str]:
 def uv_command(args: Sequence[str], env: Mapping[str, str], *, needed_by: str, tip: str) -> list[str]:
     """uv's command line as envsolve runs it everywhere (the full lock, sync): its binary, ``args``,
     envsolve's cache folder, the system's CA certificates (as pip's configuration uses here) and
-    no uv.toml. ``needed_by`` and ``tip`` say who needs uv when it is missing."""
+    no uv.toml. ``needed_by`` and ``tip`` say who needs uv when it is missing. No secret goes on
+    this line (any local user can read a command line): index URLs, which may carry a login, reach
+    uv through its environment (:func:`index_environ`)."""
     try:
         from uv import find_uv_bin
     except ImportError:  # pragma: no cover - uv is a dependency
         raise ResolveError(f"uv is not installed, and {needed_by} needs it", tip=tip) from None
-    return [str(find_uv_bin()), *args, "--cache-dir", str(cache_dir(env) / "uv"), "--native-tls", "--no-config"]
+    return [str(find_uv_bin()), *args, "--cache-dir", str(cache_dir(env) / "uv"), "--system-certs", "--no-config"]
+
+
+def index_environ(default_index: str) -> dict[str, str]:
+    """The variable that gives uv its default index (``UV_DEFAULT_INDEX``; none for "": uv's own),
+    so that a login in it never reaches uv's command line."""
+    return {"UV_DEFAULT_INDEX": default_index} if default_index else {}
 
 
 def _explicit_indexes(pins: Sequence[Pin]) -> dict[str, Any]:
@@ -136,9 +145,42 @@ def _cache_miss(stderr: str, offline: bool) -> bool:
     return offline and ("offline" in low or "network connectivity is disabled" in low)
 
 
+# how uv words an index that refused the credentials (the URL, the status), as of uv 0.13: a page
+# ("hint: An index URL (URL) could not be queried due to a lack of valid authentication credentials
+# (401 Unauthorized)", "hint: An index (URL) returned a 403 Forbidden error"), a file ("Failed to fetch:
+# URL / cause: HTTP status client error (401 Unauthorized) for url (URL)")
+_REFUSED = (re.compile(r"An index URL \((\S+)\) could not be queried due to a lack of valid authentication "
+                       r"credentials \((?P<status>401)"),
+            re.compile(r"An index \((\S+)\) returned a (?P<status>403) Forbidden"),
+            re.compile(r"HTTP status client error \((?P<status>40[13])\b[^)]*\) for url \((\S+)\)"))
+
+
+def _refused(stderr: str, default_index: str, routed: Sequence[str]) -> str | None:
+    """Which index refused uv's credentials, and how ("the package index URL refused the credentials
+    (HTTP 401 Unauthorized for URL)"); None when none did."""
+    hit = next((m for rx in _REFUSED if (m := rx.search(scrub(stderr)))), None)
+    if hit is None:
+        return None
+    url = next(g for g in hit.groups() if g != hit.group("status"))
+    index = _index_of(url, [strip_credentials(u)[0].rstrip("/") for u in (*routed, default_index) if u])
+    status = REFUSED_STATUS[int(hit.group("status"))]
+    return (f"the package index {index} refused the credentials (HTTP {status} for {url}): none were given for it, "
+            "or they are not valid there")
+
+
+def _index_of(url: str, indexes: Sequence[str]) -> str:
+    """The index a URL uv names belongs to: the one it starts with, else the one on its host (files
+    served beside the pages), else the URL's own host."""
+    parts = urlsplit(url)
+    return (next((i for i in indexes if url.startswith(i)), None)
+            or next((i for i in indexes if urlsplit(i).netloc == parts.netloc), None)
+            or f"{parts.scheme}://{parts.netloc}")
+
+
 def _unreachable(stderr: str, default_index: str, routed: Sequence[str]) -> str | None:
-    """The index URLs uv could not reach; None when it failed otherwise."""
-    if not any(u in stderr.lower() for u in _UNREACHABLE):
+    """The index URLs uv could not reach; None when it failed otherwise (an index that refused the
+    credentials answered: asking again gets the same answer)."""
+    if not any(u in stderr.lower() for u in _UNREACHABLE) or _refused(stderr, default_index, routed) is not None:
         return None
     urls = [u for u in (*routed, default_index) if u and u in stderr] or [*routed, default_index]
     return " / ".join(strip_credentials(u)[0] for u in urls if u)
@@ -230,6 +272,8 @@ def _failure(stderr: str, ask: _Ask) -> ResolveError:
     if _cache_miss(stderr, ask.offline):
         return ResolveError(f"the full resolve needs files that are not in the cache (--offline):\n  {text}",
                             tip="lock once with the network to fill the cache, or use --frameworks-only")
+    if (refused := _refused(stderr, ask.default_index, ask.routed)) is not None:
+        return ResolveError(refused, tip=CREDENTIALS_TIP)
     if (urls := _unreachable(stderr, ask.default_index, ask.routed)) is not None:
         return ResolveError(f"the package index {urls} cannot be reached:\n  {text}", tip=WAYS_OUT)
     clash = uv_clash(scrub(stderr), ask.pins)
@@ -247,7 +291,7 @@ def _hashes(entry: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _uv_run(cmd: Sequence[str], root: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(list(cmd), cwd=root, env=dict(env), capture_output=True, text=True, check=False)
+        return scratch.run(cmd, cwd=root, env=env)
     except OSError as e:
         raise ResolveError(f"uv could not be run ({e})", tip="reinstall envsolve (pip install uv)") from None
 
@@ -282,19 +326,23 @@ def _command(ask: _Ask, env: Mapping[str, str]) -> list[str]:
                       "--python", sys.executable, "--no-python-downloads"],
                      env, needed_by="the full lock",
                      tip="pip install uv (envsolve depends on it), or lock with --frameworks-only")
-    cmd += ["--default-index", ask.default_index] if ask.default_index else []
     cmd += ["--offline"] if ask.offline else []
     cmd += ["--exclude-newer", ask.exclude_newer] if ask.exclude_newer else []
     return cmd + [arg for name in ask.upgrade for arg in ("--upgrade-package", name)]
 
 
-def _write_inputs(root: Path, ask: _Ask, prefer: Sequence[tuple[str, str]]) -> None:
-    """The scratch folder's pyproject.toml, and the previous versions as uv's preferences."""
-    (root / "pyproject.toml").write_text(tomli_w.dumps(_pyproject(ask.python, ask.pins, ask.pip)), encoding="utf-8")
+def _write_inputs(root: Path, ask: _Ask, prefer: Sequence[tuple[str, str]], credentials: Sequence[Credential] = ()
+                  ) -> bool:
+    """The private folder's pyproject.toml (a direct reference's token given back: uv fetches with
+    it, and the folder goes when the run ends), and the previous versions as uv's preferences;
+    whether a token was given back."""
+    pip = [with_tokens(line, credentials) for line in ask.pip]
+    (root / "pyproject.toml").write_text(tomli_w.dumps(_pyproject(ask.python, ask.pins, pip)), encoding="utf-8")
     if prefer:  # uv reads an existing output file as its preferences
         (root / "pylock.toml").write_text(tomli_w.dumps(
             {"lock-version": "1.0", "created-by": "envsolve",
              "packages": [{"name": n, "version": v} for n, v in sorted(prefer)]}), encoding="utf-8")
+    return pip != list(ask.pip)
 
 
 
@@ -399,10 +447,12 @@ def resolve(*, python: str, platform: Platform = DEFAULT_PLATFORM, pins: Sequenc
         env["MACOSX_DEPLOYMENT_TARGET"] = MACOS_TARGET[platform]
     ask = _Ask(python=python, platform=platform, pins=pins, pip=pip, default_index=default_index, offline=offline,
                exclude_newer=exclude_newer, upgrade=upgrade)
-    with tempfile.TemporaryDirectory(prefix="envsolve-resolve-") as tmp:  # private: mode 0700
-        if (netrc := write_netrc(credentials, Path(tmp), env)) is not None:
+    env |= index_environ(default_index)
+    with scratch.private_folder("resolve") as tmp:  # its netrc and inputs: removed on exit and on a signal
+        if (netrc := write_netrc(credentials, tmp, env)) is not None:
             env["NETRC"] = str(netrc)
-        _write_inputs(Path(tmp), ask, prefer)
-        data = _compiled(Path(tmp), ask, env, cache_first,
+        if _write_inputs(tmp, ask, prefer, credentials):  # a token in what uv fetches: none in a lasting cache
+            env |= private_cache(tmp)
+        data = _compiled(tmp, ask, env, cache_first,
                          _Told(detail=detail, warn=warn, retries=max(0, retries), backoff=backoff))
     return _packages(data, pins, pip, record_default)

@@ -206,9 +206,11 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
     of a framework. A companion's range is asked of its framework (``torchvision==0.23.0`` is
     ``torch==2.8.0``). Lines that are not plain requirements (URLs, options) ask nothing. Of the
     releases a line admits, the newest that leaves the project's ranges something to choose is
-    read (else the newest, whose clash the solve then explains)."""
+    read (else the newest, whose clash the solve then explains). A line whose marker is true on no
+    target (:meth:`ProjectSpec.applies`) asks nothing."""
     ctx = _Context.of(spec, reader, known_pythons, releases)
-    lines = [(req, line) for line in spec.pip if (req := _requirement(line)) is not None]
+    lines = [(req, line) for line in spec.pip
+             if (req := _requirement(line)) is not None and spec.applies(req.marker, known_pythons)]
     return tuple(s for req, line in lines if (s := _steer_line(ctx, req, line)) is not None)
 
 

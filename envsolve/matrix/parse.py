@@ -8,6 +8,7 @@ one :class:`~envsolve.tables.TableReader`; every problem is collected and raised
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -31,7 +32,7 @@ from ..spec import FLAVORS, GpuReq, SectionParser, host_problem
 from ..tables import closest, load_toml, word
 from ..versions import parse_driver, parse_python_minor
 
-__all__ = ["AXES", "Cell", "MatrixSpec", "Memo", "cell_vendor", "keys", "parse_matrix"]
+__all__ = ["AXES", "Cell", "MatrixSpec", "Memo", "cell_vendor", "check_size", "keys", "parse_matrix"]
 
 _REPOSITORY_DEFAULT = "envsolve-matrix"
 
@@ -190,6 +191,21 @@ class MatrixSpec(msgspec.Struct, frozen=True, kw_only=True):
         each (axis, value) pair made once and shared by the cells: the product makes only the tuples."""
         pairs = [[(axis, v) for v in values] for axis, values in self.axes]
         return itertools.product(*pairs)
+
+    def at_most(self) -> int:
+        """How many cells :meth:`iter_cells` gives at most, counted without making one: the product
+        of the axes, less the cells of the [[exclude]] that leaves out most (the others may overlap
+        it), plus one for each [[include]] outside the product (one inside may bring an excluded
+        cell back: with any, nothing is taken off)."""
+        values = dict(self.axes)
+        outside = sum(1 for inc in self.includes if not all(v in values[k] for k, v in inc))
+        excluded = max(map(self._matching, self.excludes), default=0) if not self.includes else 0
+        return math.prod(len(v) for _, v in self.axes) - excluded + outside
+
+    def _matching(self, pattern: Pattern) -> int:
+        """The cells of the product ``pattern`` matches."""
+        named = dict(pattern)
+        return math.prod(len(v) if axis not in named else int(named[axis] in v) for axis, v in self.axes)
 
     def _included(self, inc: Pattern) -> list[Cell]:
         """The cells of the product an [[include]] names, or the one cell outside it that it names
@@ -399,6 +415,20 @@ def _platform(value: str) -> Platform:
 
 def _pair_text(accelerator: str, platform: str) -> str:
     return f"accelerator {accelerator} on {platform}" if accelerator else f"no accelerator on {platform}"
+
+
+def check_size(ms: MatrixSpec, cap: int) -> None:
+    """Refuse, before a cell is solved, a matrix of more than ``cap`` cells (at most: see
+    :meth:`MatrixSpec.at_most`), with the size of each axis; a :class:`SpecError` (exit 2)."""
+    cells = ms.at_most()
+    if cells <= cap:
+        return
+    sizes = " x ".join(f"{len(values)} {axis}" for axis, values in ms.axes)
+    up_to = "" if len(ms.excludes) <= 1 and not ms.includes else "up to "  # else at_most's count is exact
+    raise SpecError([Problem(ms.path, "matrix", f"has {up_to}{cells:,} cells ({sizes}), more than the {cap:,} "
+                             "envsolve solves without being asked")],
+                    tip=f"drop values from the largest axes or add [[exclude]] rows; to solve them all, "
+                        f"pass --max-cells {cells}")
 
 
 def parse_matrix(text: str, path: str, provider: Provider) -> MatrixSpec:

@@ -34,7 +34,7 @@ from ..domain import (
     qualified_image,
 )
 from ..errors import LockError
-from ..lock.model import Environment, Lock, Package, index_url
+from ..lock.model import Environment, Lock, Package, build_problems, data_build_rules, index_url
 from ..paths import templates_dir
 from ..solve import PackagePin
 from ..spec import is_name
@@ -91,6 +91,7 @@ def _check(lock: Lock, env: Environment, lock_name: str) -> None:
         if url and (why := check_url(url)) is not None:
             raise LockError(f"{lock_name}: {where}: {why}", tip="regenerate the lock with a valid index URL")
     _check_indexes(env, i, lock_name)
+    _check_builds(env, i, lock.scope == "full", lock_name)
     _check_credentials(urls, [(f"environments[{i}].pip[{j}]", line) for j, line in enumerate(env.pip)], lock_name)
 
 
@@ -100,6 +101,21 @@ def _check_indexes(env: Environment, i: int, lock_name: str) -> None:
         if not is_name(p.index):
             raise LockError(f"{lock_name}: environments[{i}].frameworks[{j}].index = {p.index!r} is not an index "
                             "name (letters, digits, '.', '_' or '-')", tip="regenerate the lock from a spec without it")
+
+
+def _check_builds(env: Environment, i: int, full: bool, lock_name: str) -> None:
+    """Refuse (exit 2) a source build whose settings the data does not list for its package (the
+    reader's rule, held here too: only the variables a package's build reads reach an ENV line),
+    or, in a full lock, one without the sha256 of its sdist."""
+    rules = data_build_rules()
+    for j, x in enumerate(env.extensions):
+        found = build_problems(x, rules)
+        if full and x.install == "source" and not x.build_from and not x.hash:
+            found.append(("hash", "is empty: a full lock holds the sha256 of the sdist it builds"))
+        if found:
+            key, why = found[0]
+            raise LockError(f"{lock_name}: environments[{i}].extensions[{j}].{key} {why}",
+                            tip="regenerate the lock with `envsolve lock project.toml`")
 
 
 def _check_credentials(urls: list[tuple[str, str]], pip: list[tuple[str, str]], lock_name: str) -> None:
@@ -292,9 +308,13 @@ def _extension_steps(env: Environment, full: bool) -> list[dict[str, Any]]:
         if x.install == "index" or (full and x.install == "github"):
             continue
         settings = [*(s.split("=", 1) for s in x.build_vars)]
+        hashed = full and x.install == "source" and not x.build_from
         steps.append({"name": x.name, "version": x.version, "install": x.install, "url": x.url,
                       "requirement": x.requirement, "build_env": x.build_env, "build_archs": x.build_archs,
-                      "build_requires": list(x.build_requires), "settings": [tuple(kv) for kv in settings]})
+                      "build_requires": list(x.build_requires), "settings": [tuple(kv) for kv in settings],
+                      # a full lock's sdist, installed from a requirements file with its hash
+                      "hashed": f"{x.name}=={x.version} --hash={x.hash}" if hashed else "",
+                      "sdist_file": f"envsolve-{x.name}-sdist.txt"})
     return steps
 
 
@@ -478,16 +498,8 @@ def render_lock(lock: Lock, lock_path: Path, root: Path, target: str | None = No
     if target is not None and target not in names:
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {', '.join(names)})",
                         tip="pass one of those to --target, or leave --target out for all")
-    return {_inside(root, root / e.name / name, lock_path): text
+    from ..files import under  # the one rule: inside root once links and .. are followed (exit 2)
+
+    return {under(root, f"{e.name}/{name}", "-o"): text
             for e in lock.environments if target in (None, e.name)
             for name, text in render_environment(lock, e, lock_path.name, dockerfile=dockerfile).items()}
-
-
-def _inside(root: Path, path: Path, lock_path: Path) -> Path:
-    """``path``, refused (exit 2) unless it lies inside ``root`` once resolved (``..`` and links
-    followed): the lock's names are checked on read, and this holds whatever reaches here."""
-    if not path.resolve().is_relative_to(root.resolve()):
-        raise LockError(f"{lock_path}: would write {path}, outside the output folder {root}",
-                        tip="regenerate the lock with `envsolve lock project.toml`; check for links under the "
-                            "output folder that lead out of it")
-    return path

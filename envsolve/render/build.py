@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import msgspec
 
+from .. import scratch
 from ..config import Credential
 from ..domain import Accelerator, gpu_run_flags, image_problem
 from ..errors import EnvsolveError
@@ -229,13 +229,11 @@ def plans(engine: Engine, lock: Lock, envs: Sequence[Environment], options: Buil
 
 
 def _context(root: Path, environment: str) -> Path:
-    """The build context of ``environment``: its folder, refused (exit 2) unless inside ``root``."""
-    context = root / environment
-    if not context.resolve().is_relative_to(root.resolve()):
-        raise EnvsolveError(f"the build context of environment {environment!r} ({context}) is outside {root}",
-                            tip="regenerate the lock with `envsolve lock project.toml`; check for links under "
-                                "the output folder that lead out of it")
-    return context
+    """The build context of ``environment``: its folder, refused (exit 2) unless inside ``root``
+    once its links are followed (:func:`envsolve.files.under`, the rule render writes by)."""
+    from ..files import under
+
+    return under(root, environment, "-o")
 
 
 def _tag(tag: str) -> str:
@@ -269,21 +267,22 @@ class _Outcome(msgspec.Struct, frozen=True):
 def _stream(argv: Sequence[str], echo: Callable[[str], None]) -> _Outcome:
     """Run ``argv``, echoing its output line by line."""
     try:
-        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace")
+        proc = scratch.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     except OSError as e:
         raise BuildError(f"could not start {argv[0]}: {e.strerror or e}") from None
     steps: list[str] = []
     tail: list[str] = []
-    assert proc.stdout is not None
-    for raw in proc.stdout:
-        line = raw.rstrip("\n")
-        echo(line)
-        if _STEP.match(line):
-            steps.append(line)
-        if line.strip():
-            tail = (tail + [line])[-20:]
-    return _Outcome(proc.wait(), tuple(steps), tuple(tail))
+    with proc:  # the engine reads the secrets: it ends with envsolve
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip("\n")
+            echo(line)
+            if _STEP.match(line):
+                steps.append(line)
+            if line.strip():
+                tail = (tail + [line])[-20:]
+        status = proc.wait()
+    return _Outcome(status, tuple(steps), tuple(tail))
 
 
 def _failure(what: str, out: _Outcome) -> BuildError:
@@ -339,13 +338,6 @@ def build_image(engine: Engine, p: BuildPlan, echo: Callable[[str], None],
     return Built(environment=p.environment, tag=p.tag, digest=digest, size_mb=size, seconds=seconds, smoke=smoke)
 
 
-def secrets_folder() -> tempfile.TemporaryDirectory[str]:
-    """A private folder for the generated pip.conf secret (removed after the build)."""
-    d = tempfile.TemporaryDirectory(prefix="envsolve-build-")
-    os.chmod(d.name, 0o700)
-    return d
-
-
 # One environment's plan and what came of it.
 BuildResult = tuple[BuildPlan, Built | BuildError]
 
@@ -356,8 +348,8 @@ def build_all(engine: Engine, lock: Lock, envs: Sequence[Environment], options: 
     """Build every environment of ``envs`` (each is tried; a failure does not stop the others),
     with this machine's pip settings as secrets; ``progress`` hears which environment and which
     step (build, smoke test, push) runs now."""
-    with secrets_folder() as folder:
-        secrets = pip_secrets(environ, Path(folder), options.credentials)
+    with scratch.private_folder("build") as folder:  # the secrets: removed on exit and on a signal
+        secrets = pip_secrets(environ, folder, options.credentials)
         planned = plans(engine, lock, envs, options, secrets)
         return [(p, _attempt(engine, p, echo, _stepper(progress, p, k, len(planned))))
                 for k, p in enumerate(planned, 1)]

@@ -1,5 +1,6 @@
 """`envsolve site`: the site's files written into a folder that is new, empty or an earlier site
-(a marker file says so), all together (:func:`envsolve.files.write_all`); nothing is deleted."""
+(a marker file says so), all together (:func:`envsolve.files.write_all`) and only inside it (a
+link that leads out of it is refused); nothing is deleted."""
 
 from __future__ import annotations
 
@@ -37,5 +38,5 @@ def build_site(provider: Provider, out: Path) -> list[Path]:
     """Write the site into ``out``; the paths written, sorted."""
     _check_folder(out)
     files = {out / name: text for name, text in site_files(provider).items()}
-    write_all(files, tip="choose a folder you can write with -o")
+    write_all(files, tip="choose a folder you can write with -o", folder=out, option="-o")
     return sorted(files)

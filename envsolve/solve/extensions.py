@@ -8,11 +8,15 @@ vllm, bitsandbytes and the like (``matrices/extensions.toml``) takes part in the
   build, the Pythons), and those for which a prebuilt wheel exists come first (:func:`narrow`).
 * How it installs: from the default index, as a prebuilt wheel from a GitHub release or PyG's
   pages, or compiled in the image for the target's GPUs only (:func:`pins`); a source build
-  moves the image to the devel flavour of its CUDA.
+  moves the image to the devel flavour of its CUDA. What it installs first goes to the full
+  resolve with everything else (:func:`resolvable_lines`: pinned and hashed), and the variables,
+  settings and requirements a lock may give a build are the data's closed lists of its package
+  (:func:`build_rules`, which the lock reader holds every entry to).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -31,8 +35,8 @@ from .model import Candidate, ExtensionPin, Reporter
 if TYPE_CHECKING:  # packaging's requirement parser: imported only when [packages] pip lists something
     from packaging.requirements import Requirement
 
-__all__ = ["Asked", "asked", "build_archs", "degraded", "devel_flavor", "narrow", "pins", "refusal", "resolvable_lines",
-           "wheel_note", "with_torch"]
+__all__ = ["ARCH_LISTS", "Asked", "BuildRules", "asked", "build_archs", "build_rules", "degraded", "devel_flavor",
+           "narrow", "pins", "refusal", "resolvable_lines", "wheel_note", "with_torch"]
 
 _TORCH = "torch"
 
@@ -88,6 +92,8 @@ def asked(provider: Provider, spec: ProjectSpec) -> tuple[Asked, ...]:
     steered = _steered(spec)
     for line in spec.pip:
         req = _requirement(line)
+        if req is not None and not spec.applies(req.marker, provider.pythons()):
+            continue  # its marker is true on no target: not installed there, so it asks nothing
         name = canonical_name(req.name) if req is not None else ""
         rows = _admitted(provider.extensions(name), req, steered.get(name, "")) if req is not None else ()
         if rows:
@@ -314,6 +320,37 @@ def _arch_value(a: Arch, fmt: str) -> str:
     return f"{a.major}{a.minor}" if fmt == "nodot" else f"{a.major}.{a.minor}"
 
 
+# the shape of an arch list as each build_format writes it (:func:`_arch_value`, joined by ";"):
+# a lock's value must have its variable's shape before it reaches a Dockerfile
+ARCH_LISTS = {"dotted": re.compile(r"[0-9]{1,2}\.[0-9]{1,2}(;[0-9]{1,2}\.[0-9]{1,2}){0,31}"),
+              "nodot": re.compile(r"[0-9]{2,4}(;[0-9]{2,4}){0,31}")}
+
+
+class BuildRules(msgspec.Struct, frozen=True, kw_only=True):
+    """What a source build of one package may be given, as the data's rows of it name it (each
+    row's ``source`` is the setup.py or CI script that reads them): a closed list, so a lock can
+    set no other variable in an image."""
+
+    archs: tuple[tuple[str, str], ...] = ()  # the variable that takes the arch list -> its build_format
+    settings: tuple[str, ...] = ()  # the NAME=VALUE settings of its builds
+    requires: tuple[str, ...] = ()  # what its builds install first
+    build_from: tuple[str, ...] = ()  # the requirements its builds install ("" for name==version)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Every variable a build of the package may be given, sorted."""
+        return tuple(sorted({v for v, _ in self.archs} | {s.partition("=")[0] for s in self.settings}))
+
+
+def build_rules(rows: Iterable[Extension]) -> BuildRules:
+    """The closed lists of a package's source builds, from its data rows."""
+    rows = list(rows)
+    return BuildRules(archs=tuple(sorted({(r.build_env, r.build_format) for r in rows if r.build_env})),
+                      settings=tuple(sorted({s for r in rows for s in r.build_vars})),
+                      requires=tuple(sorted({q for r in rows for q in r.build_requires})),
+                      build_from=tuple(sorted({r.build_from for r in rows})))
+
+
 def build_archs(row: Extension, t: Target) -> tuple[str, ...]:
     """The arch list of a source build for the target's GPUs only: each GPU's own arch for
     TORCH_CUDA_ARCH_LIST (``8.6``); for a package that takes only the values of its own list
@@ -412,7 +449,8 @@ def devel_flavor(spec: ProjectSpec, extensions: Sequence[ExtensionPin], found: S
 def resolvable_lines(pip: Sequence[str], extensions: Sequence[ExtensionPin]) -> tuple[str, ...]:
     """``[packages] pip`` as the full resolve takes it: a GitHub release wheel's line as its direct
     URL (the lock then holds its hash), a package built in the image or taken from PyG's pages left
-    to the Dockerfile's own step."""
+    to the Dockerfile's own step, and what a source build installs first (ninja, packaging,
+    setuptools, ...), resolved with everything else so that the lock pins and hashes them too."""
     how = {x.name: x for x in extensions}
     out = []
     for line in pip:
@@ -422,5 +460,11 @@ def resolvable_lines(pip: Sequence[str], extensions: Sequence[ExtensionPin]) -> 
             out.append(line)
         elif x.install == "github":
             out.append(x.requirement)
-    return tuple(out)
+    return (*out, *_build_lines(extensions, out))
+
+
+def _build_lines(extensions: Sequence[ExtensionPin], taken: Sequence[str]) -> tuple[str, ...]:
+    """What the source builds install first, each once, less the lines already ``taken``."""
+    built = dict.fromkeys(r for x in extensions if x.install == "source" for r in x.build_requires)
+    return tuple(r for r in built if r not in taken)
 
