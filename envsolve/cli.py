@@ -150,6 +150,9 @@ class EnvsolveGroup(click.Group):
 @click.version_option(package_name="envsolve")
 def main() -> None:
     """Resolve GPU software stacks against a sourced compatibility graph."""
+    from .scratch import sweep  # a SIGKILLed run's private folder (a netrc's password) goes on any command
+
+    sweep()
 
 
 for _option in _shared_options("ENVSOLVE_MATRICES"):

@@ -82,7 +82,8 @@ def plain_lock(argv: list[str], environ: Mapping[str, str] | None = None) -> boo
 
 
 def _run(spec_path: Path, chosen: Mapping[str, Any], typed: Collection[str], console: ui.Console) -> None:
-    """The lock, its errors as the click command line reports them: ERROR, TIP and the exit code."""
+    """The lock, its errors as the click command line reports them: ERROR, TIP and the exit code;
+    an interrupt (Ctrl-C) as click's "Aborted!", exit 1."""
     from .errors import EnvsolveError
     from .provider import load_provider
     from .voice import Voice
@@ -95,8 +96,18 @@ def _run(spec_path: Path, chosen: Mapping[str, Any], typed: Collection[str], con
     except EnvsolveError as e:
         console.error(e.message, e.tip or "")
         sys.exit(e.exit_code)
+    except (EOFError, KeyboardInterrupt):  # Ctrl-C: as click answers it, no traceback
+        console.done()
+        sys.stderr.write(f"\n{ABORTED}\n")  # the blank line closes the terminal's ^C echo
+        sys.exit(ABORTED_EXIT)
     finally:
         console.done()
+
+
+# what click's command line answers an interrupt with (click.core: a blank line, "Aborted!" on
+# stderr, exit 1); the plain lock answers the same, so the two ways in end a Ctrl-C alike
+ABORTED = "Aborted!"
+ABORTED_EXIT = 1
 
 
 def _never(*_: object) -> Mapping[Path, str]:

@@ -44,8 +44,9 @@ from .paths import pip_config_files
 _NETRC_CAP = 1 << 20  # a netrc or an install's direct_url.json: a few lines
 
 __all__ = ["Credential", "check_url", "credential_warnings", "forget_tokens", "index_credentials", "index_urls",
-           "netrc_text", "pip_config", "pip_config_files", "pip_index_url", "private_cache", "public_url",
-           "requirement_credentials", "scrub", "strip_credentials", "user_netrc", "with_tokens", "write_netrc"]
+           "netrc_logins", "netrc_text", "pip_config", "pip_config_files", "pip_index_url", "private_cache",
+           "public_url", "requirement_credentials", "scrub", "strip_credentials", "url_problem", "user_netrc",
+           "with_tokens", "write_netrc"]
 
 _ENV_PREFIX = "ENVSOLVE_INDEX_"
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
@@ -110,7 +111,12 @@ def pip_index_url(environ: Mapping[str, str] | None = None) -> str:
 def strip_credentials(url: str) -> tuple[str, bool]:
     """``url`` without user, password, query or fragment (where tokens travel), and whether
     anything was dropped. ``https://bot:S3CRET@mirror/simple?token=x`` -> ``https://mirror/simple``."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError:  # no URL (check_url says so where it is read): nothing that may be a secret shown
+        shown = public_url(url)
+        return shown, shown != url
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
@@ -183,6 +189,17 @@ def check_url(value: object) -> str | None:
     if not isinstance(value, str) or not _SAFE_URL.fullmatch(value):
         return (f"{value!r} must be an index URL (http, https or file) without whitespace, quotes or "
                 "shell metacharacters")
+    return url_problem(value)
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` (an index or a direct reference) cannot be read as a URL (an IPv6 host without its
+    ``]``, a port past 65535); None when it can."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError as e:
+        return f"{public_url(url)!r} is not a URL ({e})"
     return None
 
 
@@ -254,10 +271,16 @@ def _without_tokens(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", kept))
 
 
+_LOGIN = re.compile(r"(?<=://)[^/@?#]*@")
+
+
 def public_url(url: str) -> str:
     """``url`` as a file or a message may show it: no login (:func:`_without_userinfo`), no token
-    (:func:`_without_tokens`)."""
-    return _without_tokens(_without_userinfo(url))
+    (:func:`_without_tokens`); one that cannot be read as a URL loses all that may hold either."""
+    try:
+        return _without_tokens(_without_userinfo(url))
+    except ValueError:  # (an IPv6 host without its ']', a port past 65535)
+        return _LOGIN.sub("", re.split(r"[?#]", url, maxsplit=1)[0])
 
 
 def _credential(url: str, where: str) -> tuple[Credential | None, str | None]:
@@ -267,7 +290,7 @@ def _credential(url: str, where: str) -> tuple[Credential | None, str | None]:
         return None, None
     host, login, password = found
     if not host or not login or _NETRC_UNSAFE.search(login + password):
-        return None, (f"the user or password in {_without_userinfo(url)!r} is empty, or holds white space, a quote, "
+        return None, (f"the user or password in {public_url(url)!r} is empty, or holds white space, a quote, "
                       "'#' or a backslash, which a netrc cannot carry")
     return Credential(host=host, login=login, password=password, where=where), None
 
@@ -284,8 +307,8 @@ def requirement_credentials(line: str, where: str) -> tuple[str, Credential | No
         url = parse_requirement(line).url
     except ValueError:  # packaging's InvalidRequirement
         return line, None, None  # the spec's own check names it
-    if not url or url not in line:
-        return line, None, None
+    if not url or url not in line or url_problem(url) is not None:
+        return line, None, None  # (the spec's own check names a URL that cannot be read)
     credential, why = _credential(url, where)
     if why is not None:
         return line, None, why
@@ -392,6 +415,24 @@ def netrc_text(credentials: Sequence[Credential], environ: Mapping[str, str] | N
     except OSError:  # gone, unreadable, or no regular UTF-8 file (a FIFO is never waited on)
         theirs = ""
     return mine + theirs
+
+
+def netrc_logins(credentials: Sequence[Credential], environ: Mapping[str, str] | None = None
+                 ) -> dict[str, tuple[str, str]]:
+    """Host -> (login, password) of :func:`netrc_text` (the spec's logins, then the user's netrc,
+    read once through envsolve's reader): what envsolve's own index client sends, in place of
+    requests' look-up, which reads ``~/.netrc`` on every request with no check of what it is. A
+    netrc that cannot be parsed gives the spec's logins alone."""
+    import io
+    import netrc as netrc_module
+
+    parsed = netrc_module.netrc.__new__(netrc_module.netrc)
+    parsed.hosts, parsed.macros = {}, {}
+    try:  # (the parser of a file, given the text: the file was read through files.read_text)
+        parsed._parse("netrc", io.StringIO(netrc_text(credentials, environ)), False)  # type: ignore[attr-defined]
+    except (netrc_module.NetrcParseError, ValueError, IndexError):
+        parsed.hosts = {c.host: (c.login, "", c.password) for c in credentials if c.login}
+    return {host: (entry[0] or "", entry[2] or "") for host, entry in parsed.hosts.items() if entry[0]}
 
 
 def write_netrc(credentials: Sequence[Credential], folder: Path, environ: Mapping[str, str] | None = None

@@ -19,12 +19,14 @@ cache's: private). A failure never leaves a partial file behind and never trunca
 that was there: the text goes to a hidden temporary file beside the target, which then replaces
 it in one rename. :func:`write_all` writes every temporary file first and renames them only when
 all are written, so a batch is written whole or not at all; a run killed on the way leaves only
-temporary files, which the next write into that folder removes (only names envsolve made: each
-carries a keyed checksum of itself, so a person's file of the same shape is never touched). An
+temporary files, which the next write into that folder removes (only regular files whose names envsolve
+made: each carries a checksum of itself keyed with this user's secret key, so a person's file of
+the same shape, or one named to look like envsolve's, is never touched). An
 output that exists and is not a regular file (``/dev/full``, a FIFO, a folder) is refused, and a
 file's folder must exist (:func:`check_output`); an output folder is created. A folder of
 generated files (render, site, matrix --render, a workflow, ``matrices/``) is written only inside
-itself: :func:`under` refuses a path that a link (or ``..``) leads out of it.
+itself: :func:`under` refuses a path that a link (or ``..``) leads out of it, and a folder that is
+itself a link.
 
 Standard library only, errors imported where raised: the lock replay reads and writes through
 this module and stays light.
@@ -148,7 +150,7 @@ def _made_key(path: str) -> bytes | None:
     """A new key at ``path``, unless one is there (another process's, made meanwhile: that one)."""
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        tmp = _temporary(path, os.urandom(_KEY_SIZE), True, 0o600)
+        tmp = _temporary(path, os.urandom(_KEY_SIZE), True, 0o600, keyed=False)  # no key yet to name it by
         try:
             os.link(tmp, path)  # never replaces a key: the caches it sealed would all be made again
         finally:
@@ -260,12 +262,20 @@ def under(folder: Path, relative: str | os.PathLike[str], option: str) -> Path:
     """``folder``/``relative``, an output path of a folder of generated files; refused (SpecError,
     exit 2) when resolving it (its links followed, its ``..`` taken) leaves ``folder``: envsolve
     writes a folder's files inside it, never through a link to elsewhere (``DIR/gpu ->
-    /tmp/elsewhere``, ``DIR/index.html -> ~/.bashrc``). ``option`` names the folder's option in the tip."""
+    /tmp/elsewhere``, ``DIR/index.html -> ~/.bashrc``), nor into a ``folder`` that is itself a link
+    (``envsolve-out -> ~/project``; links higher up its path, ``/tmp -> /private/tmp``, are the
+    system's and followed). ``option`` names the folder's option in the tip."""
     from pathlib import Path
 
     from .errors import Problem, SpecError
 
     path = Path(folder, relative)
+    if os.path.islink(folder):  # the folder as given (its last component; links above it are the system's)
+        target = os.path.realpath(folder)
+        given = target if option != "--workflow" else os.path.join(target, relative)  # that option takes a file
+        raise SpecError([Problem(str(folder), "", f"cannot be written ({option}): the output folder is a link to "
+                                 f"{os.readlink(folder)}; envsolve writes only into a folder, never through a link")],
+                        tip=f"pass the link's target ({option} {given}) if that is where you mean to write")
     root = os.path.realpath(folder)
     if _inside(os.path.realpath(path), root):
         return path
@@ -325,16 +335,24 @@ def alive(pid: int) -> bool:
 
 def sweep(folder: str | os.PathLike[str]) -> None:
     """Remove the temporary files that runs killed on the way left in ``folder``: those whose
-    names verify as envsolve's own (:func:`_writer`), of processes no longer running; a person's
-    file of the same shape stays."""
+    names verify as envsolve's own (:func:`_writer`, keyed with this user's key), of processes no
+    longer running; a person's file of the same shape stays. Only regular files are removed (a
+    folder or a link of that name stays), and one that cannot be removed is left: a sweep never
+    fails the write it comes before."""
     try:
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
-        pid = _writer(name)
-        if pid is not None and pid != os.getpid() and not alive(pid):
-            _remove(os.path.join(folder, name))
+        shape = _shape(name)
+        if shape is None or int(shape[2]) == os.getpid() or alive(int(shape[2])) or not _verifies(shape):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+        except OSError:  # gone meanwhile, another user's (a sticky folder), a read-only folder
+            pass
 
 
 def prune(folder: str | os.PathLike[str], suffix: str, keep: int, written: str | os.PathLike[str] = "") -> None:
@@ -371,48 +389,81 @@ def touch(path: str | os.PathLike[str]) -> None:
 
 
 def _remove(path: str | os.PathLike[str]) -> None:
-    """Remove the file ``path`` if it is there."""
+    """Remove the file ``path`` if it is there and can be (a cleanup never raises)."""
     try:
         os.unlink(path)
-    except FileNotFoundError:
+    except OSError:
         pass
 
 
-# The key of the temporaries' checksums: a name of the temporaries' shape whose checksum does not
-# verify was not made by envsolve (a person's own file), and the sweep leaves it.
-_TEMPORARY_KEY = b"envsolve temporary file"
+# The key of the temporaries' checksums (:func:`_token`): this user's secret key (:func:`cache_key`,
+# in the state folder), read once per process and only when a temporary is made or a leftover of a
+# dead process is checked. A name of the temporaries' shape whose checksum does not verify under it
+# was not made by this user's envsolve (a person's own file, a name made to look like one), and the
+# sweep leaves it. False: not read yet; None: none could be had, and then no name verifies (a
+# leftover stays, never swept).
+_temporary_key: bytes | bool | None = False
+_UNKEYED = "unkeyed"  # the token of a temporary made without a key: no hex digest, so it never verifies
 
 
-def _token(name: str, nonce: str, pid: str) -> str:
-    """The keyed checksum that marks ``.NAME.NONCE.PID.TOKEN.tmp`` as a temporary envsolve made."""
+def _key() -> bytes | None:
+    """This user's key of the temporaries' checksums, read (or made) on first use."""
+    global _temporary_key
+    if _temporary_key is False:
+        from .paths import state_folder  # standard library only, as this module
+
+        _temporary_key = cache_key(state_folder())
+    return _temporary_key if isinstance(_temporary_key, bytes) else None
+
+
+def _token(name: str, nonce: str, pid: str, keyed: bool = True) -> str:
+    """The keyed checksum that marks ``.NAME.NONCE.PID.TOKEN.tmp`` as a temporary this user's
+    envsolve made; :data:`_UNKEYED`, which never verifies, when no key can be had (or, ``keyed``
+    False, for the key's own temporary, made before there is a key)."""
+    key = _key() if keyed else None
+    if key is None:
+        return _UNKEYED
     import hashlib
 
-    return hashlib.blake2s(f"{name}\0{nonce}\0{pid}".encode("utf-8", "surrogateescape"), key=_TEMPORARY_KEY,
-                           digest_size=4).hexdigest()
+    return hashlib.blake2s(f"{name}\0{nonce}\0{pid}".encode("utf-8", "surrogateescape"), key=key,
+                           person=b"tmpname", digest_size=4).hexdigest()
 
 
-def _temporary_name(name: str) -> str:
+def _temporary_name(name: str, keyed: bool = True) -> str:
     """A new temporary's name for the file ``name``: ``.NAME.NONCE.PID.TOKEN.tmp``, NONCE random,
     TOKEN the checksum of the rest (:func:`_token`)."""
     nonce, pid = os.urandom(4).hex(), str(os.getpid())
-    return f".{name}.{nonce}.{pid}.{_token(name, nonce, pid)}.tmp"
+    return f".{name}.{nonce}.{pid}.{_token(name, nonce, pid, keyed)}.tmp"
+
+
+def _shape(name: str) -> tuple[str, str, str, str] | None:
+    """(NAME, NONCE, PID, TOKEN) of a name of the temporaries' shape; None for any other."""
+    parts = name.split(".")
+    pid = parts[-3] if len(parts) >= 6 else ""
+    if parts[0] or parts[-1] != "tmp" or not (pid.isascii() and pid.isdigit() and len(pid) <= 10):
+        return None
+    return ".".join(parts[1:-4]), parts[-4], pid, parts[-2]
+
+
+def _verifies(shape: tuple[str, str, str, str]) -> bool:
+    name, nonce, pid, token = shape
+    return token != _UNKEYED and token == _token(name, nonce, pid)
 
 
 def _writer(name: str) -> int | None:
     """The process that wrote the temporary file ``name`` (see :func:`_temporary_name`); None for
-    any other name, and for a name of that shape whose checksum does not verify (not envsolve's)."""
-    parts = name.split(".")
-    if len(parts) < 6 or parts[0] or parts[-1] != "tmp" or not parts[-3].isdigit():
-        return None
-    token, pid, nonce = parts[-2], parts[-3], parts[-4]
-    return int(pid) if token == _token(".".join(parts[1:-4]), nonce, pid) else None
+    any other name, and for a name of that shape whose checksum does not verify under this user's
+    key (not envsolve's, or no key to tell)."""
+    shape = _shape(name)
+    return int(shape[2]) if shape is not None and _verifies(shape) else None
 
 
-def _temporary(path: str | os.PathLike[str], data: str | bytes, durable: bool = True, mode: int | None = None) -> str:
+def _temporary(path: str | os.PathLike[str], data: str | bytes, durable: bool = True, mode: int | None = None,
+               keyed: bool = True) -> str:
     """A temporary file beside ``path`` holding ``data`` (on disk, when ``durable``), with the mode
-    ``path`` will have (``mode``, else :func:`_mode`)."""
+    ``path`` will have (``mode``, else :func:`_mode`); its name unkeyed (never swept) unless ``keyed``."""
     folder, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(folder, _temporary_name(name))
+    tmp = os.path.join(folder, _temporary_name(name, keyed))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:

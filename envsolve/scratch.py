@@ -38,7 +38,7 @@ from typing import Any
 
 from .files import alive
 
-__all__ = ["SIGNALS", "popen", "private_folder", "run"]
+__all__ = ["SIGNALS", "popen", "private_folder", "removed_on_signal", "run", "sweep"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,
                                                                                               signal.SIGINT)
@@ -72,6 +72,13 @@ def _sweep(root: str) -> None:
     for name in names:
         if _left_behind(root, name):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def sweep() -> None:
+    """Remove the private folders that runs killed by a SIGKILL left under the system's temporary
+    folder (each a netrc's password, maybe): every command does, on start (one listing of that
+    folder), not only the next run that makes a private folder."""
+    _sweep(tempfile.gettempdir())
 
 
 def _clean_up(pid: int) -> None:
@@ -127,6 +134,21 @@ def private_folder(what: str) -> Iterator[Path]:
         with _guard:
             _folders.pop(named, None)
         shutil.rmtree(named, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def removed_on_signal(folder: Path) -> Iterator[None]:
+    """Remove ``folder`` (one this run makes, such as the venv a sync builds beside the old one)
+    should SIGTERM, SIGHUP or SIGINT end envsolve inside the block; the block's own end leaves it."""
+    named = os.fspath(folder)
+    with _guard:
+        _install_handlers()
+        _folders[named] = os.getpid()
+    try:
+        yield
+    finally:
+        with _guard:
+            _folders.pop(named, None)
 
 
 def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from .config import Credential, check_url, index_credentials, requirement_credentials, scrub
+from .config import Credential, check_url, index_credentials, requirement_credentials, scrub, url_problem
 from .domain import (
     APPLE_PLATFORM,
     COMPANIONS,
@@ -35,7 +35,7 @@ from .domain import (
 )
 from .errors import Problem, SpecError
 from .tables import TableReader, closest, load_toml, unknown_key, word
-from .versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, parse_range, parse_requirement
+from .versions import Arch, Dotted, LongNumber, parse_arch, parse_dotted, parse_driver, parse_range, parse_requirement
 
 if TYPE_CHECKING:
     from packaging.markers import Marker
@@ -210,6 +210,9 @@ class _ProjectParser(SectionParser):
     def _specifier(self, raw: str, key: str) -> SpecifierSet:
         try:
             return parse_range(raw)
+        except LongNumber as e:  # (before int() reads it: a traceback when the solver compared)
+            self.bad(key, str(e))
+            return SpecifierSet()
         except InvalidSpecifier:
             self.bad(key, f"{raw!r} is not a version specifier; write e.g. '>=2.4', '==2.7.*' or '*'")
             return SpecifierSet()
@@ -653,10 +656,12 @@ def _number_as_text(raw: Any, key: str) -> Any:
 
 def _check_pip(item: str) -> str | None:
     try:
-        parse_requirement(item)
+        url = parse_requirement(item).url
+    except LongNumber as e:
+        return str(e)
     except ValueError as e:  # packaging's InvalidRequirement
         return f"{scrub(item)!r} is not a valid PEP 508 requirement ({scrub(str(e))}); write e.g. 'numpy<2'"
-    return None
+    return url_problem(url) if url else None
 
 
 def _check_conda(item: str) -> str | None:

@@ -48,6 +48,7 @@ holds none: :func:`envsolve.spec.url_credentials`) reach uv as a netrc in a priv
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -65,7 +66,7 @@ from packaging.version import InvalidVersion, Version
 from . import scratch
 from .config import Credential, scrub
 from .errors import CheckFailed, LockError, Problem, ResolveError, SpecError
-from .files import SPEC_CAP, decoded, folder_lock, read_bytes, write_atomic
+from .files import SPEC_CAP, decoded, folder_lock, read_bytes, refused, write_atomic
 from .host.doctor import Finding, check_host, pick_environment, report_lines, where
 from .host.facts import HostFacts
 from .lock import model as lockfile
@@ -136,10 +137,14 @@ def _check_current(lock: Lock, lock_path: Path, provider: Provider, talk: Voice)
     spec = _spec_path(lock, lock_path)
     try:
         blob = read_bytes(spec, SPEC_CAP)  # (a FIFO or a device is no spec: never read)
-    except OSError:
+    except FileNotFoundError:
         talk.warn(f"{lock_path}: its spec {spec} is not beside it, so whether the lock is current was not checked; "
                   "syncing the lock as it is")
         return
+    except OSError as e:  # there, and no spec: whether the lock is current cannot be told
+        why, what = refused(spec, e)
+        raise SpecError([Problem(str(spec), "", f"the spec of {lock_path} {why}")],
+                        tip=what or "fix or remove it, or sync the lock as it is with --frozen") from None
     verdict = stale_by_digests(lock_path, blob, provider)
     if verdict:
         raise CheckFailed(verdict, tip=f"refresh it with `envsolve lock {spec}` (with the options it was locked "
@@ -253,6 +258,8 @@ def _refuse_foreign(venv: Path) -> None:
         return
     why = ("is a link; sync makes and replaces its venv in place of that name" if venv.is_symlink() else
            "exists and is not a folder" if not venv.is_dir() else
+           f"exists and was not made by `envsolve sync` (its {MARKER} is no sync's marker: not a regular file "
+           "of a marker's size, or not one a sync wrote)" if os.path.lexists(venv / MARKER) else
            f"exists and was not made by `envsolve sync` (it has no {MARKER})")
     raise SpecError([Problem(str(venv), "", why)],
                     tip="pass another --venv PATH (a new or empty folder), or move that one away yourself: sync "
@@ -314,6 +321,22 @@ def _exchange(a: Path, b: Path) -> bool:
         return False
     at_fdcwd, exchange = -100, 2
     return bool(renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), exchange) == 0)
+
+
+def _links_are_the_venvs(venv: Path) -> bool:
+    """Whether every link in ``venv`` is one a venv is made with (``bin/python*``, ``lib64 ->
+    lib``): a copy of it then holds nothing another folder shares (a link to a folder elsewhere
+    would take the sync's removals to it)."""
+    for folder, dirs, files in os.walk(venv):
+        for name in (*dirs, *files):
+            path = Path(folder, name)
+            if not path.is_symlink():
+                continue
+            ours = (Path(folder) == venv / "bin" and name.startswith("python")) or (
+                Path(folder) == venv and name == "lib64" and os.readlink(path) == "lib")
+            if not ours:
+                return False
+    return True
 
 
 def _copy_venv(venv: Path, new: Path) -> None:
@@ -400,7 +423,9 @@ def current(lock: Lock, venv: Path, target: str | None) -> Environment | None:
     if marker.get("lock_digest") != lock.lock_digest or not python_of(venv).exists():
         return None
     env = lock.environment(str(marker.get("environment")))
-    return env if env is not None and target in (None, env.name) else None
+    if env is None or _venv_minor(venv) != env.python:  # (its pyvenv.cfg read, as a venv's Python reads it)
+        return None
+    return env if target in (None, env.name) else None
 
 
 # ---------------------------------------------------------------------------- the plan
@@ -564,7 +589,9 @@ def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], t
     _not_installed(env, talk)
     files = _requirements(lock, request.lock_path, env)  # refuses what no file may carry before anything is made
     venv = request.venv_path
-    venv.parent.mkdir(parents=True, exist_ok=True)
+    if not venv.parent.is_dir():  # a typo in a path is not a new tree
+        raise SpecError([Problem(str(venv), "", f"cannot be made: its folder {venv.parent} does not exist or is "
+                                                "not a folder")], tip=f"mkdir -p {venv.parent}, or pass another --venv")
     with folder_lock(venv.parent):  # syncs of one venv take turns: none finds another's half-made venv
         _clear_leftover(venv)
         _refuse_foreign(venv)
@@ -594,21 +621,49 @@ def _rebuild(venv: Path, env: Environment, same: bool, plan: _Plan, given: _Inpu
     """The environment built beside the venv (a hard-linked copy of it, changed by ``plan``, when
     its Python is ``same``; else a new venv), checked, then swapped in whole: a sync that fails on
     the way leaves the venv as it was, its marker true, and no half-made folder behind."""
-    new = _beside(venv, "new")
+    empty = venv.is_dir() and not any(venv.iterdir())  # (built in place: a mount point cannot be swapped)
+    new = venv if empty else _beside(venv, "new")
     try:
-        if same:
-            _copy_venv(venv, new)
-        else:
-            _make_venv(new, env.python, venv, talk)
-        _claim(new)
-        _remove(new, plan.remove, talk)
-        _install(new, given.files, plan, talk, url_credentials(_spec_path(given.lock, given.lock_path)))
-        _verify(env, new, venv)
-        write_atomic(new / MARKER, _marker(given.lock, env))
-        _swap(new, venv)
+        with scratch.removed_on_signal(new) if not empty else contextlib.nullcontext():
+            _build(new, venv, env, same and _links_are_the_venvs(venv), plan, given, talk)
+            if not empty:
+                _swap(new, venv)
+    except OSError as e:
+        raise CheckFailed(f"{venv} could not be synced: {e.filename or new}: {e.strerror or e} (it is left as it was)",
+                          tip=f"check that {venv.parent} is writable and has room, then sync again") from None
     finally:
-        if os.path.lexists(new):
+        if empty:
+            _empty(venv)  # what a failed build left in the folder it was given (a success leaves the marker's venv)
+        elif os.path.lexists(new):
             shutil.rmtree(new, ignore_errors=True)
+
+
+def _build(new: Path, venv: Path, env: Environment, copy: bool, plan: _Plan, given: _Inputs, talk: Voice) -> None:
+    """The environment at ``new``: a copy of ``venv`` changed by ``plan`` (``copy``), else a new
+    venv with every package; marked a sync's first, and with the lock's marker once it holds exactly
+    the lock."""
+    if copy:
+        _copy_venv(venv, new)
+    else:
+        _make_venv(new, env.python, venv, talk)
+        plan = _plan(env, {}, {})
+    _claim(new)
+    _remove(new, plan.remove, talk)
+    _install(new, given.files, plan, talk, url_credentials(_spec_path(given.lock, given.lock_path)))
+    _verify(env, new, venv)
+    write_atomic(new / MARKER, _marker(given.lock, env))
+
+
+def _empty(folder: Path) -> None:
+    """Clear ``folder`` of a venv a failed sync began in it, unless it holds the lock's marker."""
+    marker = _read_marker(folder)
+    if marker.get("lock_digest"):
+        return
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def summary(done: Synced) -> str:

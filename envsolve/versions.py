@@ -33,10 +33,17 @@ __all__ = [
     "PACKAGE_NAME",
     "PipRequirement",
     "parse_requirement",
+    "MAX_DIGITS",
+    "LongNumber",
+    "long_number",
 ]
 
-_DOTTED = re.compile(r"^\d+(\.\d+){0,3}$")
-_SM = re.compile(r"^(?:sm|compute)_(\d+)(\d)([af]?)$")
+# a version's number of more digits than this is refused before int() reads it: no version has one,
+# and int() of a 4300-digit text raises (sys.int_info.str_digits_check_threshold), slowly before that
+MAX_DIGITS = 16
+_LONG = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+_DOTTED = re.compile(rf"^\d{{1,{MAX_DIGITS}}}(\.\d{{1,{MAX_DIGITS}}}){{0,3}}$")
+_SM = re.compile(rf"^(?:sm|compute)_(\d{{1,{MAX_DIGITS}}})(\d)([af]?)$")
 _CC = re.compile(r"^(\d{1,2})\.(\d)([af]?)$")
 _GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
 # Intel's GPU targets as its offline compiler (ocloc) names them and torch.xpu.get_arch_list() prints
@@ -44,7 +51,27 @@ _GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
 # graphics), ats-m150 (Flex 170), xe2-hpg and the like.
 _INTEL = re.compile(r"^(?:pvc|dg2|bmg|cri|ats-m\d+|(?:mtl|arl|lnl|ptl|wcl|nvl)(?:-[a-z])?|xe\d?-[a-z]+)$")
 # Apple's GPUs by chip generation (apple-m1 ... apple-m5): Metal compiles for each at run time.
-_APPLE = re.compile(r"^apple-m\d+$")
+_APPLE = re.compile(rf"^apple-m\d{{1,{MAX_DIGITS}}}$")
+
+
+class LongNumber(InvalidSpecifier):
+    """A version, range or requirement with a number of more than :data:`MAX_DIGITS` digits
+    (a ``ValueError``, and packaging's ``InvalidSpecifier`` for whoever reads a range)."""
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted, shortened to its ends when long (a message never prints 5000 digits)."""
+    return repr(text) if len(text) <= 40 else f"{text[:24]!r}...{text[-8:]!r} ({len(text)} characters)"
+
+
+def long_number(text: str, what: str) -> LongNumber | None:
+    """The error of ``text`` (a ``what``) when it has a number of more than :data:`MAX_DIGITS`
+    digits, naming it shortened; None for any other text."""
+    m = _LONG.search(text)
+    if m is None:
+        return None
+    return LongNumber(f"{what} {_shown(text.strip())} has a number of {len(m.group())} digits; a version's numbers "
+                      f"have at most {MAX_DIGITS}: write the version you mean")
 
 
 class Dotted(msgspec.Struct, frozen=True, eq=False, array_like=True):
@@ -97,7 +124,9 @@ def parse_dotted(text: str, what: str = "version") -> Dotted:
     """Parse ``"535.104.05"`` or ``"12.8"``; raise ValueError naming ``what`` otherwise."""
     raw = text.strip()
     if not _DOTTED.match(raw):
-        raise ValueError(f"{what} {text!r} is not a dotted number such as 12.8 or 535.104.05")
+        if (long := long_number(raw, what)) is not None:
+            raise long
+        raise ValueError(f"{what} {_shown(text)} is not a dotted number such as 12.8 or 535.104.05")
     return Dotted(key=tuple(int(p) for p in raw.split(".")), raw=raw)
 
 
@@ -116,13 +145,17 @@ def parse_driver(text: str) -> Dotted:
     return d
 
 
+_PYTHON_MINOR = re.compile(rf"^(\d{{1,{MAX_DIGITS}}})\.(\d{{1,{MAX_DIGITS}}})$")
+
+
 @functools.cache
 def parse_python_minor(text: str) -> tuple[int, int]:
     """Parse ``"3.12"`` into ``(3, 12)``; remembered (a solve sorts the same few minors thousands
     of times)."""
-    m = re.match(r"^(\d+)\.(\d+)$", text.strip())
+    m = _PYTHON_MINOR.match(text.strip())
     if not m:
-        raise ValueError(f"Python version {text!r} is not of the form 3.12")
+        raise long_number(text, "Python version") or ValueError(
+            f"Python version {_shown(text)} is not of the form 3.12")
     return int(m.group(1)), int(m.group(2))
 
 
@@ -133,7 +166,10 @@ def admits_any(raw: str) -> bool:
 
 def parse_range(raw: str) -> SpecifierSet:
     """The specifier a range as written stands for, ``"*"`` admitting everything; raises
-    ``InvalidSpecifier`` as packaging does."""
+    ``InvalidSpecifier`` as packaging does, and :class:`LongNumber` (one) for a number of more
+    than :data:`MAX_DIGITS` digits, which packaging reads only when it compares, with a traceback."""
+    if (long := long_number(raw, "range")) is not None:
+        raise long
     return SpecifierSet("" if admits_any(raw) else raw.strip())
 
 
@@ -160,16 +196,22 @@ def parse_requirement(line: str) -> Requirement | PipRequirement:
     """A pip requirement line as packaging reads it; raises packaging's ``InvalidRequirement`` (a
     ``ValueError``) as packaging does. A line of the simple kind (a name and version specifiers:
     ``numpy<2``) is read here, its specifiers by packaging's ``SpecifierSet``; any other goes to
-    packaging's ``Requirement`` (``tests/test_properties.py`` holds both to the same answers)."""
+    packaging's ``Requirement`` (``tests/test_properties.py`` holds both to the same answers). A
+    range with a number of more than :data:`MAX_DIGITS` digits raises :class:`LongNumber`."""
     m = _SIMPLE_REQUIREMENT.fullmatch(line)
     if m is not None:
+        if (long := long_number(m.group(2) or "", f"requirement {m.group(1)}: range")) is not None:
+            raise long
         try:
             return PipRequirement(m.group(1), SpecifierSet(m.group(2) or ""))
         except InvalidSpecifier:
             pass  # packaging's parser says what is wrong
     from packaging.requirements import Requirement
 
-    return Requirement(line)
+    req = Requirement(line)
+    if (long := long_number(str(req.specifier), f"requirement {req.name}: range")) is not None:
+        raise long  # (a URL's digits are its own: only the versions are compared)
+    return req
 
 
 def python_admits_minor(spec: SpecifierSet | str, minor: str) -> bool:
@@ -277,6 +319,6 @@ def parse_arch(text: str) -> Arch:
     if _APPLE.match(raw):
         return Arch(vendor="apple", major=int(raw[7:]), minor=0, suffix="", name=raw)
     raise ValueError(
-        f"{text!r} is not a GPU architecture: write sm_80, a compute capability such as 8.0, "
+        f"{_shown(text)} is not a GPU architecture: write sm_80, a compute capability such as 8.0, "
         "an AMD target such as gfx942, an Intel one such as bmg, or apple-m4"
     )

@@ -154,8 +154,9 @@ def _sealed(contents: Any, key: bytes) -> bytes:
 def _odd_entries(genuine: dict[str, Any], how: st.DataObject) -> bytes:
     """Entries sealed with another key (made elsewhere) holding anything, or sealed with this user's
     key but of a wrong shape, or whose text or data version is not the lock on disk's."""
+    # (an empty list of messages is a well-typed entry: only a wrong shape, or another key, is drawn here)
     field = how.draw(st.sampled_from(["text", "data_version", "messages", "whole"]), label="field")
-    odd = how.draw(st.one_of(st.none(), st.integers(), st.text(max_size=20), st.lists(st.integers(), max_size=3),
+    odd = how.draw(st.one_of(st.none(), st.integers(), st.text(max_size=20), st.lists(st.integers(), min_size=1, max_size=3),
                              st.lists(st.tuples(st.integers(), st.text(max_size=5)).map(list), min_size=1, max_size=2)),
                    label="value")
     elsewhere = how.draw(st.binary(min_size=32, max_size=32).filter(lambda k: k != _key()), label="other key")

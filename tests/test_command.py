@@ -96,3 +96,34 @@ def test_a_msgspec_that_needs_typing_extensions_is_imported_as_it_is(tmp_path: P
     r = subprocess.run([sys.executable, "-c", _IMPORT], capture_output=True, text=True, check=True,
                        env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert r.stdout.splitlines() == ["True typing_extensions", "typing_extensions"]
+
+
+# ------------------------------------------------------------------ hostile round 3, defect 4
+
+def test_ctrl_c_in_a_plain_lock_is_aborted_as_click_answers_it_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_bytes((CASES / NAMES[0] / "project.toml").read_bytes())
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("envsolve.command.lock", interrupted)
+    code, out, err = _plain(["lock", str(spec), "-o", str(tmp_path / "b.lock")], capsys)
+    monkeypatch.setattr("envsolve.lock.job.lock_command", interrupted)  # the click command's way in
+    clicked = CliRunner().invoke(main, ["lock", str(spec), "-o", str(tmp_path / "a.lock")])
+    assert (code, out, err) == (clicked.exit_code, "", clicked.stderr) == (1, "", "\nAborted!\n")
+    assert not (tmp_path / "b.lock").exists()
+
+
+def test_ctrl_c_in_a_plain_lock_run_as_a_command_prints_no_traceback(tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_bytes((CASES / NAMES[0] / "project.toml").read_bytes())
+    code = ("import sys, envsolve.command as c\n"
+            "def stop(*a, **k): raise KeyboardInterrupt\n"
+            "c.lock = stop\nsys.argv = ['envsolve', 'lock', sys.argv[1], '-o', sys.argv[2]]\n"
+            "from envsolve.__main__ import main\nmain()\n")
+    env = {k: v for k, v in os.environ.items() if k != "ENVSOLVE_FRAMEWORKS_ONLY"} | {"ENVSOLVE_NO_CACHE": "1"}
+    r = subprocess.run([sys.executable, "-c", code, str(spec), str(tmp_path / "b.lock")], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", "\nAborted!\n")

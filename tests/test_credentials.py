@@ -334,3 +334,78 @@ def test_pips_index_login_reaches_uv_through_its_environment_never_its_command_l
     assert {a[1] for a, _ in seen} >= {"pip", "venv"} and any(a[1:3] == ["pip", "compile"] for a, _ in seen)
     assert all(PASSWORD not in " ".join(argv) for argv, _ in seen)
     assert any(PASSWORD in env.get("UV_DEFAULT_INDEX", "") for _, env in seen)  # the lock's and the sync's uv
+
+
+@pytest.mark.parametrize("where", ['[indexes]\npypi = "http://[::1"\n', '[indexes]\npypi = "http://x:99999/simple"\n',
+                                   '[packages]\npip = ["foo @ http://bot:pw9@[::1/foo.whl?token=T0KENxyz42"]\n',
+                                   '[packages]\npip = ["foo @ http://s3cret%20user@x/foo.whl?token=T0KENxyz42"]\n'])
+def test_a_url_that_is_no_url_is_refused_naming_it_without_its_secrets(where: str, tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n' + where)
+    r = _lock(spec)
+    assert r.exit_code == 2 and "Traceback" not in r.output and r.exception is not None, r.output
+    assert "T0KENxyz42" not in r.output and "pw9" not in r.output and "ERROR:" in r.stderr
+
+
+def test_an_envsolve_index_variable_that_is_no_url_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", "http://x:99999/simple")
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[packages]\npip = ["idna"]\n')
+    r = _lock(spec)
+    assert r.exit_code == 2 and "Port out of range" in r.stderr and "Traceback" not in r.output
+
+
+def test_the_default_index_login_of_the_spec_reaches_envsolves_own_reads_of_the_index(
+        httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What [packages] pip asks is read by envsolve's own client before uv runs: it gets the login
+    taken out of ENVSOLVE_INDEX_PYPI, as uv does, and not from ~/.netrc alone."""
+    index = serve(httpserver, [Wheel("idna", "3.10")])
+    expected = "Basic " + base64.b64encode(f"{LOGIN}:{PASSWORD}".encode()).decode()
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", _with_login(index))
+    monkeypatch.setenv("ENVSOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no netrc
+    monkeypatch.delenv("ENVSOLVE_FRAMEWORKS_ONLY")
+    seen: list[str | None] = []
+    original = httpserver.dispatch
+
+    def dispatch(request: Request) -> Response:
+        seen.append(request.headers.get("Authorization"))
+        if request.headers.get("Authorization") != expected:
+            return Response("who are you?", status=401)
+        return original(request)
+
+    monkeypatch.setattr(httpserver, "dispatch", dispatch)
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\n[hardware]\nvendor = "cpu"\n'
+                    '[packages]\npip = ["idna"]\n')
+    r = _lock(spec)
+    assert r.exit_code == 0, r.output
+    assert seen[0] == expected  # the first read is envsolve's own (steering): it had the login (uv asks
+    # without one first, and again with its netrc when refused)
+    assert PASSWORD not in r.output and PASSWORD not in (tmp_path / "envsolve.lock").read_text()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "latin1"])
+def test_a_netrc_that_is_no_text_file_never_hangs_or_breaks_a_full_lock(
+        kind: str, httpserver: HTTPServer, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    index = serve(httpserver, [Wheel("idna", "3.10")])
+    home = tmp_path / "home"
+    home.mkdir()
+    netrc = home / ".netrc"
+    if kind == "fifo":
+        os.mkfifo(netrc)
+    elif kind == "zero":
+        netrc.symlink_to("/dev/zero")
+    else:
+        netrc.write_bytes(b"machine h login \xff password x\n")
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\npython = "==3.11.*"\n[frameworks]\n[hardware]\nvendor = "cpu"\n'
+                    '[packages]\npip = ["idna"]\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("ENVSOLVE_FRAMEWORKS_ONLY", "NETRC")}
+    env |= {"HOME": str(home), "ENVSOLVE_INDEX_PYPI": index, "ENVSOLVE_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "envsolve", "lock", str(spec)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

@@ -624,3 +624,72 @@ def test_a_full_lock_refuses_a_source_build_whose_sdist_the_index_does_not_hash(
     assert r.exit_code != 0 and "Traceback" not in r.output
     assert "flash-attn 2.8.3.post1 is built from source in the image, but the index at" in r.stderr
     assert "has no sdist of it with a sha256" in r.stderr and not (tmp_path / "envsolve.lock").exists()
+
+
+# ----------------------------------------------------------------------------- hostile round 3, defect 6
+
+def _forged_wheel(tmp_path: Path, package: str, gpu: str, url: str) -> tuple[Path, str]:
+    """A frameworks-only lock of ``package`` for ``gpu`` (a prebuilt wheel), its extension entry's
+    url set to ``url`` and its digest computed again; and the url the solve wrote."""
+    import tomllib
+
+    from tests.test_lock import redigested
+
+    _env(_lock(tmp_path, _spec(f'"{gpu}"', f'"{package}"')))
+    path = tmp_path / "envsolve.lock"
+    data = tomllib.loads(path.read_text())
+    x = data["environments"][0]["extensions"][0]
+    made, x["url"] = x["url"], url
+    path.write_text(redigested(data))
+    return path, made
+
+
+@pytest.mark.parametrize(("package", "gpu", "url", "what"), [
+    ("torch-scatter", "A100", "https://evil.example/whl/", "PyG's wheel page"),
+    ("torch-scatter", "A100", "https://data.pyg.org/whl/../../evil.example/x.html", "PyG's wheel page"),
+    ("torch-scatter", "A100", "https://data.pyg.org.evil.example/whl/torch-2.8.0+cu128.html", "PyG's wheel page"),
+    ("flash-attn", "H100", "https://evil.example/flash_attn-2.8.3.post1-cp312-cp312-linux_x86_64.whl",
+     "a GitHub release wheel"),
+    ("flash-attn", "H100", "https://github.com/evil/flash-attention/releases/download/v2.8.3.post1/"
+     "flash_attn-2.8.3.post1+cu12torch2.8cxx11abiTRUE-cp312-cp312-linux_x86_64.whl", "a GitHub release wheel"),
+    ("flash-attn", "H100", "https://github.com/Dao-AILab/flash-attention/releases/download/v2.8.3.post1/"
+     "flash_attn-2.8.3.post1+cu12torch2.8/../../../../evil/x.whl", "a GitHub release wheel"),
+])
+def test_a_prebuilt_wheels_url_the_data_does_not_give_is_refused(tmp_path: Path, package: str, gpu: str, url: str,
+                                                                 what: str) -> None:
+    path, made = _forged_wheel(tmp_path, package, gpu, url)
+    r = CliRunner().invoke(main, ["render", str(path)])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert f"{path}: environments[0].extensions[0].url = {url!r} is not {what} of {package} " in r.stderr
+    assert "as the data gives it (the data has: 'https://" in r.stderr and "TIP" in r.stderr
+    assert "regenerate" in r.stderr and not (tmp_path / "envsolve-out").exists()
+    with pytest.raises(LockError, match=r"extensions\[0\]\.url = "):
+        lockfile.read(path)
+    (tmp_path / "again").mkdir()
+    path, _ = _forged_wheel(tmp_path / "again", package, gpu, made)  # the url the solve wrote reads back
+    assert lockfile.read(path).environments[0].extensions[0].url == made
+
+
+def test_the_renderer_refuses_a_wheel_url_the_reader_never_saw(tmp_path: Path) -> None:
+    from msgspec.structs import replace
+
+    from envsolve.render.artifacts import render_environment
+
+    _env(_lock(tmp_path, _spec('"A100"', '"torch-scatter"')))
+    lock = lockfile.read(tmp_path / "envsolve.lock")
+    env = lock.environments[0]
+    forged = replace(env, extensions=(replace(env.extensions[0], url="https://evil.example/whl/"),))
+    with pytest.raises(LockError) as e:
+        render_environment(replace(lock, environments=(forged,)), forged)
+    assert "environments[0].extensions[0].url = 'https://evil.example/whl/'" in str(e.value)
+
+
+def test_a_source_build_forged_into_a_prebuilt_wheel_is_refused_naming_install(tmp_path: Path) -> None:
+    # defect 6: install = "github" (or "pyg") on an entry with a build's settings: no URL the data gives
+    for install in ("github", "pyg"):
+        (tmp_path / install).mkdir()
+        path = _forged(tmp_path / install, "install", install)
+        r = CliRunner().invoke(main, ["render", str(path)])
+        assert r.exit_code == 2 and "Traceback" not in r.output
+        assert (f"{path}: environments[0].extensions[0].install = {install!r} installs a prebuilt wheel, but the "
+                "entry holds a source build's settings (build_*)") in r.stderr

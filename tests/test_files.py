@@ -294,3 +294,109 @@ def test_the_key_that_seals_the_caches_is_made_once_private_and_kept(tmp_path: P
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert files.cache_key(str(blocker / "state")) is None  # none can be made: caches off, no error
+
+
+# ----------------------------------------------------------------------------- hostile round 3
+
+
+def test_an_output_folder_that_is_itself_a_link_is_refused_naming_it_and_its_target(tmp_path: Path) -> None:
+    # defect 1: `ln -s victim envsolve-out` wrote every file into victim/
+    victim, link = tmp_path / "victim", tmp_path / "envsolve-out"
+    victim.mkdir()
+    link.symlink_to("victim")
+    for option in ("-o", "--render", "--matrices"):
+        with pytest.raises(SpecError) as e:
+            files.under(link, "default/Dockerfile", option)
+        assert e.value.exit_code == 2
+        assert e.value.message == (f"{link}: cannot be written ({option}): the output folder is a link to victim; "
+                                   "envsolve writes only into a folder, never through a link")
+        assert e.value.tip == f"pass the link's target ({option} {victim}) if that is where you mean to write"
+        with pytest.raises(SpecError, match="the output folder is a link to victim"):
+            files.write_all({link / "a.txt": "a\n"}, tip="", folder=link, option=option)
+    with pytest.raises(SpecError) as e:
+        files.write_all({link / "images.yml": "on: push\n"}, tip="", folder=link, option="--workflow")
+    assert e.value.tip == f"pass the link's target (--workflow {victim / 'images.yml'}) if that is where you mean to write"
+    assert list(victim.iterdir()) == []
+    assert files.under(victim, "a.txt", "-o") == victim / "a.txt"  # the target itself is fine
+
+
+def test_links_higher_up_an_output_folders_path_are_followed(tmp_path: Path) -> None:
+    # defect 1: only the folder as given counts (/tmp -> /private/tmp on macOS stays usable)
+    (tmp_path / "real" / "out").mkdir(parents=True)
+    (tmp_path / "up").symlink_to("real")
+    out = tmp_path / "up" / "out"
+    files.write_all({out / "a.txt": "a\n"}, tip="", folder=out)
+    assert (tmp_path / "real" / "out" / "a.txt").read_text() == "a\n"
+
+
+def test_a_folder_or_an_undeletable_entry_named_like_a_leftover_never_blocks_a_write(tmp_path: Path) -> None:
+    # defect 2a: a folder named like a dead process's temporary made every write fail "Is a directory"
+    dead = _dead_pid()
+    folder = tmp_path / _temporary_of(dead)
+    folder.mkdir()
+    (folder / "inside").write_text("mine\n")
+    link = tmp_path / _temporary_of(dead, "notes")
+    link.symlink_to(folder / "inside")
+    files.write_atomic(tmp_path / "envsolve.lock", "new\n")
+    files.write_all({tmp_path / "other.txt": "x\n"}, tip="")
+    assert (folder / "inside").read_text() == "mine\n" and link.is_symlink()
+    assert (tmp_path / "envsolve.lock").read_text() == "new\n"
+    if os.geteuid() != 0:  # root removes what it likes
+        sub = tmp_path / "ro"
+        sub.mkdir()
+        (sub / _temporary_of(dead)).write_text("half")
+        sub.chmod(0o500)
+        try:
+            files.sweep(sub)  # cannot remove it: left, no error
+        finally:
+            sub.chmod(0o700)
+        assert (sub / _temporary_of(dead)).exists()
+
+
+def test_the_temporaries_checksum_is_keyed_with_this_users_secret_key(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # defect 2b: the key was a public constant, so anyone could name a person's file to be swept
+    import hashlib
+
+    dead = _dead_pid()
+    nonce = "0badc0de"
+    forged = f".notes.{nonce}.{dead}." + hashlib.blake2s(f"notes\0{nonce}\0{dead}".encode(),
+                                                         key=b"envsolve temporary file", digest_size=4).hexdigest() + ".tmp"
+    (tmp_path / forged).write_text("mine\n")
+    left = tmp_path / _temporary_of(dead, "notes")
+    left.write_text("half")
+    files.write_atomic(tmp_path / "notes", "new\n")
+    assert (tmp_path / forged).read_text() == "mine\n" and not left.exists()
+    # another user's key (another state folder) verifies none of this user's names
+    name = files._temporary_name("notes")
+    monkeypatch.setattr(files, "_temporary_key", False)
+    monkeypatch.setenv("ENVSOLVE_STATE_DIR", str(tmp_path / "other-state"))
+    assert files._writer(name) is None and files._writer(files._temporary_name("notes")) == os.getpid()
+
+
+def test_without_a_key_no_temporary_verifies_and_nothing_is_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # defect 2b: no key to be had (an unwritable home): names never verify, leftovers are only left
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setattr(files, "_temporary_key", False)
+    monkeypatch.setenv("ENVSOLVE_STATE_DIR", str(blocker / "state"))
+    out = tmp_path / "out"
+    out.mkdir()
+    name = files._temporary_name("notes")
+    assert name.endswith(".unkeyed.tmp") and files._writer(name) is None
+    left = out / f".notes.0badc0de.{_dead_pid()}.unkeyed.tmp"
+    left.write_text("half")
+    files.write_atomic(out / "notes", "new\n")
+    assert left.exists() and (out / "notes").read_text() == "new\n"
+
+
+def test_the_temporaries_key_is_read_once_and_only_when_needed(tmp_path: Path) -> None:
+    # defect 2b: files.py stays light: no hashlib at import, the key read at most once per process
+    code = ("import sys, os\nfrom envsolve import files\nassert 'hashlib' not in sys.modules\n"
+            "calls = []\nreal = files.cache_key\nfiles.cache_key = lambda f: calls.append(f) or real(f)\n"
+            "files.sweep(sys.argv[1]); assert calls == []\n"  # a clean folder: no key read
+            "for i in range(3): files.write_atomic(os.path.join(sys.argv[1], f'f{i}'), 'x')\n"
+            "print(len(calls))\n")
+    env = {**os.environ, "ENVSOLVE_STATE_DIR": str(tmp_path / "state")}
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env, timeout=60)
+    assert r.stdout == "1\n", r.stderr

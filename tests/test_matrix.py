@@ -762,3 +762,23 @@ def test_the_size_is_counted_without_making_the_cells(real_graph: Provider) -> N
     one = parse_matrix(ISSUE_EXAMPLE.replace("[[include]]", "[[ignored]]").split("[[ignored]]")[0]
                        + '[[exclude]]\naccelerator = "rocm6.2"\npython = "3.12"\n', "images.toml", real_graph)
     assert one.at_most() == len(one.cells()) == 42  # one exclude: exact
+
+
+def test_a_workflows_folder_that_is_itself_a_link_is_never_written_through(example: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # hostile round 3, defect 1: `--workflow wfd/sub/images.yml`, wfd/sub a link, wrote into its target
+    monkeypatch.chdir(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    Path("wfd").mkdir()
+    Path("wfd", "sub").symlink_to(victim)
+    r = CliRunner().invoke(main, ["matrix", example.name, "--workflow", "wfd/sub/images.yml"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "wfd/sub: cannot be written (--workflow): the output folder is a link to " in r.output, r.output
+    assert f"pass the link's target (--workflow {victim / 'images.yml'})" in r.output
+    assert list(victim.iterdir()) == []
+    out = tmp_path / "cells"
+    out.symlink_to(victim)
+    r = CliRunner().invoke(main, ["matrix", example.name, "--render", str(out)])
+    assert r.exit_code == 2 and f"{out}: cannot be written (--render): the output folder is a link" in r.output
+    assert list(victim.iterdir()) == []

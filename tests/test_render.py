@@ -437,3 +437,21 @@ def test_a_lock_render_of_a_windows_target_writes_its_files(tmp_path: Path, monk
                                                       "requirements.txt", "smoke_test.py"]
     assert "--index-url https://index.invalid/whl/xpu" in (out / "requirements-pytorch.txt").read_text()
     assert lockfile.read(lock).environments[0].accelerator == "xpu"
+
+
+def test_render_never_writes_into_an_output_folder_that_is_itself_a_link(tmp_path: Path) -> None:
+    # hostile round 3, defect 1: `ln -s victim envsolve-out` (or `-o link`) wrote into victim/
+    lock = tmp_path / "envsolve.lock"
+    shutil.copy(HERE / "cases" / "cpu-torch" / "expected.lock", lock)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for link, extra in ((tmp_path / "envsolve-out", []), (tmp_path / "out", ["-o", str(tmp_path / "out")])):
+        link.symlink_to(victim)
+        r = CliRunner().invoke(main, ["render", str(lock), *extra])
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        assert f"{link}: cannot be written (-o): the output folder is a link to {victim}" in r.stderr
+        assert f"TIP: pass the link's target (-o {victim}) if that is where you mean to write" in r.stderr
+        assert list(victim.iterdir()) == []
+    r = CliRunner().invoke(main, ["render", str(lock), "-o", str(victim)])
+    assert r.exit_code == 0, r.output
+    assert (victim / "default" / "Dockerfile").is_file()

@@ -152,3 +152,27 @@ def test_a_child_runs_in_its_own_group_and_its_group_ends_with_the_block(tmp_pat
         proc.kill()
     left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
     assert left == []  # nothing of its group outlives the block
+
+
+# ------------------------------------------------------------------ hostile round 3, defect 5
+
+@pytest.mark.parametrize("command", [["doctor"], ["render", "envsolve.lock"]])
+def test_every_command_removes_a_sigkilled_runs_private_folder(command: list[str], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from envsolve.cli import main
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    left = tmp / f"envsolve-lock-{dead}-0123abcd"  # a SIGKILL's: its netrc holds a password
+    left.mkdir(mode=0o700)
+    (left / "netrc").write_text("machine index.example login me password hunter2\n")
+    running = tmp / f"envsolve-sync-{os.getppid()}-0123abcd"  # a running process's: kept
+    running.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp))
+    monkeypatch.chdir(tmp_path)
+    CliRunner().invoke(main, command)  # whatever it answers (no lock here for render)
+    assert not left.exists() and running.is_dir()

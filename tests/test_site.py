@@ -413,3 +413,16 @@ def test_matrix_html_escapes_what_it_shows(tmp_path: Path) -> None:
     got = CliRunner().invoke(main, ["matrix", str(matrix), "--format", "html"])
     assert got.exit_code == 0, got.output
     assert "a&lt;b&gt;.toml" in got.output and "a<b>" not in got.output
+
+
+def test_site_never_writes_into_an_output_folder_that_is_itself_a_link(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # hostile round 3, defect 1: `site -o link` wrote into the link's target
+    monkeypatch.setattr("envsolve.site.build.site_files", lambda _: {MARKER: "site\n", "index.html": "<p>new</p>\n"})
+    victim, link = tmp_path / "victim", tmp_path / "site"
+    victim.mkdir()
+    link.symlink_to(victim)
+    got = CliRunner().invoke(main, ["site", "-o", str(link)])
+    assert got.exit_code == 2 and "Traceback" not in got.output
+    assert f"{link}: cannot be written (-o): the output folder is a link to {victim}" in got.output
+    assert f"TIP: pass the link's target (-o {victim})" in got.output and list(victim.iterdir()) == []

@@ -337,3 +337,31 @@ def test_a_lock_passed_where_the_spec_belongs_is_one_problem_naming_the_spec(tmp
     assert r.stderr == (f"ERROR: {lock}: is a lock (envsolve.lock), not a project spec\n"
                         f"TIP: pass the project.toml it was made from: {tmp_path / 'project.toml'} (its `spec` key "
                         f"names it), or, to use the lock itself, `envsolve sync {lock}` or `envsolve render {lock}`\n")
+
+
+# ------------------------------------------------------------------ hostile round 3, defect 3
+
+LONG = "9" * 5000
+
+
+@pytest.mark.parametrize(("text", "where", "what"), [
+    (f'[project]\nname = "x"\npython = ">=3.{LONG}"\n[frameworks]\ntorch = "*"\n', "project.python", "range"),
+    (f'[frameworks]\ntorch = ">=2.{LONG}"\n', "frameworks.torch", "range"),
+    (f'[frameworks]\ntorch = "*"\n[hardware]\ndriver = "{LONG}.1"\n', "hardware.driver", "driver version"),
+    (f'[frameworks]\ntorch = "*"\n[packages]\npip = ["numpy>=1.{LONG}"]\n', "packages.pip[0]",
+     "requirement numpy: range"),
+])
+def test_a_version_number_of_thousands_of_digits_is_a_problem_not_a_traceback(text: str, where: str, what: str,
+                                                                             fixture_graph: Provider) -> None:
+    # a 5000-digit number raised int()'s "Exceeds the limit (4300 digits)" ValueError when the solver compared
+    got = problems(text, fixture_graph)
+    assert f"project.toml: {where}: {what} " in got and "has a number of 5000 digits" in got, got
+    assert "at most 16: write the version you mean" in got and LONG not in got and "set_int_max_str_digits" not in got
+
+
+def test_a_long_number_in_a_range_is_refused_on_the_command_line_without_a_traceback(tmp_path: Path) -> None:
+    for body in (f'python = ">=3.{LONG}"\n[frameworks]\ntorch = "*"\n', f'[frameworks]\ntorch = ">=2.{LONG}"\n'):
+        spec = tmp_path / "project.toml"
+        spec.write_text('[project]\nname = "x"\n' + body if body.startswith("python") else body)
+        r = CliRunner().invoke(main, ["lock", str(spec), "-o", str(tmp_path / "envsolve.lock")])
+        assert r.exit_code == 2 and "Traceback" not in r.output and "has a number of 5000 digits" in r.output, r.output

@@ -400,3 +400,78 @@ def test_a_fifo_or_a_device_in_a_venv_never_hangs_a_sync(where: str, index: str,
     (venv / where).symlink_to("/dev/zero")
     r = _sync(lock, "--venv", str(venv))
     assert r.exit_code in (0, 2) and "Traceback" not in r.output and "MemoryError" not in r.output
+
+
+def test_a_venv_whose_folder_is_missing_is_refused_and_an_empty_folder_is_used_as_it_is(
+        index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    r = _sync(lock, "--venv", str(tmp_path / "typo" / "dir" / "venv"))
+    assert r.exit_code == 2 and f"its folder {tmp_path / 'typo' / 'dir'} does not exist" in r.stderr
+    assert not (tmp_path / "typo").exists()  # a typo in a path is not a new tree
+    empty = tmp_path / "mine"
+    empty.mkdir()
+    empty.chmod(0o750)
+    inode = empty.stat().st_ino
+    assert _sync(lock, "--venv", str(empty)).exit_code == 0
+    assert (empty.stat().st_ino, empty.stat().st_mode & 0o777) == (inode, 0o750)  # the folder given, kept
+    assert _installed(empty) == {"requests": "2.32.3", "idna": "3.10"}
+
+
+def test_a_spec_beside_the_lock_that_cannot_be_read_is_refused_not_taken_for_missing(
+        index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    (tmp_path / "project.toml").unlink()
+    os.mkfifo(tmp_path / "project.toml")
+    r = _sync(lock, "--venv", str(tmp_path / "venv"))
+    assert r.exit_code == 2 and "is a FIFO" in r.stderr and not (tmp_path / "venv").exists()
+
+
+def test_run_does_not_trust_a_venv_whose_pyvenv_cfg_is_not_a_venvs(index: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    assert _sync(lock, "--venv", str(venv)).exit_code == 0
+    (venv / "pyvenv.cfg").unlink()
+    (venv / "pyvenv.cfg").symlink_to("/dev/zero")  # its Python would die reading it
+    r = CliRunner().invoke(main, ["run", "--lock", str(lock), "--venv", str(venv), "--", "python", "-c", "pass"])
+    assert r.exit_code == 0, r.output  # synced again (the folder is the sync's), then run
+    assert not (venv / "pyvenv.cfg").is_symlink()
+
+
+def test_a_link_inside_the_venv_never_takes_a_failed_syncs_removals_elsewhere(
+        index: str, httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    assert _sync(lock, "--venv", str(venv)).exit_code == 0
+    site = next((venv / "lib").glob("python*/site-packages"))
+    shared = tmp_path / "shared-site-packages"
+    shutil.move(str(site), str(shared))
+    site.symlink_to(shared)  # the venv's packages live elsewhere, through a link
+    before = sorted(p.name for p in shared.iterdir())
+    (tmp_path / "project.toml").write_text(CPU.replace('"requests"', '"filelock"'))
+    assert CliRunner().invoke(main, ["lock", str(tmp_path / "project.toml")]).exit_code == 0
+    httpserver.clear()  # the index is down
+    assert _sync(lock, "--venv", str(venv)).exit_code == 1
+    assert sorted(p.name for p in shared.iterdir()) == before  # nothing removed through the link
+
+
+def test_a_signal_inside_the_block_removes_the_folder_being_built(tmp_path: Path) -> None:
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        new = tmp_path / f".venv.envsolve-new-{sig}"
+        script = ("import os, signal, pathlib; from envsolve import scratch\n"
+                  f"p = pathlib.Path({str(new)!r}); p.mkdir(); (p / 'f').write_text('x')\n"
+                  "with scratch.removed_on_signal(p):\n"
+                  f"    os.kill(os.getpid(), {int(sig)})\n"
+                  "    signal.pause()\n")
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0 and not new.exists(), (sig, done.stderr)

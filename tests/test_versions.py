@@ -99,3 +99,27 @@ def test_a_windows_driver_version_is_read_as_nvidia_writes_it() -> None:
 
     assert [parse_driver(v).raw for v in ("32.0.15.7216", "31.0.15.3623", "30.0.14.7141", "572.16")] == [
         "572.16", "536.23", "471.41", "572.16"]
+
+
+# ------------------------------------------------------------------ hostile round 3, defect 3
+
+def test_a_version_number_of_more_than_sixteen_digits_is_refused_before_int_reads_it() -> None:
+    from packaging.specifiers import InvalidSpecifier
+
+    from envsolve.versions import LongNumber, parse_python_minor, parse_range, parse_requirement
+
+    long = "9" * 5000
+    for parse, text in ((parse_dotted, f"12.{long}"), (parse_driver, f"5{long}.1"), (parse_python_minor, f"3.{long}"),
+                        (parse_range, f">=2.{long}"), (parse_requirement, f"numpy>=1.{long}"),
+                        (parse_requirement, f"numpy[extra]>=1.{long}; python_version>'3'")):
+        with pytest.raises(LongNumber) as e:
+            parse(text)  # type: ignore[operator]
+        assert "has a number of" in str(e.value) and "(50" in str(e.value) and len(str(e.value)) < 200
+        assert isinstance(e.value, ValueError) and isinstance(e.value, InvalidSpecifier)
+    assert parse_dotted("9" * 16).key == (int("9" * 16),)  # sixteen digits are still a number
+    with pytest.raises(ValueError, match="is not a GPU architecture") as arch:
+        parse_arch(f"sm_{long}")
+    assert len(str(arch.value)) < 300
+    assert parse_range(">=2.4") == SpecifierSet(">=2.4")
+    assert parse_requirement("pkg12345678901234567890>=1").name == "pkg12345678901234567890"  # a name's digits
+    assert parse_requirement("x @ https://h.example/x-1.whl#sha256=12345678901234567890123").name == "x"  # a URL's

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.retry import Retry
 
-from ..config import pip_config, strip_credentials
+from ..config import Credential, netrc_logins, pip_config, strip_credentials
 from ..errors import EnvsolveError, MissingProject, RefreshError
 from ..files import read_cache, write_atomic
 from ..voice import silent
@@ -155,8 +155,28 @@ def _adapter(cache: Path | None, retry: Retry, *, offline: bool, cache_first: bo
     return adapter
 
 
-def _session(adapter: HTTPAdapter, cert: str) -> requests.Session:
+class _Logins(requests.auth.AuthBase):
+    """The login a request carries: the URL's own (``user:password@``, as requests takes it),
+    else its host's among ``logins`` (the spec's, then the user's netrc: config.netrc_logins).
+    Set as the session's auth, it also keeps requests from reading ``~/.netrc`` itself on every
+    request, unchecked (a FIFO there would hang the lock)."""
+
+    def __init__(self, logins: Mapping[str, tuple[str, str]]) -> None:
+        self.logins = dict(logins)
+
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        from requests.auth import HTTPBasicAuth
+        from requests.utils import get_auth_from_url
+
+        user, password = get_auth_from_url(str(r.url))
+        host = urlparse(str(r.url)).hostname or ""
+        login = (user, password) if user else self.logins.get(host)
+        return HTTPBasicAuth(*login)(r) if login is not None else r
+
+
+def _session(adapter: HTTPAdapter, cert: str, logins: Mapping[str, tuple[str, str]]) -> requests.Session:
     session = requests.Session()
+    session.auth = _Logins(logins)
     if cert:
         session.verify = cert  # pip's ``cert``; REQUESTS_CA_BUNDLE still wins, as requests does
     for scheme in ("http://", "https://"):
@@ -233,7 +253,7 @@ class IndexClient:
     def __init__(self, index_url: str, *, cache_dir: Path | None = None, timeout: float = TIMEOUT,
                  retries: int = RETRIES, backoff: float = BACKOFF, progress: Callable[[str], None] = silent,
                  warn: Callable[[str], None] = silent, offline: bool = False, revalidate: bool = True,
-                 cert: str | None = None) -> None:
+                 cert: str | None = None, credentials: Sequence[Credential] = ()) -> None:
         scheme = urlparse(index_url).scheme
         if scheme == "file":
             raise EnvsolveError(f"index URL {_shown(index_url)!r} is not an http(s) URL: envsolve reads an index "
@@ -259,7 +279,8 @@ class IndexClient:
         self.cache_first = not revalidate  # False: a cached answer is used as is, however old
         adapter = _adapter(root / "http" if root is not None else None, retry, offline=offline,
                            cache_first=self.cache_first)
-        self.session = _session(adapter, pip_config().get("cert", "") if cert is None else cert)
+        self.session = _session(adapter, pip_config().get("cert", "") if cert is None else cert,
+                                netrc_logins(credentials))  # the spec's logins (``credentials``), then ~/.netrc
         self._checked: dict[str, tuple[ix.DistFile, ...]] = {}  # pages revalidated in this run
         self.answers = {"cache": 0, "network": 0}  # where this run's answers came from (``-v`` says)
 

@@ -41,6 +41,7 @@ from .replay import data_version_of, request_of
 if TYPE_CHECKING:  # the full lock's modules: a frameworks-only lock never imports them
     from packaging.requirements import Requirement
 
+    from ..config import Credential
     from ..index.client import IndexClient
     from ..versions import PipRequirement
     from .resolve import Pin
@@ -147,7 +148,7 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
 
     index = urls.get("pypi", "") or pip_index_url()
     client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.refresh,
-                         progress=voice.progress, warn=voice.warn)
+                         progress=voice.progress, warn=voice.warn, credentials=spec_logins(spec))
     voice.progress(f"reading what [packages] pip asks from {client.shown_url}")
     try:
         return steer(spec, client, provider.pythons(), provider.releases)
@@ -208,7 +209,7 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
         return lockfile.build(project=spec.name, spec_name=spec_name, spec_bytes=blob,
                               data_version=provider.data_version, data_digest=provider.digest,
                               resolutions=resolutions, pip=spec.pip, conda=spec.conda, apt=spec.apt, urls=urls,
-                              full=full, sdists=None if full is None else _sdists(resolutions, urls, opts, voice))
+                              full=full, sdists=None if full is None else _sdists(resolutions, spec, urls, opts, voice))
 
     def full(frameworks: lockfile.Lock, resolved: _Resolved) -> dict[str, tuple[lockfile.Package, ...]]:
         return _full(frameworks, spec, urls, opts, keep.packages, tuple(sorted(upgrading)), voice, resolved)
@@ -335,11 +336,11 @@ def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str],
     """Every package of every environment (uv's full resolve), by environment name; ``resolved``
     keeps each environment's answer by its inputs; the logins taken out of the spec's URLs reach uv
     as a netrc (see envsolve.config)."""
-    from ..config import index_credentials, pip_index_url
+    from ..config import pip_index_url
     from ..solve.extensions import resolvable_lines
     from .resolve import resolve
 
-    pip, credentials = spec.pip, (*spec.credentials, *index_credentials(dict(spec.indexes), spec_path=spec.path))
+    pip, credentials = spec.pip, spec_logins(spec)
     named_default = urls.get("pypi", "")
     default_index = named_default or pip_index_url()
     envs = frameworks.environments
@@ -359,8 +360,8 @@ def _full(frameworks: lockfile.Lock, spec: ProjectSpec, urls: Mapping[str, str],
     return full
 
 
-def _sdists(resolutions: Sequence[Resolution], urls: Mapping[str, str], opts: Options, voice: Voice
-            ) -> dict[tuple[str, str], tuple[str, str]]:
+def _sdists(resolutions: Sequence[Resolution], spec: ProjectSpec, urls: Mapping[str, str], opts: Options,
+            voice: Voice) -> dict[tuple[str, str], tuple[str, str]]:
     """(name, version) -> the URL and sha256 of the sdist of each package the image builds from
     source, read from the default index's page of it (a build from a git URL has no sdist)."""
     wanted = sorted({(x.name, x.version) for r in resolutions for x in r.extensions
@@ -373,7 +374,7 @@ def _sdists(resolutions: Sequence[Resolution], urls: Mapping[str, str], opts: Op
 
     index = urls.get("pypi", "") or pip_index_url()
     client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.refresh,
-                         progress=voice.progress, warn=voice.warn)
+                         progress=voice.progress, warn=voice.warn, credentials=spec_logins(spec))
     return {(name, version): _sdist(client, name, version) for name, version in wanted}
 
 
@@ -403,6 +404,14 @@ def _sdist(client: IndexClient, name: str, version: str) -> tuple[str, str]:
                            tip=f"lock with --frameworks-only (its build is then not hashed), or pin a release of "
                                f"{name} whose sdist the index has")
     return strip_credentials(found[0].url)[0], f"sha256:{found[0].sha256}"
+
+
+def spec_logins(spec: ProjectSpec) -> tuple[Credential, ...]:
+    """The logins taken out of the spec's URLs and of ``ENVSOLVE_INDEX_<NAME>``: what uv and
+    envsolve's own index client get (neither lock nor file holds them)."""
+    from ..config import index_credentials
+
+    return (*spec.credentials, *index_credentials(dict(spec.indexes), spec_path=spec.path))
 
 
 def _pins(env: lockfile.Environment) -> list[Pin]:

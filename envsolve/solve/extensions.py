@@ -335,6 +335,9 @@ class BuildRules(msgspec.Struct, frozen=True, kw_only=True):
     settings: tuple[str, ...] = ()  # the NAME=VALUE settings of its builds
     requires: tuple[str, ...] = ()  # what its builds install first
     build_from: tuple[str, ...] = ()  # the requirements its builds install ("" for name==version)
+    # its prebuilt wheels' URLs ([[wheel]] rows: {version} {cuda} {torch} {abi} {py} to fill), each with
+    # ``page`` (True: a PyG find-links page, "pyg"; False: a GitHub release wheel, "github")
+    urls: tuple[tuple[str, bool], ...] = ()
 
     @property
     def variables(self) -> tuple[str, ...]:
@@ -342,13 +345,15 @@ class BuildRules(msgspec.Struct, frozen=True, kw_only=True):
         return tuple(sorted({v for v, _ in self.archs} | {s.partition("=")[0] for s in self.settings}))
 
 
-def build_rules(rows: Iterable[Extension]) -> BuildRules:
-    """The closed lists of a package's source builds, from its data rows."""
+def build_rules(rows: Iterable[Extension], wheels: Iterable[ExtensionWheel] = ()) -> BuildRules:
+    """The closed lists of a package's source builds, from its data rows, and the URLs of its
+    prebuilt wheels, from its ``[[wheel]]`` rows."""
     rows = list(rows)
     return BuildRules(archs=tuple(sorted({(r.build_env, r.build_format) for r in rows if r.build_env})),
                       settings=tuple(sorted({s for r in rows for s in r.build_vars})),
                       requires=tuple(sorted({q for r in rows for q in r.build_requires})),
-                      build_from=tuple(sorted({r.build_from for r in rows})))
+                      build_from=tuple(sorted({r.build_from for r in rows})),
+                      urls=tuple(sorted({(w.url, w.page) for w in wheels})))
 
 
 def build_archs(row: Extension, t: Target) -> tuple[str, ...]:
