@@ -539,7 +539,7 @@ def graph(around: str | None, depth: int, fmt: str) -> None:
 def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool, timeout: float,
                   retries: int, backoff: float, progress: Callable[[str], None]) -> Any:
     """The package-index client of `refresh` and `data --verify` (URL from pip's settings by default)."""
-    from .config import pip_index_url
+    from .config import check_url, pip_index_url
     from .index.client import IndexClient
     from .paths import cache_dir as default_cache_dir
 
@@ -547,6 +547,8 @@ def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool,
     if not url:
         raise SpecError([Problem("--index-url", "", "no package index is configured")],
                         tip="pass --index-url URL or set PIP_INDEX_URL")
+    if index_url and (why := check_url(index_url)) is not None:
+        raise SpecError([Problem("--index-url", "", why)], tip="pass the simple-API root of an index, http(s)")
     cache = None if no_cache else (cache_dir or default_cache_dir())
     client = IndexClient(url, cache_dir=cache, timeout=timeout, retries=retries, backoff=backoff, progress=progress,
                          warn=ui.console().warn)
@@ -564,13 +566,13 @@ def _index_options(fn: F) -> F:
         click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), envvar="ENVSOLVE_CACHE_DIR",
                      help="Cache of index answers (default: ~/.cache/envsolve; env ENVSOLVE_CACHE_DIR)."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
-        click.option("--timeout", type=click.FloatRange(min=0.01), default=policy.TIMEOUT, show_default=True,
+        click.option("--timeout", type=click.FloatRange(min=0.01, max=3600), default=policy.TIMEOUT, show_default=True,
                      help="Seconds to wait for each answer."),
         click.option("--retries", type=click.IntRange(min=0), default=policy.RETRIES, show_default=True,
                      help="Retries of a request that failed or answered "
                           f"{'/'.join(map(str, sorted(policy.RETRY_STATUS)))}; each is a warning saying when "
                           "it tries again."),
-        click.option("--backoff", type=click.FloatRange(min=0), default=policy.BACKOFF, show_default=True,
+        click.option("--backoff", type=click.FloatRange(min=0, max=600), default=policy.BACKOFF, show_default=True,
                      help="Seconds before the first retry; doubled for each further one."),
     )):
         fn = opt(fn)

@@ -187,7 +187,8 @@ _SAFE_URL = re.compile(r"(?:https?|file)://[A-Za-z0-9._~:/?#@%=+,\[\]-]+")
 def check_url(value: object) -> str | None:
     """Why ``value`` is not an index URL envsolve will write into a file; None when it is fine."""
     if not isinstance(value, str) or not _SAFE_URL.fullmatch(value):
-        return (f"{value!r} must be an index URL (http, https or file) without whitespace, quotes or "
+        shown = public_url(value) if isinstance(value, str) else value  # (never the login it may hold)
+        return (f"{shown!r} must be an index URL (http, https or file) without whitespace, quotes or "
                 "shell metacharacters")
     return url_problem(value)
 
@@ -199,8 +200,16 @@ def url_problem(url: str) -> str | None:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - reading it checks it
     except ValueError as e:
-        return f"{public_url(url)!r} is not a URL ({e})"
+        return f"{_short(public_url(url))!r} is not a URL ({e})"
+    host = parts.hostname or ""
+    labels = host.removesuffix(".").split(".") if host and ":" not in host else []
+    if len(host) > 253 or any(not label or len(label) > 63 for label in labels):
+        return f"{_short(public_url(url))!r} is not a URL (its host name has an empty label or one over 63 characters)"
     return None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 100 else f"{text[:60]}...{text[-20:]}"
 
 
 # ---------------------------------------------------------------------------- credentials
@@ -271,7 +280,7 @@ def _without_tokens(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", kept))
 
 
-_LOGIN = re.compile(r"(?<=://)[^/@?#]*@")
+_LOGIN = re.compile(r"(?<=://)[^/@?#]*@")  # a login where urlsplit cannot read the URL
 
 
 def public_url(url: str) -> str:

@@ -53,6 +53,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -388,9 +389,21 @@ def _read_marker(venv: Path) -> dict[str, Any]:
     cannot be read): what makes a folder a sync's."""
     try:
         data = json.loads(read_bytes(venv / MARKER, SPEC_CAP))
+        if not all(_yours(p) for p in (venv, venv / MARKER, _bin(venv))):
+            return {}  # a folder another user made, or may change, is no venv of this user's sync
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) and data.get("format") == _MARKER_FORMAT else {}
+
+
+def _yours(path: Path) -> bool:
+    """Whether ``path`` (absent, or there) is this user's and no other user may write it: what a
+    sync makes, under any umask that keeps others out."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    return st.st_uid == os.geteuid() and not st.st_mode & stat.S_IWOTH
 
 
 def _claim(new: Path) -> None:

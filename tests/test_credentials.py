@@ -409,3 +409,14 @@ def test_a_netrc_that_is_no_text_file_never_hangs_or_breaks_a_full_lock(
     done = subprocess.run([sys.executable, "-m", "envsolve", "lock", str(spec)], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("value", ['https://u:PWC1xyz@idx.example/s"x', "https://u:PWC1xyz@idx.example/s x",
+                                   "ftp://u:PWC1xyz@idx.example/s", "http://u:PWC1xyz@a..b/s"])
+def test_an_index_url_refused_for_its_form_is_named_without_its_login(
+        value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", value)
+    spec = tmp_path / "project.toml"
+    spec.write_text('[project]\nname = "demo"\n[packages]\npip = ["idna"]\n')
+    r = _lock(spec)
+    assert r.exit_code == 2 and "PWC1xyz" not in r.output and "Traceback" not in r.output, r.output

@@ -475,3 +475,26 @@ def test_a_signal_inside_the_block_removes_the_folder_being_built(tmp_path: Path
                   "    signal.pause()\n")
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
         assert done.returncode != 0 and not new.exists(), (sig, done.stderr)
+
+
+def test_run_never_trusts_a_venv_another_user_may_write(index: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    _host(monkeypatch, "no-gpu")
+    lock = _locked(tmp_path)
+    venv = tmp_path / "venv"
+    assert _sync(lock, "--venv", str(venv)).exit_code == 0
+    planted = venv / "bin" / "planted"
+    planted.write_text("#!/bin/sh\necho PLANTED\n")
+    planted.chmod(0o755)
+    (venv / "bin").chmod(0o777)  # anyone may put a program there
+    r = CliRunner().invoke(main, ["run", "--lock", str(lock), "--venv", str(venv), "--", "planted"])
+    assert r.exit_code == 2 and "was not made by `envsolve sync`" in r.stderr and "PLANTED" not in r.output
+    (venv / "bin").chmod(0o755)
+
+
+def test_an_upgrade_package_that_is_no_name_is_refused(tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text(CPU)
+    for bad in ("../x", "-U", "-o/tmp/x", "x" * 5000):
+        r = CliRunner().invoke(main, ["lock", str(spec), "-P", bad])
+        assert r.exit_code == 2 and "is no package name" in r.stderr, (bad, r.output)

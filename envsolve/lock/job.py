@@ -185,6 +185,12 @@ def _resolutions(provider: Provider, spec: ProjectSpec, keep: Previous, opts: Op
 
 
 def _refuse_upgrade_of_frameworks_only(opts: Options) -> None:
+    from ..spec import is_name
+
+    bad = [name for name in opts.upgrade_packages if not is_name(name) or len(name) > 200]
+    if bad:
+        raise SpecError([Problem("--upgrade-package", "", f"{name[:60]!r} is no package name") for name in bad],
+                        tip="pass a package's name, such as -P numpy")
     if opts.frameworks_only and opts.refresh:
         raise SpecError([Problem("--upgrade-package" if opts.upgrade_packages else "--upgrade", "",
                                  "applies to the full lock; --frameworks-only always takes the newest that fits")])
