@@ -187,7 +187,7 @@ _SAFE_URL = re.compile(r"(?:https?|file)://[A-Za-z0-9._~:/?#@%=+,\[\]-]+")
 def check_url(value: object) -> str | None:
     """Why ``value`` is not an index URL envsolve will write into a file; None when it is fine."""
     if not isinstance(value, str) or not _SAFE_URL.fullmatch(value):
-        shown = public_url(value) if isinstance(value, str) else value  # (never the login it may hold)
+        shown = _LOGIN.sub("", value) if isinstance(value, str) else value  # never its login; the rest as written
         return (f"{shown!r} must be an index URL (http, https or file) without whitespace, quotes or "
                 "shell metacharacters")
     return url_problem(value)
