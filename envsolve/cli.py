@@ -558,6 +558,15 @@ def _index_client(index_url: str | None, cache_dir: Path | None, no_cache: bool,
     return client
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """A number of seconds: ``nan`` passes click's range checks, and no request waits for it."""
+    import math
+
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds")
+    return value
+
+
 def _index_options(fn: F) -> F:
     """--index-url, --cache-dir, --no-cache, --timeout, --retries, --backoff (refresh, data --verify)."""
     for opt in reversed((
@@ -567,12 +576,14 @@ def _index_options(fn: F) -> F:
                      help="Cache of index answers (default: ~/.cache/envsolve; env ENVSOLVE_CACHE_DIR)."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
         click.option("--timeout", type=click.FloatRange(min=0.01, max=3600), default=policy.TIMEOUT, show_default=True,
+                     callback=_finite,
                      help="Seconds to wait for each answer."),
         click.option("--retries", type=click.IntRange(min=0), default=policy.RETRIES, show_default=True,
                      help="Retries of a request that failed or answered "
                           f"{'/'.join(map(str, sorted(policy.RETRY_STATUS)))}; each is a warning saying when "
                           "it tries again."),
         click.option("--backoff", type=click.FloatRange(min=0, max=600), default=policy.BACKOFF, show_default=True,
+                     callback=_finite,
                      help="Seconds before the first retry; doubled for each further one."),
     )):
         fn = opt(fn)

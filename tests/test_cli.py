@@ -333,3 +333,10 @@ def test_a_spec_with_a_byte_order_mark_is_read_and_another_encoding_is_named(spe
     assert (r.exit_code, r.output) == (2, f"ERROR: {spec}: is not UTF-8 text (byte 21 is b'\\xe9')\n"
                                           "TIP: save project.toml as UTF-8 (e.g. `iconv -f latin1 -t utf-8 "
                                           "project.toml`)\n")
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--backoff"])
+@pytest.mark.parametrize("value", ["nan", "inf", "1e308"])
+def test_an_index_wait_that_is_no_number_of_seconds_is_refused(option: str, value: str) -> None:
+    r = CliRunner().invoke(main, ["refresh", option, value, "--index-url", "http://127.0.0.1:9/simple"])
+    assert r.exit_code == 2 and f"Invalid value for '{option}'" in r.output and "Traceback" not in r.output

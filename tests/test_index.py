@@ -186,3 +186,19 @@ def test_a_refused_metadata_file_stops_the_search_instead_of_trying_the_next(htt
     with pytest.raises(RefreshError, match="refused the credentials"):
         client.first_metadata(files)
     assert len(httpserver.log) == 1 and client.warnings == []
+
+
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_a_cache_folder_that_is_no_folder_is_named_not_a_traceback(kind: str, tmp_path: Path) -> None:
+    import os
+
+    from envsolve.errors import EnvsolveError
+    from envsolve.index.client import IndexClient
+
+    cache = tmp_path / "cache"
+    if kind == "file":
+        cache.write_text("")
+    else:
+        os.mkfifo(cache)
+    with pytest.raises(EnvsolveError, match="cache folder .* is not a folder"):
+        IndexClient("http://127.0.0.1:9/simple", cache_dir=cache)

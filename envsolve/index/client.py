@@ -264,6 +264,10 @@ class IndexClient:
         if scheme not in ("http", "https"):
             raise EnvsolveError(f"index URL {index_url!r} is not an http(s) URL",
                                 tip="pass the simple-API root of an index with --index-url")
+        if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
+            raise EnvsolveError(f"{cache_dir}: envsolve's cache folder (ENVSOLVE_CACHE_DIR, --cache-dir) is not a "
+                                "folder",
+                                tip="point ENVSOLVE_CACHE_DIR (or --cache-dir) at a folder, or move that file away")
         self.index_url = index_url.rstrip("/")
         self.shown_url = _shown(self.index_url)  # as messages name it: without credentials
         self.timeout = timeout
