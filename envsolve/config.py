@@ -187,10 +187,19 @@ _SAFE_URL = re.compile(r"(?:https?|file)://[A-Za-z0-9._~:/?#@%=+,\[\]-]+")
 def check_url(value: object) -> str | None:
     """Why ``value`` is not an index URL envsolve will write into a file; None when it is fine."""
     if not isinstance(value, str) or not _SAFE_URL.fullmatch(value):
-        shown = _LOGIN.sub("", value) if isinstance(value, str) else value  # never its login; the rest as written
+        shown = _hidden(value) if isinstance(value, str) else value
         return (f"{shown!r} must be an index URL (http, https or file) without whitespace, quotes or "
                 "shell metacharacters")
     return url_problem(value)
+
+
+_AFTER = re.compile(r"([?#])[^?#]+")  # a query's or a fragment's text: where a token travels
+
+
+def _hidden(text: str) -> str:
+    """A refused URL as a message shows it: as written (a newline or a quote in it stays to be
+    seen), less its login and the text of its query and fragment (``?...``)."""
+    return _AFTER.sub(r"\1...", _LOGIN.sub("", text))
 
 
 def url_problem(url: str) -> str | None:

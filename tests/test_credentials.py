@@ -412,7 +412,8 @@ def test_a_netrc_that_is_no_text_file_never_hangs_or_breaks_a_full_lock(
 
 
 @pytest.mark.parametrize("value", ['https://u:PWC1xyz@idx.example/s"x', "https://u:PWC1xyz@idx.example/s x",
-                                   "ftp://u:PWC1xyz@idx.example/s", "http://u:PWC1xyz@a..b/s"])
+                                   "ftp://u:PWC1xyz@idx.example/s", "http://u:PWC1xyz@a..b/s",
+                                   "https://h/s?token=PWC1xyz&x=$", "https://h/s x#token=PWC1xyz"])
 def test_an_index_url_refused_for_its_form_is_named_without_its_login(
         value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENVSOLVE_INDEX_PYPI", value)
