@@ -42,7 +42,7 @@ from ..solve import ExtensionPin, PackagePin, Resolution
 from ..solve.model import INSTALLS
 from ..spec import is_name, package_problem
 from ..tables import Check, TableReader, at, parse_toml, strings, word
-from ..versions import PACKAGE_NAME, parse_arch, parse_dotted, parse_driver
+from ..versions import PACKAGE_NAME, parse_arch, parse_dotted, parse_driver, parse_requirement
 
 if TYPE_CHECKING:  # the data's extension rows: loaded only for a lock whose extensions have build settings or wheels
     from ..data import Extension, ExtensionWheel, Matrices
@@ -655,11 +655,14 @@ def _unhashed(checked: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 
 
 def _requirement_name(line: str) -> str:
-    """The canonical name of a checked requirement line (``packaging>=24`` -> ``packaging``)."""
+    """The canonical name of a checked requirement line (``packaging>=24`` -> ``packaging``), read
+    by the one requirement parser (``versions.parse_requirement``)."""
     from ..domain import canonical_name
 
-    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", line)
-    return canonical_name(match.group(0)) if match else line
+    try:
+        return canonical_name(parse_requirement(line).name)
+    except ValueError:  # (no requirement: its own check names it)
+        return line
 
 
 def _plain(key: str, value: Any) -> Any:
