@@ -64,7 +64,7 @@ def measure(runs: int, site: Path) -> dict[str, float]:
                     "PYTHONPATH": str(site)}
             compile_ = [uv, "pip", "compile", "req.in", "--generate-hashes", "--python-version", "3.13",
                         "--python-platform", "x86_64-manylinux_2_28", "--python", sys.executable,
-                        "--no-python-downloads", "--native-tls", "-q", "-o", "out.txt"]
+                        "--no-python-downloads", "--system-certs", "-q", "-o", "out.txt"]
             times["uv cold"].append(_run(compile_, env, root))
             times["uv offline"].append(_run([*compile_, "--offline"], env, root))
             lock = [sys.executable, "-m", "envsolve", "lock", "project.toml"]

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import ui
-from .domain import LINUX_PLATFORMS
+from .domain import INIT_PYTHON, LINUX_PLATFORMS, PLATFORMS
 from .errors import CheckFailed, EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
 from .files import (
     IMAGES_CAP,
     MATRIX_CAP,
     MATRIX_CELLS_CAP,
+    NO_SPEC_TIP,
     SPEC_CAP,
     check_output,
     check_output_dir,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from .matrix.formats import Tally
     from .matrix.parse import MatrixSpec
     from .provider import Provider
-    from .spec import ProjectSpec
+    from .spec import ProjectSpec, Target
     from .voice import Voice
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +60,45 @@ def _handles_errors(fn: F) -> F:
             ui.console().done()
 
     return wrapper  # type: ignore[return-value]
+
+
+def _in_project(param: str, name: str) -> Callable[[F], F]:
+    """``--project DIR``, and the command's ``param`` (its spec or its lock) found as uv finds a
+    project when it is not given: ``name`` in DIR, else in the nearest folder from the working one
+    upward that holds a project.toml or an envsolve.lock (:func:`envsolve.paths.project_folder`)."""
+    def decorate(fn: F) -> F:
+        @wraps(fn)
+        def found(*args: Any, project: Path | None, **kwargs: Any) -> Any:
+            kwargs[param] = _project_file(kwargs[param], project, name)
+            return fn(*args, **kwargs)
+
+        help_text = (f"The project's folder: its {name} (default: the nearest folder, from this one upward to the "
+                     "repository root or the home folder, that holds a project.toml or an envsolve.lock).")
+        return click.option("--project", type=click.Path(path_type=Path), metavar="DIR", help=help_text)(found)  # type: ignore[return-value]
+
+    return decorate
+
+
+def _project_file(given: Path | None, project: Path | None, name: str) -> Path:
+    """The path a command reads (see :func:`_in_project`): ``given``, else ``name`` in ``project``,
+    else in the nearest project folder, else ``name`` here (which the command then says is missing)."""
+    from .paths import found
+
+    if given is not None:
+        if project is not None:
+            raise SpecError([Problem("--project", "", f"{project} and {given} both name the file to use")],
+                            tip="give one of them")
+        return given
+    if project is not None:
+        if not project.is_dir():
+            raise SpecError([Problem("--project", "", f"{project}: no such folder")],
+                            tip="pass the folder that holds project.toml")
+        return project / name
+    path = Path(found(name))
+    if path.parent != Path():
+        ui.console().detail(f"project: {path.parent} (the nearest folder above this one with a project.toml "
+                            "or an envsolve.lock)")
+    return path
 
 
 def _matrices() -> Path | None:
@@ -86,7 +126,7 @@ def _progress(what: str) -> Callable[[str], None]:
 def _read_spec(path: Path, provider: Provider) -> tuple[ProjectSpec, bytes]:
     from .spec import parse_spec
 
-    text, blob = user_input(path, SPEC_CAP, "pass the path of your project.toml (see examples/project.toml)")
+    text, blob = user_input(path, SPEC_CAP, NO_SPEC_TIP)
     return parse_spec(text, str(path), provider), blob
 
 
@@ -180,9 +220,10 @@ def _lock_options(fn: F) -> F:
 
 
 @main.command()
-@click.argument("spec_path", default="project.toml", type=click.Path(path_type=Path))
+@click.argument("spec_path", required=False, type=click.Path(path_type=Path))
 @_lock_options
 @_handles_errors
+@_in_project("spec_path", "project.toml")
 def lock(spec_path: Path, **chosen: Any) -> None:
     """Solve SPEC_PATH (project.toml) and write envsolve.lock (every package, with hashes)."""
     from .command import lock as lock_job
@@ -227,23 +268,180 @@ def _read_lock(lock_path: Path) -> Lock:
     return lockfile.read(lock_path)
 
 
+# ---------------------------------------------------------------------------- init, add, remove
+
+@main.command(name="init")
+@click.argument("folder", required=False, default=Path(), type=click.Path(path_type=Path, file_okay=False))
+@click.option("--name", help="The project's name (default: the folder's).")
+@click.option("--python", "python", metavar="RANGE", default=INIT_PYTHON, show_default=True,
+              help='The Pythons the project supports: a range, or one release line ("3.11").')
+@click.option("--host", is_flag=True, help="Describe this machine, as `envsolve detect` sees it (the default "
+              "without --gpus, --platform or --driver).")
+@click.option("--gpus", multiple=True, metavar="NAME", help="A GPU model or compute capability the project must "
+              "run on (repeat, or separate with commas): H100, 'RTX 4090', sm_86.")
+@click.option("--platform", type=click.Choice(PLATFORMS), help="The platform (default: the GPUs').")
+@click.option("--driver", metavar="VERSION", help="The oldest NVIDIA driver of the fleet.")
+@_handles_errors
+def init_cmd(folder: Path, name: str | None, python: str, host: bool, gpus: tuple[str, ...],
+             platform: str | None, driver: str | None) -> None:
+    """Write a commented project.toml in FOLDER (default: here) for this machine or the hardware
+    given; never over an existing one."""
+    from .host.facts import hardware_table
+    from .project import init_text, project_name
+    from .spec import parse_spec
+
+    path = folder / "project.toml"
+    if path.exists() or path.is_symlink():
+        raise SpecError([Problem(str(path), "", "exists; envsolve init never writes over a project")],
+                        tip="change it with `envsolve add NAME` / `envsolve remove NAME`, or move it away first")
+    given = {"gpus": [g.strip() for g in ",".join(gpus).split(",") if g.strip()], "platform": platform or "",
+             "driver": driver or ""}
+    if host and any(given.values()):
+        raise SpecError([Problem("--host", "", "describes this machine: give it, or --gpus/--platform/--driver, "
+                                 "not both")],
+                        tip="leave out --host to write the hardware given")
+    provider = _provider()
+    if any(given.values()):
+        hardware = {k: v for k, v in given.items() if v}
+        origin = "the hardware given to `envsolve init`"
+    else:
+        facts = _host_facts(provider)
+        hardware = hardware_table(facts, provider)
+        origin = f"this machine, as `envsolve detect` sees it ({facts.vendor}, from {facts.source})"
+    text = init_text(name or project_name(folder), python, hardware, origin)
+    parse_spec(text, str(path), provider)  # a bad --gpus, --driver or --python is named here, nothing written
+    write_all({path: text}, tip="pass a folder you can write to")
+    ui.console().say(f"wrote {path}; next: `envsolve add torch` (frameworks and packages), then `envsolve sync`")
+
+
+def _spec_edit_options(fn: F) -> F:
+    """The options `add` and `remove` share: where the spec is, and how the lock follows."""
+    for opt in reversed((
+        click.option("--spec", "spec_path", type=click.Path(path_type=Path, dir_okay=False),
+                     help="The project.toml (default: the project's, see --project)."),
+        click.option("--frameworks-only", is_flag=True, envvar="ENVSOLVE_FRAMEWORKS_ONLY",
+                     help="Lock only the frameworks (see `envsolve lock --frameworks-only`)."),
+        click.option("--no-lock", is_flag=True, help="Change project.toml only; lock later."),
+    )):
+        fn = opt(fn)
+    return fn
+
+
+@main.command(name="add")
+@click.argument("requirements", nargs=-1, required=True, metavar="NAME[SPEC]...")
+@click.option("--pip", "kind", flag_value="pip", help="Add to [packages] pip, whatever the name.")
+@click.option("--conda", "kind", flag_value="conda", help="Add to [packages] conda.")
+@click.option("--apt", "kind", flag_value="apt", help="Add to [packages] apt.")
+@click.option("--target", metavar="NAME", help="A pip line for this target only (a marker of its platform).")
+@_spec_edit_options
+@_handles_errors
+@_in_project("spec_path", "project.toml")
+def add_cmd(requirements: tuple[str, ...], kind: str | None, target: str | None, spec_path: Path,
+            frameworks_only: bool, no_lock: bool) -> None:
+    """Add frameworks (to [frameworks]) and packages (to [packages] pip, or --conda/--apt), keeping
+    project.toml's comments and layout; then lock. A lock that fails leaves project.toml as it was.
+
+    \b
+      envsolve add torch 'flash-attn>=2.7'
+      envsolve add 'jax>=0.5' --frameworks-only"""
+    from .project import added
+
+    def change(text: str, spec: ProjectSpec) -> str:
+        return added(text, str(spec_path), requirements, kind or "auto",  # type: ignore[arg-type]
+                     None if target is None else _only_target(spec, target, spec_path))
+
+    _edit(spec_path, change, lock=not no_lock, frameworks_only=frameworks_only)
+
+
+@main.command(name="remove")
+@click.argument("names", nargs=-1, required=True, metavar="NAME...")
+@_spec_edit_options
+@_handles_errors
+@_in_project("spec_path", "project.toml")
+def remove_cmd(names: tuple[str, ...], spec_path: Path, frameworks_only: bool, no_lock: bool) -> None:
+    """Remove frameworks and packages by name from project.toml, then lock."""
+    from .project import removed
+
+    def change(text: str, _spec: ProjectSpec) -> str:
+        new, missing = removed(text, names)
+        if missing:
+            named = ", ".join(map(repr, missing))
+            raise SpecError([Problem(str(spec_path), "", f"has no framework or package named {named}")],
+                            tip="`envsolve remove` takes the names as [frameworks] and [packages] write them")
+        return new
+
+    _edit(spec_path, change, lock=not no_lock, frameworks_only=frameworks_only)
+
+
+def _only_target(spec: ProjectSpec, name: str, spec_path: Path) -> Target:
+    """The target ``--target`` names, whose platform no other target of the spec shares (a pip
+    line is limited to a target by a marker of its platform)."""
+    target = next((t for t in spec.targets if t.name == name), None)
+    if target is None:
+        names = ", ".join(t.name for t in spec.targets)
+        raise SpecError([Problem(str(spec_path), "", f"has no target {name!r} (it has: {names})")],
+                        tip="pass one of those to --target")
+    if others := [t.name for t in spec.targets if t.platform == target.platform and t is not target]:
+        raise SpecError([Problem("--target", "", f"{name}: {', '.join(others)} runs on {target.platform} too, and "
+                                 "a pip line is limited to a target by a marker of its platform")],
+                        tip="add the package to every target (leave out --target)")
+    return target
+
+
+def _edit(spec_path: Path, change: Callable[[str, ProjectSpec], str], *, lock: bool, frameworks_only: bool) -> None:
+    """Change the spec at ``spec_path`` (its text checked by the spec's parser before it is
+    written), then lock it; a lock that fails puts the spec's old bytes back."""
+    from .command import lock as lock_job
+    from .files import write_atomic
+    from .spec import parse_spec
+    from .voice import Voice
+
+    provider = _provider()
+    spec, blob = _read_spec(spec_path, provider)
+    text = change(blob.decode("utf-8-sig"), spec)
+    parse_spec(text, str(spec_path), provider)  # what is written is a spec the parser takes
+    console = ui.console()
+    if text.encode() == blob:
+        console.say(f"{spec_path}: already as asked, unchanged")
+    else:
+        write_atomic(spec_path.resolve(), text)
+        console.say(f"changed {spec_path}")
+    if not lock:
+        return
+    chosen = {o.dest: o.unset for o in LOCK_OPTIONS} | {"frameworks_only": frameworks_only}
+    try:
+        lock_job(provider, spec_path, chosen, ["frameworks_only"] if frameworks_only else [], host=_for_host,
+                 render=lambda data, path: _artifacts(data, path, None, None),
+                 voice=Voice(progress=_progress("lock"), detail=console.detail, warn=console.warn))
+    except BaseException:
+        if text.encode() != blob:
+            write_atomic(spec_path.resolve(), blob)
+            console.warn(f"{spec_path}: put back as it was, since the lock failed")
+        raise
+
+
 @main.command(name="render")
-@click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
+@click.argument("lock_path", required=False, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, file_okay=False),
               help="Folder for DIR/<environment>/ (default: envsolve-out/ beside the lock).")
 @click.option("--target", help="Render only this environment.")
 @click.option("--no-dockerfile", is_flag=True, help="Leave the Dockerfile out (for conda packages, which it "
               "cannot install).")
 @_handles_errors
+@_in_project("lock_path", "envsolve.lock")
 def render_cmd(lock_path: Path, output: Path | None, target: str | None, no_dockerfile: bool) -> None:
     """Write Dockerfile, requirements.txt, environment.yml and smoke_test.py per environment."""
-    from .render.artifacts import host_notes
+    from .render.artifacts import host_notes, unpinned_warning
 
     data = _read_lock(lock_path)
     for path in _write_artifacts(data, lock_path, output, target, dockerfile=not no_dockerfile):
         ui.console().say(f"wrote {path}")
     for note in host_notes(data, target):
         ui.console().say(note)
+    if not no_dockerfile and data.scope == "full":  # a frameworks-only lock pins no file, no digest either
+        for env in (e for e in data.environments if target in (None, e.name)):
+            if warning := unpinned_warning(env):
+                ui.console().warn(warning)
 
 
 def _image_tag(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -269,7 +467,7 @@ def site_cmd(output: Path) -> None:
 
 
 @main.command(name="build")
-@click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
+@click.argument("lock_path", required=False, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, file_okay=False),
               help="Folder the build contexts are rendered into (default: envsolve-out/ beside the lock).")
 @click.option("--target", help="Build only this environment.")
@@ -284,6 +482,7 @@ def site_cmd(output: Path) -> None:
               "container with the GPUs for GPU images.")
 @click.option("--print", "print_only", is_flag=True, help="Print the engine commands instead of running them.")
 @_handles_errors
+@_in_project("lock_path", "envsolve.lock")
 def build_cmd(lock_path: Path, output: Path | None, target: str | None, tag: str | None, engine: str | None,
               platform: str | None, push: bool, smoke: bool, print_only: bool) -> None:
     """Render and build each environment's image; report image, digest, size, seconds and smoke result."""
@@ -471,13 +670,14 @@ def _check_images(provider: Provider, path: Path, fmt: str) -> None:
 
 
 @main.command()
-@click.argument("spec_path", default="project.toml", type=click.Path(path_type=Path))
+@click.argument("spec_path", required=False, type=click.Path(path_type=Path))
 @click.option("--all", "verbose", is_flag=True, help="List every rejected alternative.")
 @click.option("--host", is_flag=True, help="Explain what `envsolve lock --host` chooses: the spec's default target "
               "made from this machine.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: stable keys for scripts (see README, Machine-readable output).")
 @_handles_errors
+@_in_project("spec_path", "project.toml")
 def explain(spec_path: Path, verbose: bool, host: bool, fmt: str) -> None:
     """Say why each choice was made and which alternatives were rejected, and why."""
     from .solve.report import ExplainReporter, answers
@@ -682,30 +882,46 @@ def detect_cmd(fmt: str) -> None:
 
 
 @main.command()
-@click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
-@click.option("--target", help="Check this environment of the lock (default: the one for this machine).")
+@click.argument("lock_path", required=False, type=click.Path(path_type=Path))
+@click.option("--target", help="Check this environment of the lock (default: the one the venv was synced "
+                               "for, else the one for this machine).")
+@click.option("--python", "python", type=click.Path(path_type=Path), metavar="PATH",
+              help="Check the packages of this Python: an executable or a venv's folder (default: the .venv beside "
+                   "the lock, else the Python envsolve runs in).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: stable keys for scripts (see README, Machine-readable output).")
 @_handles_errors
-def doctor(lock_path: Path, target: str | None, fmt: str) -> None:
-    """Check this machine (or container) against a lock: driver, GPUs, installed frameworks, Docker."""
+@_in_project("lock_path", "envsolve.lock")
+def doctor(lock_path: Path, target: str | None, python: Path | None, fmt: str) -> None:
+    """Check this machine (or container) against a lock: driver, GPUs, the packages of the lock's venv, Docker."""
     from .errors import LockError
-    from .host.detect import docker_tools, installed_versions
-    from .host.doctor import Checkup, check, distributions, pick_environment
+    from .host.detect import docker_tools, installed_versions, python_site
+    from .host.doctor import Checkup, Chosen, Interpreter, check, distributions, looked_for, pick_environment
     from .lock import model as lockfile
+    from .sync import MARKER, Request, current
 
     data = lockfile.read(lock_path)
     provider = _provider()
     facts = _host_facts(provider)
-    env = pick_environment(data, facts, target)
+    venv = Request(lock_path=lock_path).venv_path  # where `envsolve sync` puts the lock's venv
+    chosen: Chosen = "--python" if python is not None else "venv" if venv.is_dir() else "envsolve"
+    site = (python_site(python) if python is not None else python_site(None) if chosen == "envsolve" else
+            python_site(venv, tip="the doctor checks the .venv beside the lock: make it again (remove it, then "
+                                  "`envsolve sync`), or pass --python PATH"))
+    synced = current(data, Path(site.prefix), None)  # the environment a sync put there, for this lock as it is
+    env = pick_environment(data, facts, target) if target is not None or synced is None else synced
     if env is None:
         names = ", ".join(e.name for e in data.environments)
         raise LockError(f"{lock_path}: has no environment {target!r} (it has: {names})",
                         tip="pass one of those to --target, or leave --target out")
-    installed = installed_versions(distributions(env, provider))
-    findings = check(env, facts, provider, installed=installed, tools=docker_tools())
+    interpreter = Interpreter(path=site.path, version=site.version, chosen=chosen, own=site.own,
+                              marker=(Path(site.prefix) / MARKER).is_file(), synced=synced.name if synced else "")
+    full = data.scope == "full"
+    installed = (looked_for(env, site.distributions, interpreter) if full else
+                 installed_versions(distributions(env, provider), site))
+    findings = check(env, facts, provider, installed=installed, tools=docker_tools(), python=interpreter, full=full)
     checkup = Checkup(lock=str(lock_path), environment=env.name, facts=facts, installed=installed,
-                      findings=tuple(findings))
+                      findings=tuple(findings), python=interpreter)
     if fmt == "json":
         ui.console().out(json.dumps(checkup.to_dict(), indent=2))
     else:
@@ -823,10 +1039,11 @@ def _sync_options(fn: F) -> F:
 
 
 @main.command(name="sync")
-@click.argument("lock_path", default="envsolve.lock", type=click.Path(path_type=Path))
+@click.argument("lock_path", required=False, type=click.Path(path_type=Path))
 @_sync_options
 @click.option("--smoke", is_flag=True, help="Then run the environment's smoke test with the venv's Python.")
 @_handles_errors
+@_in_project("lock_path", "envsolve.lock")
 def sync_cmd(lock_path: Path, target: str | None, venv: Path | None, force: bool, frozen: bool,
              smoke: bool) -> None:
     """Make a venv hold exactly one environment of the lock: its Python (uv installs it when
@@ -840,11 +1057,12 @@ def sync_cmd(lock_path: Path, target: str | None, venv: Path | None, force: bool
 
 
 @main.command(name="run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--lock", "lock_path", default="envsolve.lock", show_default=True,
-              type=click.Path(path_type=Path, dir_okay=False), help="The lock file.")
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="The lock file (default: envsolve.lock of the project, see --project).")
 @_sync_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @_handles_errors
+@_in_project("lock_path", "envsolve.lock")
 def run_cmd(lock_path: Path, target: str | None, venv: Path | None, force: bool, frozen: bool,
             command: tuple[str, ...]) -> None:
     """Run COMMAND in the synced environment (its bin first on PATH, VIRTUAL_ENV set), syncing

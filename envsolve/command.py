@@ -46,13 +46,13 @@ def lock(provider: Provider, spec_path: Path, chosen: Mapping[str, Any], typed: 
          render: Render, voice: Voice, host: Callable[[ProjectSpec, Provider], ProjectSpec] | None = None) -> None:
     """`envsolve lock SPEC_PATH` with the options' values ``chosen`` (by ``dest``; ``typed`` those
     given on the command line), the spec made for this machine by ``host`` with ``--host``."""
-    from .files import SPEC_CAP, user_input
+    from .files import NO_SPEC_TIP, SPEC_CAP, user_input
     from .lock.job import Request, lock_command
     from .spec import parse_spec
     from .ui import console
 
     console().detail(f"spec: {spec_path}")
-    text, blob = user_input(spec_path, SPEC_CAP, "pass the path of your project.toml (see examples/project.toml)")
+    text, blob = user_input(spec_path, SPEC_CAP, NO_SPEC_TIP)
     spec = parse_spec(text, str(spec_path), provider)
     if chosen["host"] and host is not None:
         spec = host(spec, provider)

@@ -32,6 +32,7 @@ from .domain import (
     DEFAULT_INDEXES,
     DEFAULT_PLATFORM,
     FRAMEWORKS,
+    LINUX_PLATFORMS,
     PLATFORMS,
     SHARED_NAMES,
     SHARED_PREFIXES,
@@ -54,10 +55,12 @@ __all__ = [
     "Extension",
     "ExtensionWheel",
     "CondaBuild",
+    "CudaCompat",
     "CudaMajor",
     "DriverBranch",
     "Gpu",
     "Image",
+    "ImageEndOfLife",
     "JetPack",
     "Kmd",
     "Matrices",
@@ -69,6 +72,7 @@ __all__ = [
     "Tool",
     "Toolkit",
     "cache_dir",
+    "compat_package",
     "compile_into",
     "data_dir",
     "fold",
@@ -109,12 +113,35 @@ class Gpu(_Row, frozen=True, kw_only=True):
     memory_gib: float | None = None
     peak_tflops: tuple[tuple[str, float], ...] = ()
     platform: Platform | Literal[""] = ""  # the platform it comes in (a superchip's Arm CPU, a Jetson); "": any
+    forward_compat: bool = False  # a data-center GPU: CUDA forward compatibility (cuda-compat) serves it
+
+    @property
+    def geforce(self) -> bool:
+        """A GeForce card (NVIDIA's consumer line), as its names say: what refusals of forward
+        compatibility call it."""
+        return any("geforce" in n.lower() for n in (self.name, *self.aliases))
 
 
 class CudaMajor(_Row, frozen=True, kw_only=True):
     major: int
     minor_compat_driver_min: Dotted | None = None  # None: no minor-version compatibility (CUDA 10 and older)
     minor_compat_driver_min_windows: Dotted | None = None  # the same on Windows (and WSL2: the Windows driver)
+
+
+class CudaCompat(_Row, frozen=True, kw_only=True):
+    """A CUDA forward-compatibility package (``[[compat]]`` of cuda.toml): the CUDA major.minor
+    whose user-mode driver it brings, its name in NVIDIA's repositories and the driver branches
+    it runs on."""
+
+    cuda: Dotted
+    package: str  # cuda-compat-13-0
+    branches: tuple[int, ...]
+
+
+def compat_package(major: int, minor: int) -> str:
+    """``cuda-compat-13-0``: the name NVIDIA's repositories give CUDA major.minor's forward-compatibility
+    package (``cuda-compat-<major>-<minor>``); ``[[compat]]`` rows are held to it, and the renderer installs it."""
+    return f"cuda-compat-{major}-{minor}"
 
 
 class Toolkit(_Row, frozen=True, kw_only=True):
@@ -267,6 +294,17 @@ class Image(_Row, frozen=True, kw_only=True):
         return f"{self.repository}:{tag}"
 
 
+class ImageEndOfLife(_Row, frozen=True, kw_only=True):
+    """When a registry deletes the tags of an image line (``[[eol]]`` of images.toml): the
+    versions of ``repository`` it covers, the day they were marked end of life and the day from
+    which they may be deleted (ISO dates)."""
+
+    repository: str
+    versions: str  # PEP 440 specifier of the image versions (``==12.6.2``, ``>=11,<12``)
+    deleted: str  # the first day the tags may be gone
+    marked: str = ""  # the day they were marked end of life
+
+
 class OsRelease(_Row, frozen=True, kw_only=True):
     """A base image OS and the Python minor its own ``python3`` package is."""
 
@@ -348,6 +386,7 @@ class Extension(_Row, frozen=True, kw_only=True):
     degraded_below: str = ""  # GPUs older than this arch run it with a feature missing
     degraded: str = ""  # what is missing there
     instead: str = ""  # what to use on a GPU it cannot serve
+    platforms: tuple[Platform, ...] = ()  # where its releases install (index wheels, or the image); (): no fact
 
 
 class ExtensionWheel(_Row, frozen=True, kw_only=True):
@@ -373,6 +412,7 @@ class Matrices(msgspec.Struct, frozen=True, kw_only=True):
     gpus: tuple[Gpu, ...]
     cuda_majors: tuple[CudaMajor, ...]
     toolkits: tuple[Toolkit, ...]
+    cuda_compats: tuple[CudaCompat, ...] = ()  # forward compatibility's packages, by CUDA
     branches: tuple[DriverBranch, ...]
     cudnn: tuple[Cudnn, ...]
     rocm: tuple[Rocm, ...]
@@ -382,6 +422,7 @@ class Matrices(msgspec.Struct, frozen=True, kw_only=True):
     tools: tuple[Tool, ...] = ()
     conda: tuple[CondaBuild, ...] = ()
     oses: tuple[OsRelease, ...] = ()
+    image_eols: tuple[ImageEndOfLife, ...] = ()  # when registries delete image lines' tags
     platform_wheels: tuple[PlatformWheel, ...] = ()
     platform_images: tuple[PlatformImage, ...] = ()
     jetpacks: tuple[JetPack, ...] = ()
@@ -429,6 +470,16 @@ def _branch(v: Any) -> int:
     return _int(v)
 
 
+def _branches(v: Any) -> tuple[int, ...]:
+    """Driver branches, each written "570" or 570."""
+    try:
+        if isinstance(v, list) and v:
+            return tuple(_branch(x) for x in v)
+    except ValueError:
+        pass
+    raise ValueError('must be a non-empty list of driver branches such as ["535", "570"]')
+
+
 def _one_of(*allowed: str) -> Check:
     """A closed word: one of ``allowed`` (domain's ``PLATFORMS``, ``ACCELERATORS``, ...)."""
 
@@ -459,6 +510,20 @@ def _version(v: Any) -> Version:
         return Version(_str(v))
     except InvalidVersion as e:
         raise ValueError(f"{v!r} is not a PEP 440 version") from e
+
+
+def _date(v: Any) -> str:
+    """An ISO date (``2025-06-03``, a TOML date or its text), kept as its text."""
+    import datetime
+
+    if isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
+        return v.isoformat()
+    try:
+        if isinstance(v, str) and datetime.date.fromisoformat(v).isoformat() == v:
+            return v
+    except ValueError:
+        pass
+    raise ValueError(f"must be a date such as 2025-06-03, not {v!r}")
 
 
 def _specifier(v: Any) -> str:
@@ -558,7 +623,8 @@ _KINDS: dict[str, dict[str, _Rows]] = {
         "gpu": _Rows(
             Gpu,
             {"name": _str, "vendor": _one_of(*_GPU_VENDORS), "arch": _str},
-            {"aliases": _strs, "memory_gib": _num, "peak_tflops": _num_map, "platform": _one_of(*PLATFORMS)},
+            {"aliases": _strs, "memory_gib": _num, "peak_tflops": _num_map, "platform": _one_of(*PLATFORMS),
+             "forward_compat": _bool},
         ),
     },
     "cuda": {
@@ -569,6 +635,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             {"version": _dotted, "driver_min": _driver, "archs": _archs},
             {"driver_min_windows": _driver},
         ),
+        "compat": _Rows(CudaCompat, {"cuda": _dotted, "package": _str, "branches": _branches}, {}),
     },
     "drivers": {
         "branch": _Rows(
@@ -659,7 +726,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             {"archs": _archs, "ptx": _archs, "torch": _specifier, "cuda": _specifier, "python": _specifier,
              "cpu": _bool, "nvcc": _bool, "build_env": _str, "build_format": _one_of("dotted", "nodot"),
              "build_requires": _strs, "build_from": _str, "build_vars": _strs, "degraded_below": _arch_name,
-             "degraded": _str, "instead": _str},
+             "degraded": _str, "instead": _str, "platforms": _platforms},
         ),
         "wheel": _Rows(
             ExtensionWheel,
@@ -682,6 +749,8 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             {"cudnn": _str, "python": _str, "removed": _bool},
         ),
         "os": _Rows(OsRelease, {"name": _str, "python": _str}, {}),
+        "eol": _Rows(ImageEndOfLife, {"repository": _str, "versions": _specifier, "deleted": _date},
+                     {"marked": _date}),
     },
 }
 
@@ -828,6 +897,7 @@ def _matrices(rows: dict[str, list[Any]], data_version: str, digest: str) -> Mat
         gpus=tuple(rows.get("gpus.gpu", [])),
         cuda_majors=tuple(rows.get("cuda.major", [])),
         toolkits=tuple(sorted(rows.get("cuda.toolkit", []), key=lambda t: t.version)),
+        cuda_compats=tuple(sorted(rows.get("cuda.compat", []), key=lambda c: c.cuda)),
         branches=tuple(sorted(rows.get("drivers.branch", []), key=lambda b: b.branch)),
         cudnn=tuple(sorted(rows.get("cudnn.release", []), key=lambda c: (c.version, c.cuda_major))),
         rocm=tuple(sorted(rows.get("rocm.release", []), key=lambda r: r.version)),
@@ -837,6 +907,7 @@ def _matrices(rows: dict[str, list[Any]], data_version: str, digest: str) -> Mat
         tools=tuple(sorted(rows.get("tools.tool", []), key=lambda t: t.name)),
         conda=tuple(rows.get("conda.package", [])),
         oses=tuple(sorted(rows.get("images.os", []), key=lambda o: o.name)),
+        image_eols=tuple(sorted(rows.get("images.eol", []), key=lambda e: (e.repository, e.deleted))),
         platform_wheels=tuple(rows.get("platforms.wheel", [])),
         platform_images=tuple(rows.get("platforms.image", [])),
         jetpacks=tuple(sorted(rows.get("platforms.jetpack", []), key=lambda j: j.version)),
@@ -885,9 +956,11 @@ def _cross_check(m: Matrices, out: Problems) -> None:
     _check_jetpacks(m, gpu_names, out)
     _check_branches(m.branches, {a.family for a in m.archs}, out)
     _check_toolkits(m, out)
+    _check_cuda_compats(m, out)
     _check_cudnn(m, out)
     _check_rocm(m.rocm, out)
     _check_images(m, out)
+    _check_image_eols(m, out)
     _check_platforms(m, out)
     _check_releases(m.releases, out)
     builds = _BuildChecks(m, arch_names, out)
@@ -1029,6 +1102,27 @@ def _check_toolkits(m: Matrices, out: Problems) -> None:
             out.add("cuda.toml", f"toolkit ({t.version})", f"CUDA major {t.version.major} has no [[major]] row")
 
 
+def _check_cuda_compats(m: Matrices, out: Problems) -> None:
+    """Each forward-compatibility package once, named after its CUDA major.minor (a toolkit of
+    cuda.toml), for driver branches of drivers.toml older than that CUDA (a branch that runs it
+    natively needs no package)."""
+    _dupes(((c.cuda.raw, f"compat ({c.cuda})") for c in m.cuda_compats), "cuda.toml", out)
+    known = {t.version.prefix(2) for t in m.toolkits}
+    branches = {b.branch: b for b in m.branches}
+    for c in m.cuda_compats:
+        where, major, minor = f"compat ({c.cuda})", c.cuda.major, c.cuda.minor
+        if len(c.cuda.key) != 2 or (known and c.cuda.prefix(2) not in known):
+            out.add("cuda.toml", f"{where}.cuda", f"{c.cuda} must be a CUDA major.minor with [[toolkit]] rows")
+        if c.package != (named := compat_package(major, minor)):
+            out.add("cuda.toml", f"{where}.package", f"{c.package!r} is not CUDA {c.cuda}'s: {named}")
+        for n in c.branches:
+            b = branches.get(n)
+            if branches and b is None:
+                out.add("cuda.toml", f"{where}.branches", f"R{n} has no [[branch]] row in drivers.toml")
+            elif b is not None and b.cuda_max.prefix(2) >= c.cuda.prefix(2):
+                out.add("cuda.toml", f"{where}.branches", f"R{n} runs CUDA {c.cuda} natively (cuda_max {b.cuda_max})")
+
+
 def _check_cudnn(m: Matrices, out: Problems) -> None:
     """Each cuDNN release is of a CUDA major with a [[major]] row."""
     majors = {c.major for c in m.cuda_majors}
@@ -1047,6 +1141,17 @@ def _check_images(m: Matrices, out: Problems) -> None:
         minors, stack, row = known.get(i.accelerator, (set(), "", ""))
         if minors and i.version.prefix(2) not in minors:
             out.add("images.toml", f"image ({i.repository} {i.version}).version", f"{stack} {i.version} has no {row}")
+
+
+def _check_image_eols(m: Matrices, out: Problems) -> None:
+    """Each end-of-life row is of an image repository of images.toml, marked before it is deleted."""
+    repositories = {i.repository for i in m.images}
+    for e in m.image_eols:
+        where = f"eol ({e.repository} {e.versions})"
+        if repositories and e.repository not in repositories:
+            out.add("images.toml", f"{where}.repository", "is no image repository of images.toml")
+        if e.marked and e.marked > e.deleted:
+            out.add("images.toml", f"{where}.marked", f"{e.marked} is after the deletion date {e.deleted}")
 
 
 def _check_platforms(m: Matrices, out: Problems) -> None:
@@ -1166,6 +1271,9 @@ def _check_extension(x: Extension, where: str, arch_names: set[str], out: Proble
         out.add("extensions.toml", f"{where}.newest", f"{x.newest!r} is outside versions {x.versions!r}")
     if not (x.archs or x.ptx or x.cpu):
         out.add("extensions.toml", where, "names no archs, no ptx and no cpu: no target could take it")
+    if x.install == "source" and (off := [p for p in x.platforms if p not in LINUX_PLATFORMS]):
+        out.add("extensions.toml", f"{where}.platforms", f"{', '.join(off)}: a source build installs only in a "
+                f"Linux image ({', '.join(LINUX_PLATFORMS)})")
 
 
 def _is_dotted(text: str) -> bool:

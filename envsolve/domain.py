@@ -37,6 +37,8 @@ __all__ = [
     "DOCKER_PLATFORM",
     "LINUX_PLATFORMS",
     "APPLE_PLATFORM",
+    "APPLE_ACCELERATORS",
+    "AppleAccelerator",
     "MARKERS",
     "PYTHON_PLATFORM",
     "MACOS_TARGET",
@@ -44,6 +46,7 @@ __all__ = [
     "EXTRA_INDEXES",
     "FLAT_INDEXES",
     "GITHUB_RUNNER",
+    "INIT_PYTHON",
     "JETSON_PLATFORM",
     "FRAMEWORKS",
     "KERAS_BACKENDS",
@@ -70,6 +73,9 @@ __all__ = [
 # The frameworks the solver resolves, in preference order (newest torch first, then ...). Each has a
 # matrices/<name>.toml; adding a framework is that file plus its name here (matrices/README.md).
 FRAMEWORKS = ("torch", "tensorflow", "jax", "keras", "onnxruntime", "paddlepaddle", "cupy")
+# The Python range `envsolve init` writes: the oldest CPython line still given security fixes
+# (3.10's ended in October 2026, PEP 619); the lock then takes the newest every framework supports.
+INIT_PYTHON = ">=3.11"
 # Companion package -> the framework whose release fixes its version.
 COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "jaxlib": "jax"}
 # Framework -> its companions (the same fact, the other way round).
@@ -102,6 +108,11 @@ JETSON_PLATFORM: Platform = "linux/arm64"
 LINUX_PLATFORMS: tuple[Platform, ...] = ("linux/amd64", "linux/arm64")
 # Apple silicon: its GPU (MPS) is the only GPU of this platform, and it is on no other.
 APPLE_PLATFORM: Platform = "darwin/arm64"
+# What a Mac on Apple silicon may run its frameworks on ([hardware] accelerator): its GPU through MPS
+# (JAX and TensorFlow through Apple's Metal plugins, jax-metal and tensorflow-metal, which pin older
+# releases) or its CPU (the newest releases).
+AppleAccelerator = Literal["mps", "cpu"]
+APPLE_ACCELERATORS: tuple[AppleAccelerator, ...] = get_args(AppleAccelerator)
 # Vendor -> the accelerator its GPUs need: Intel GPUs run PyTorch's XPU builds (SYCL, Level Zero),
 # Apple's GPU runs Metal Performance Shaders (MPS).
 ACCELERATOR: dict[str, Accelerator] = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu", "apple": "mps", "cpu": "cpu"}

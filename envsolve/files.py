@@ -44,12 +44,15 @@ if TYPE_CHECKING:  # no pathlib (nor contextlib) at import: the lock replay read
     from pathlib import Path
 
 
-__all__ = ["IMAGES_CAP", "LOCK_CAP", "MATRIX_CAP", "MATRIX_CELLS_CAP", "SPEC_CAP", "NotAnInput", "alive", "cache_key",
-           "check_output", "check_output_dir", "decoded", "folder_lock", "read_bytes", "read_cache", "read_text",
-           "refused", "seal", "sweep", "under", "user_input", "write_all", "write_atomic"]
+__all__ = ["IMAGES_CAP", "LOCK_CAP", "MATRIX_CAP", "MATRIX_CELLS_CAP", "NO_SPEC_TIP", "SPEC_CAP", "NotAnInput", "alive",
+           "cache_key", "check_output", "check_output_dir", "decoded", "folder_lock", "read_bytes", "read_cache",
+           "read_text", "refused", "seal", "sweep", "under", "user_input", "write_all", "write_atomic"]
 
 MiB = 1 << 20
 SPEC_CAP = 16 * MiB  # project.toml, an images.toml matrix file, a file of matrices/
+# what to do when no project.toml is found (here, or in a folder above: envsolve.paths.project_folder)
+NO_SPEC_TIP = ("write one with `envsolve init` (then `envsolve add torch`), or give its path or --project DIR; "
+               "envsolve looks in this folder and the folders above it, up to the repository root")
 MATRIX_CAP = 16 * MiB
 IMAGES_CAP = 64 * MiB  # `matrix --check-images` JSON
 # a lock of many environments, every package with its hashes, is a few MB. The cap is what the TOML

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-__all__ = ["SHIPPED_COMPILED", "cache_dir", "cache_folder", "data_dir", "data_folder", "pip_config_files",
-           "pip_config_paths", "state_folder", "templates_dir"]
+__all__ = ["PROJECT_FILES", "SHIPPED_COMPILED", "cache_dir", "cache_folder", "data_dir", "data_folder", "found",
+           "pip_config_files", "pip_config_paths", "project_folder", "state_folder", "templates_dir"]
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -90,3 +90,33 @@ def pip_config_files(env: Mapping[str, str]) -> list[Path]:
     from pathlib import Path
 
     return [Path(p) for p in pip_config_paths(env)]
+
+
+# what makes a folder a project's: its spec, or a lock made from it (a lock may travel alone)
+PROJECT_FILES = ("project.toml", "envsolve.lock")
+
+
+def project_folder(start: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The nearest folder, from ``start`` (the working folder) upward, that holds a project.toml or
+    an envsolve.lock, as uv and pixi find their project: "." for ``start`` itself, else a path
+    relative to it; None when there is none. The search ends at a repository root (a folder with
+    ``.git``), the home folder or the file system's root, each searched itself."""
+    env = os.environ if environ is None else environ
+    here = os.path.abspath(start or os.getcwd())
+    home = os.path.abspath(env.get("HOME") or os.path.expanduser("~"))
+    folder = here
+    while True:
+        if any(os.path.isfile(os.path.join(folder, name)) for name in PROJECT_FILES):
+            return "." if folder == here else os.path.relpath(folder, here)
+        parent = os.path.dirname(folder)
+        if parent == folder or folder == home or os.path.exists(os.path.join(folder, ".git")):
+            return None
+        folder = parent
+
+
+def found(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """``name`` (project.toml or envsolve.lock) in the nearest project folder (:func:`project_folder`),
+    as a path relative to the working folder: ``name`` itself when that is the working folder or
+    no folder is found (the command then says it is missing)."""
+    folder = project_folder(environ=environ)
+    return name if folder in (None, ".") else os.path.join(folder, name)

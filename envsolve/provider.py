@@ -26,12 +26,14 @@ from .data import (
     ArchInfo,
     Build,
     CondaBuild,
+    CudaCompat,
     CudaMajor,
     Cudnn,
     Extension,
     ExtensionWheel,
     Gpu,
     Image,
+    ImageEndOfLife,
     JetPack,
     Kmd,
     Matrices,
@@ -293,6 +295,19 @@ class Provider:
                 best = t.version
         return best
 
+    def cuda_compat(self, cuda: Dotted) -> CudaCompat | None:
+        """The CUDA forward-compatibility package (``cuda-compat-13-0``) of CUDA ``major.minor``
+        and the driver branches it runs on (cuda.toml ``[[compat]]``); None: NVIDIA publishes none
+        for it, or the data does not say."""
+        key = cuda.prefix(2)
+        return next((c for c in self.m.cuda_compats if c.cuda.prefix(2) == key), None)
+
+    def branch_floor(self, branch: int) -> Dotted | None:
+        """The first driver of branch ``branch`` that runs the branch's own CUDA (its ``cuda_max``)
+        natively: where a driver of the branch starts to count (None: the data has no such branch)."""
+        row = next((b for b in self.m.branches if b.branch == branch), None)
+        return self.native_driver_min(row.cuda_max) if row is not None else None
+
     def wsl_cuda_branch(self) -> int | None:
         """The first driver branch whose Windows driver runs CUDA under WSL 2 (None: the data does not say)."""
         return min((b.branch for b in self.m.branches if b.wsl_cuda), default=None)
@@ -440,6 +455,24 @@ class Provider:
 
     def images(self, accelerator: Accelerator) -> list[Image]:
         return self._images.get(accelerator, [])
+
+    def image_line(self, ref: str) -> tuple[Image, str, str] | None:
+        """The row, flavour and OS of the image reference ``ref`` as the solver writes it
+        (:meth:`Image.ref`), or None when no row of the data makes it."""
+        repository, _, tag = ref.partition(":")
+        for i in (i for i in self.m.images if i.repository == repository and not i.removed):
+            for flavor in i.flavors:
+                os = next((o for o in i.os if i.ref(flavor, o) == ref), None)
+                if os is not None:
+                    return i, flavor, os
+        return None
+
+    def end_of_life(self, image: Image) -> ImageEndOfLife | None:
+        """When the registry deletes ``image``'s tags: the earliest ``[[eol]]`` row of images.toml
+        that covers its version (None when the data gives no date)."""
+        rows = [e for e in self.m.image_eols if e.repository == image.repository
+                and SpecifierSet(e.versions).contains(image.version.raw, prereleases=True)]
+        return min(rows, key=lambda e: e.deleted, default=None)
 
     def pythons(self) -> list[str]:
         """Every Python minor the data knows, oldest first."""

@@ -19,6 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from .config import Credential, check_url, index_credentials, requirement_credentials, scrub, url_problem
 from .domain import (
+    APPLE_ACCELERATORS,
     APPLE_PLATFORM,
     COMPANIONS,
     DEFAULT_INDEXES,
@@ -28,13 +29,14 @@ from .domain import (
     PLATFORMS,
     VENDOR_NAME,
     VENDORS,
+    AppleAccelerator,
     Platform,
     Vendor,
     canonical_name,
     os_of,
 )
 from .errors import Problem, SpecError
-from .tables import TableReader, closest, load_toml, unknown_key, word
+from .tables import TableReader, closest, load_toml, parse_toml, unknown_key, word
 from .versions import Arch, Dotted, LongNumber, parse_arch, parse_dotted, parse_driver, parse_range, parse_requirement
 
 if TYPE_CHECKING:
@@ -43,8 +45,8 @@ if TYPE_CHECKING:
     from .data import Gpu, JetPack
     from .provider import Provider
 
-__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "host_problem", "is_name",
-           "package_problem", "parse_gpus", "parse_spec", "unknown_gpu", "url_credentials"]
+__all__ = ["FLAVORS", "FrameworkReq", "GpuReq", "ProjectSpec", "SectionParser", "Target", "digest", "host_problem",
+           "is_name", "package_problem", "parse_gpus", "parse_spec", "unknown_gpu", "url_credentials"]
 
 ALIASES = {"pytorch": "torch", "tf": "tensorflow", "tensorflow-gpu": "tensorflow",
            "jax[cuda12]": "jax", "keras3": "keras", "tf-keras": "keras", "onnxruntime-gpu": "onnxruntime",
@@ -93,6 +95,9 @@ class Target(msgspec.Struct, frozen=True, kw_only=True, cache_hash=True):
     rocm_driver: Dotted | None = None  # the ROCm release of the host's amdgpu kernel driver
     wsl: bool = False  # Linux under WSL2 on a Windows host: ``driver`` is the Windows driver's number
     platform_why: str = ""  # why this platform (envsolve explain)
+    # Apple silicon's ``accelerator`` as written ("" when not: the vendor's, and the lock warns when the
+    # Metal plugins hold a framework back); ``cpu`` makes the target a CPU one (vendor cpu, no GPUs)
+    accelerator: AppleAccelerator | Literal[""] = ""
 
     @property
     def windows_driver(self) -> bool:
@@ -136,7 +141,7 @@ class ProjectSpec(msgspec.Struct, frozen=True, kw_only=True):
         return any(_marker_true(marker, marker_environment(p, t.platform)) for t in self.targets for p in minors)
 
 
-_HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm", "platform", "jetpack", "rocm_driver", "wsl"}
+_HARDWARE = {"gpus", "driver", "vendor", "cuda", "rocm", "platform", "jetpack", "rocm_driver", "wsl", "accelerator"}
 # a [hardware] key -> the vendor it applies to; a target of another vendor does not inherit it
 _KEY_VENDOR = {"driver": "nvidia", "cuda": "nvidia", "rocm": "amd", "rocm_driver": "amd", "jetpack": "nvidia"}
 _SECTIONS = {
@@ -148,6 +153,7 @@ _SECTIONS = {
     "targets": None,
     "indexes": None,
 }
+_BARE_VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,2}")  # a Python version with no operator: that release line
 _CUDA = partial(parse_dotted, what="CUDA version")
 _ROCM = partial(parse_dotted, what="ROCm version")
 _ROCM_DRIVER = partial(parse_dotted, what="ROCm kernel driver")
@@ -234,6 +240,8 @@ class _ProjectParser(SectionParser):
         if not _NAME.fullmatch(name):
             self.bad("project.name", f"{name!r} must be letters, digits, '.', '_' or '-'")
         python_raw = self._str(table, "python", "project") or "*"
+        if _BARE_VERSION.fullmatch(python_raw.strip()):  # "3.11" as pixi and conda read it: any patch of 3.11
+            python_raw = f"=={python_raw.strip()}.*"
         return name, python_raw, self._specifier(python_raw, "project.python")
 
     def same_versions(self, table: dict[str, Any]) -> bool:
@@ -368,9 +376,34 @@ class _ProjectParser(SectionParser):
         jetpack = self._jetpack(merged, gpus, where, driver, cuda)
         wsl = self._wsl(merged, where, platform, jetpack)
         vendor = self._host_vendor(merged, where, platform, vendor, wsl)
+        vendor, gpus, accelerator = self._accelerator(merged, where, platform, vendor, gpus, inherited)
         return Target(name=name, vendor=word(vendor, VENDORS) or "cpu", gpus=tuple(gpus), driver=driver, cuda=cuda,
                       rocm=rocm, platform=platform, jetpack=jetpack, rocm_driver=rocm_driver, wsl=wsl,
-                      platform_why=why)
+                      platform_why=why, accelerator=accelerator)
+
+    def _accelerator(self, table: dict[str, Any], where: str, platform: Platform, vendor: str, gpus: list[GpuReq],
+                     inherited: set[str]) -> tuple[str, list[GpuReq], AppleAccelerator | Literal[""]]:
+        """(vendor, GPUs, accelerator) of ``accelerator``, which chooses what a Mac on Apple silicon
+        runs: ``mps`` its GPU (JAX and TensorFlow through Apple's Metal plugins, which pin older
+        releases), ``cpu`` its CPU (the newest releases; the target's GPUs are then left out). A
+        [hardware] key that a target of another platform, or of no Apple GPU, inherits does not apply."""
+        if "accelerator" not in table:
+            return vendor, gpus, ""
+        raw, key = table["accelerator"], f"{where}.accelerator"
+        if "accelerator" in inherited and (platform != APPLE_PLATFORM or (raw == "mps" and vendor != "apple")):
+            return vendor, gpus, ""
+        accelerator = word(raw, APPLE_ACCELERATORS)
+        if accelerator is None:
+            self.bad(key, f"{raw!r} must be one of {', '.join(APPLE_ACCELERATORS)} (mps: the Apple GPU, through "
+                     "Apple's Metal plugins for JAX and TensorFlow; cpu: the CPU builds, the newest releases)")
+        elif platform != APPLE_PLATFORM:
+            self.bad(key, f"{raw!r} applies to Apple silicon only (platform = '{APPLE_PLATFORM}'); elsewhere "
+                     "vendor and gpus choose the builds")
+        elif accelerator == "mps" and vendor != "apple":
+            self.bad(key, f"is 'mps' (Apple's GPU) but vendor is {vendor!r}; drop one of them")
+        else:
+            return ("apple", gpus, "mps") if accelerator == "mps" else ("cpu", [], "cpu")
+        return vendor, gpus, ""
 
     def _wsl(self, table: dict[str, Any], where: str, platform: Platform, jetpack: Dotted | None) -> bool:
         """``wsl = true``: Linux under WSL2, which is x86_64 Linux on a Windows host's driver."""
@@ -802,3 +835,18 @@ def _jetpack_span(rows: Sequence[JetPack]) -> str:
     for j in rows:
         majors.setdefault(j.version.major, []).append(j.version.raw)
     return ", ".join(v[0] if len(v) == 1 else f"{v[0]} .. {v[-1]}" for v in majors.values())
+
+
+def digest(blob: bytes) -> str:
+    """The digest of a spec by what it means (the lock's ``spec_digest``): its TOML parsed and
+    written out canonically, so comments, blank lines, key order and quoting do not make a lock
+    stale; text that is no TOML is digested as its bytes (its lock is then stale until it parses)."""
+    import hashlib
+    import json
+
+    try:
+        data = parse_toml(blob.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError):
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+    return "sha256:" + hashlib.sha256(b"envsolve spec meaning 1\0" + canonical.encode()).hexdigest()

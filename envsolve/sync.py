@@ -62,7 +62,6 @@ from typing import Any
 
 import msgspec
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
 from . import scratch
 from .config import Credential, scrub
@@ -75,6 +74,7 @@ from .lock.model import Environment, Lock, Package
 from .lock.resolve import uv_command, uv_environ
 from .provider import Provider
 from .spec import url_credentials
+from .versions import same_version
 from .voice import Voice
 
 __all__ = ["MARKER", "Request", "Synced", "current", "run", "run_environ", "sync"]
@@ -229,8 +229,10 @@ def _bin(venv: Path) -> Path:
 
 
 def python_of(venv: Path) -> Path:
-    """The venv's interpreter."""
-    return _bin(venv) / ("python.exe" if os.name == "nt" else "python")
+    """The venv's interpreter (the one rule, which `envsolve doctor` reads a venv by)."""
+    from .host.detect import venv_python
+
+    return venv_python(venv)
 
 
 _CFG_CAP = 64 * 1024  # a pyvenv.cfg is a few lines
@@ -448,13 +450,6 @@ def _canon(name: str) -> str:
     return str(canonicalize_name(name))
 
 
-def _same_version(have: str, want: str) -> bool:
-    try:
-        return Version(have) == Version(want)
-    except InvalidVersion:
-        return have == want
-
-
 class _Plan(msgspec.Struct, frozen=True, kw_only=True):
     remove: tuple[str, ...]  # installed names the lock does not hold
     install: tuple[str, ...]  # locked names to install: missing, another version, or not synced as locked
@@ -465,9 +460,9 @@ def _plan(env: Environment, installed: Mapping[str, str], marker: Mapping[str, A
     locked = {_canon(p.name): p for p in env.packages}
     synced = marker.get("packages")
     synced = synced if isinstance(synced, dict) else {}
-    stale = [n for n, p in locked.items() if n in installed and _same_version(installed[n], p.version)
+    stale = [n for n, p in locked.items() if n in installed and same_version(installed[n], p.version)
              and synced.get(n) != _record(p)]
-    missing = [n for n, p in locked.items() if n not in installed or not _same_version(installed[n], p.version)]
+    missing = [n for n, p in locked.items() if n not in installed or not same_version(installed[n], p.version)]
     return _Plan(remove=tuple(sorted(set(installed) - set(locked))), install=tuple(sorted({*stale, *missing})),
                  reinstall=tuple(sorted(stale)))
 
@@ -556,7 +551,7 @@ def _verify(env: Environment, venv: Path, shown: Path) -> None:
     installed = _installed(venv)
     locked = {_canon(p.name): p.version for p in env.packages}
     wrong = sorted(n for n in set(installed) | set(locked)
-                   if n not in installed or n not in locked or not _same_version(installed[n], locked[n]))
+                   if n not in installed or n not in locked or not same_version(installed[n], locked[n]))
     if wrong:
         listed = ", ".join(f"{n} {installed.get(n, '(missing)')} (lock: {locked.get(n, 'none')})" for n in wrong)
         raise CheckFailed(f"{shown} would not hold exactly environment '{env.name}' after the sync: {listed} "

@@ -89,7 +89,8 @@ def strings(value: Any) -> tuple[str, ...]:
 
 
 def load_toml(text: str, path: str, what: str = "a project file",
-              example: str = "a project.toml is a few flat tables; see examples/project.toml") -> dict[str, Any]:
+              example: str = "a project.toml is a few flat tables; `envsolve init` writes one with comments"
+              ) -> dict[str, Any]:
     """A person's TOML file as a table; bad syntax or absurd nesting is a :class:`SpecError` at once
     (nothing else in the file can be read)."""
     try:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # packaging's requirement parser: imported only for a line of
 
 __all__ = [
     "Arch",
+    "same_version",
     "Dotted",
     "parse_arch",
     "parse_dotted",
@@ -322,3 +323,13 @@ def parse_arch(text: str) -> Arch:
         f"{_shown(text)} is not a GPU architecture: write sm_80, a compute capability such as 8.0, "
         "an AMD target such as gfx942, an Intel one such as bmg, or apple-m4"
     )
+
+
+def same_version(have: str, want: str) -> bool:
+    """PEP 440 equality of an installed and a locked version, local labels included (``2.8.0+cpu``
+    is not ``2.8.0+cu128``; ``4.12`` is ``4.12.0``); text that is no version compared as text.
+    What `envsolve sync` installs by and `envsolve doctor` checks by."""
+    try:
+        return Version(have) == Version(want)
+    except InvalidVersion:
+        return have == want

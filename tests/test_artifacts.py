@@ -281,9 +281,9 @@ def test_uv_installs_other_pythons_and_takes_a_mirror(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("[project]\nname = 'x'\n[hardware]\ngpus = " + "[" * 5000 + "]" * 5000 + "\n",
      "ERROR: {spec}: nests tables or arrays too deeply to be a project file\n"
-     "TIP: a project.toml is a few flat tables; see examples/project.toml\n"),
+     "TIP: a project.toml is a few flat tables; `envsolve init` writes one with comments\n"),
     ("[project]\nname = 'x'\n[hardware]\ngpu = ['A100']\n[targets.b]\nvendor = 'cpu'\n[targets.c]\nvendor = 'cpu'\n",
-     "ERROR: {spec}: hardware.gpu: unknown key (allowed: cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, vendor, wsl); did you mean 'gpus'?\n"
+     "ERROR: {spec}: hardware.gpu: unknown key (allowed: accelerator, cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, vendor, wsl); did you mean 'gpus'?\n"
      "TIP: edit {spec} at the keys named above, then run envsolve again\n"),
     ("[project]\nname = 'x'\n[hardware]\ngpus = ['A100', 'MI300X']\n",
      "ERROR: {spec}: hardware.gpus: mixes NVIDIA and AMD GPUs; put each vendor in its own [targets.NAME]\n"

@@ -281,7 +281,7 @@ def test_an_empty_spec_is_refused_and_the_lock_kept(spec: Path) -> None:
     r = run("lock", str(spec))
     assert r.exit_code == 2
     assert r.output == (f"ERROR: {spec}: names no [frameworks] and no [packages]: there is nothing to lock\n"
-                        "TIP: add what the project needs, e.g. [frameworks] torch = '>=2.4' (see examples/project.toml)\n")
+                        "TIP: add what the project needs: `envsolve add torch` (or [frameworks] torch = '>=2.4')\n")
     assert lock.read_bytes() == before
 
 

@@ -185,7 +185,7 @@ def h100_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_cli_doctor_passes_on_the_host_it_was_locked_for(h100_lock: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(det, "installed_versions", lambda names: {"torch": "2.7.1"})
+    monkeypatch.setattr(det, "installed_versions", lambda names, site=None: {"torch": "2.7.1"})
     r = CliRunner().invoke(main, ["doctor", str(h100_lock)])
     assert r.exit_code == 0, r.output
     assert r.stdout.splitlines()[0] == (f"checking environment 'default' of {h100_lock} on this host "
@@ -195,7 +195,7 @@ def test_cli_doctor_passes_on_the_host_it_was_locked_for(h100_lock: Path, monkey
 
 
 def test_cli_doctor_exit_1_with_each_fix(h100_lock: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(det, "installed_versions", lambda names: {"torch": "2.7.1+cu118"})
+    monkeypatch.setattr(det, "installed_versions", lambda names, site=None: {"torch": "2.7.1+cu118"})
     monkeypatch.setattr(det, "docker_tools", lambda: {"docker": True})
     r = CliRunner().invoke(main, ["doctor", str(h100_lock)])
     assert r.exit_code == 1
@@ -254,7 +254,7 @@ def test_cli_doctor_json_has_the_environment_host_findings_and_summary(h100_lock
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[list[str]] = []
 
-    def installed(names: list[str]) -> dict[str, str]:
+    def installed(names: list[str], site: object = None) -> dict[str, str]:
         asked.append(list(names))
         return {"torch": "2.7.1"}
 
@@ -275,7 +275,7 @@ def test_cli_doctor_json_has_the_environment_host_findings_and_summary(h100_lock
 
 def test_cli_doctor_json_of_a_failing_check_exits_1_with_the_json_on_stdout(h100_lock: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(det, "installed_versions", lambda names: {"torch": "2.7.1+cu118"})
+    monkeypatch.setattr(det, "installed_versions", lambda names, site=None: {"torch": "2.7.1+cu118"})
     monkeypatch.setattr(det, "docker_tools", lambda: {"docker": True})
     r = CliRunner().invoke(main, ["doctor", str(h100_lock), "--format", "json"])
     assert r.exit_code == 1
@@ -296,7 +296,7 @@ def test_cli_doctor_names_the_other_distribution_installed(tmp_path: Path, monke
     spec.write_text('[project]\nname = "demo"\n[frameworks]\ncupy = "*"\n')
     assert CliRunner().invoke(main, ["lock", "--host", "--frameworks-only", str(spec)]).exit_code == 0
     here = {"cupy-cuda13x": "13.6.0", "numpy": "2.3.0"}
-    monkeypatch.setattr(det, "installed_versions", lambda names: {n: here[n] for n in names if n in here})
+    monkeypatch.setattr(det, "installed_versions", lambda names, site=None: {n: here[n] for n in names if n in here})
     r = CliRunner().invoke(main, ["doctor", str(tmp_path / "envsolve.lock")])
     assert r.exit_code == 1
     assert ("FAIL  package: cupy-cuda13x 13.6.0 is installed; the lock has cupy-cuda12x 14.2.0 (another distribution "
@@ -409,9 +409,31 @@ def test_cli_doctor_on_an_intel_host_never_a_traceback(tmp_path: Path, monkeypat
     d = HOSTS / "linux-arc-b580"
     monkeypatch.setattr(det, "detect", lambda: _DETECT(environ={}, path=str(d / "bin"), root=d / "root", nvml=False))
     monkeypatch.setattr(det, "docker_tools", lambda: {"docker": False})
-    monkeypatch.setattr(det, "installed_versions", lambda names: {})
+    monkeypatch.setattr(det, "installed_versions", lambda names, site=None: {})
     r = CliRunner().invoke(main, ["doctor", str(path), "--format", "json"])
     assert "Traceback" not in r.output and r.exit_code in (0, 1), r.output
     out = json.loads(r.stdout)
     assert out["host"]["vendor"] == "intel" and out["host"]["level_zero"] is False
     assert any(f["message"].startswith("the Intel GPU is there (lspci -nn)") for f in out["findings"])
+
+
+def test_every_refusal_of_a_gpu_less_host_or_container_has_a_fix_that_can_be_done(real_graph: Provider) -> None:
+    """An MPS environment in a container: no `docker run` flag gives a container Apple's GPU, so the
+    fix is to run it on the Mac itself, never an empty "start the container with ``"."""
+    base = environment(H100_TORCH, real_graph)
+    mps = replace(base, accelerator="mps", platform="darwin/arm64", cuda="", cudnn="", driver_min="", compat="",
+                  gpus=(), gpu_archs=(), gpu_models=())
+    inside = HostFacts(vendor="cpu", source="no GPU tool found", container=True, machine="aarch64")
+    [fix] = [f.fix for f in check(mps, inside, real_graph, installed={}, tools={})
+             if f.check == "host" and f.level == "fail" and "needs an Apple GPU" in f.message]
+    assert fix == ("run it on the machine itself, outside any container: no `docker run` flag gives a container "
+                   "MPS (Apple GPU); or lock a target for this container (`envsolve lock --host`)")
+    envs = [base, mps, _xpu(real_graph), environment('[frameworks]\ntorch = "==2.7.1"\n[hardware]\ngpus = ["MI300X"]\n',
+                                                     real_graph)]
+    for env in envs:
+        for container in (False, True):
+            for os in ("linux", "wsl2", "darwin"):
+                facts = replace(inside, container=container, platform=os)
+                for f in check(env, facts, real_graph, installed={}, tools={"docker": True}):
+                    if f.level == "fail":
+                        assert f.fix.strip() and "``" not in f.fix, (env.accelerator, container, os, f)

@@ -67,6 +67,7 @@ def _base() -> dict[str, Any]:
                           pip=spec.pip, apt=spec.apt, urls=urls, full={"default": packages})
     data = tomllib.loads(lockfile.dumps(lock))
     data["environments"][0]["tools"] = {"uv": "0.5.1"}
+    data["environments"][0]["base_image_digest"] = "sha256:" + "4" * 64  # as a full lock records it
     assert data["environments"][0]["python_from"] == "uv"
     _with_source_builds(data["environments"][0])
     return data

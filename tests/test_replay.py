@@ -180,11 +180,11 @@ def test_the_replay_reads_argv_as_click_reads_the_option_table(args: list[str]) 
     # one option table: what the replay reads is what the lock command's click options give
     from click.core import ParameterSource
 
-    from envsolve.cli import lock
+    from envsolve.cli import _project_file, lock
     from envsolve.lock.job import Request
 
-    with lock.make_context("lock", list(args)) as ctx:
-        spec_path = ctx.params.pop("spec_path")
+    with lock.make_context("lock", list(args)) as ctx:  # the spec as the command finds it (none given: here)
+        spec_path = _project_file(ctx.params.pop("spec_path"), ctx.params.pop("project"), "project.toml")
         typed = [d for d in ctx.params if ctx.get_parameter_source(d) == ParameterSource.COMMANDLINE]
         request = Request.of(spec_path, ctx.params, typed=typed)
     assert replay.parse(["lock", *args]) == request.replay_key

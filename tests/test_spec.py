@@ -199,8 +199,8 @@ def test_every_problem_of_the_targets_is_named_at_once_in_the_order_of_the_keys(
             '[targets.jet]\ngpus = ["Jetson AGX Orin"]\njetpack = "3.3"\n[targets.cpu]\nvendor = "cpu"\ncuda = \"12.8\"\n')
     assert _platform_errors(text, real_graph).splitlines() == [
         "14 problems:",
-        "  project.toml: hardware.colour: unknown key (allowed: cuda, driver, gpus, jetpack, platform, rocm, rocm_driver, "
-        "vendor, wsl)",
+        "  project.toml: hardware.colour: unknown key (allowed: accelerator, cuda, driver, gpus, jetpack, platform, rocm, "
+        "rocm_driver, vendor, wsl)",
         "  project.toml: hardware.gpus[1]: unknown GPU 'B1000'; did you mean 'B100' or 'T1000'? (or write an architecture: "
         "sm_80, "
         "8.0, gfx942)",
@@ -365,3 +365,13 @@ def test_a_long_number_in_a_range_is_refused_on_the_command_line_without_a_trace
         spec.write_text('[project]\nname = "x"\n' + body if body.startswith("python") else body)
         r = CliRunner().invoke(main, ["lock", str(spec), "-o", str(tmp_path / "envsolve.lock")])
         assert r.exit_code == 2 and "Traceback" not in r.output and "has a number of 5000 digits" in r.output, r.output
+
+
+@pytest.mark.parametrize(("written", "meant"), [("3.11", "==3.11.*"), (" 3.12 ", "==3.12.*"), ("3", "==3.*"),
+                                                 ("3.11.4", "==3.11.4.*"), (">=3.10", ">=3.10")])
+def test_a_bare_python_version_means_that_release_line(written: str, meant: str, fixture_graph: Provider) -> None:
+    """pixi and conda users write `python = "3.11"` for any 3.11: it is `==3.11.*`, and the range
+    shown (the lock's summary) is the one it means."""
+    spec = parse_spec(f'[project]\nname = "x"\npython = "{written}"\n', "project.toml", fixture_graph)
+    assert spec.python_raw == meant
+    assert ("3.11.9" in spec.python) == (meant in ("==3.11.*", "==3.*", ">=3.10"))

@@ -27,9 +27,10 @@ from ..domain import Vendor
 from ..versions import parse_arch
 from .facts import GpuInfo, HostFacts, HostOs, MigDevice
 
-__all__ = ["DEFAULT_TIMEOUT", "detect", "docker_tools", "gfx_from_target_version", "installed_versions",
-           "parse_amd_smi", "parse_displays", "parse_lspci", "parse_proc_version", "parse_rocminfo", "parse_smi_csv",
-           "parse_smi_list", "parse_smi_table", "parse_smi_xml", "parse_sycl_ls", "parse_xpu_smi"]
+__all__ = ["DEFAULT_TIMEOUT", "PythonSite", "detect", "docker_tools", "gfx_from_target_version",
+           "installed_versions", "parse_amd_smi", "parse_displays", "parse_lspci", "parse_proc_version",
+           "parse_rocminfo", "parse_smi_csv", "parse_smi_list", "parse_smi_table", "parse_smi_xml", "parse_sycl_ls",
+           "parse_xpu_smi", "python_site"]
 
 # ------------------------------------------------------------------------ accelerators
 #
@@ -888,11 +889,23 @@ def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None,
     facts = _driver_override(_gpus_override(_visible(facts, env, probe), env, probe), env)
     return replace(facts, rocm=_rocm(probe, facts.vendor), platform=host.platform, l4t=host.l4t,
                    container=host.container, machine=host.machine, chip=host.chip, os_version=host.os_version,
-                   warnings=tuple(probe.warnings))
+                   cuda_compat=_cuda_compat(probe) if host.container else (), warnings=tuple(probe.warnings))
 
 
-def installed_versions(names: Iterable[str]) -> dict[str, str]:
-    """Installed distribution versions (importlib.metadata) of ``names``; absent ones are left out."""
+def _cuda_compat(probe: _Probe) -> tuple[str, ...]:
+    """The libcuda.so.* a cuda-compat package installed (/usr/local/cuda-X.Y/compat), as paths
+    from the root: what a forward-compatibility image loads first."""
+    found = sorted((probe.root / "usr" / "local").glob("cuda-*/compat/libcuda.so.*"))
+    return tuple("/" + str(p.relative_to(probe.root)) for p in found)
+
+
+def installed_versions(names: Iterable[str], site: PythonSite | None = None) -> dict[str, str]:
+    """Installed distribution versions of ``names`` in ``site`` (:func:`python_site`), else in the
+    Python envsolve runs in (importlib.metadata); absent ones are left out."""
+    if site is not None:
+        from ..domain import canonical_name
+
+        return {n: site.distributions[canonical_name(n)] for n in names if canonical_name(n) in site.distributions}
     from importlib import metadata
 
     out = {}
@@ -902,6 +915,114 @@ def installed_versions(names: Iterable[str]) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
+
+
+class PythonSite(msgspec.Struct, frozen=True, kw_only=True):
+    """A Python and the distributions it has installed, as it lists them itself."""
+
+    path: str  # the executable that was run (sys.executable for the Python envsolve runs in)
+    version: str  # its version, ``3.12.3``
+    prefix: str  # its sys.prefix: a venv's folder
+    own: bool  # the Python envsolve runs in (the same sys.prefix)
+    distributions: dict[str, str]  # canonical name -> version, the first of each name on its sys.path
+
+
+# What a Python runs to list its distributions (3.8 and newer): the current folder off sys.path
+# first, so no file there stands in for json or importlib; then (name, version) of each
+# distribution in sys.path's order, and the interpreter's own facts, as one JSON object
+_LIST_DISTRIBUTIONS = """\
+import sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+import json
+from importlib import metadata
+dists = [(d.metadata["Name"], d.version) for d in metadata.distributions()]
+print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3], "prefix": sys.prefix,
+                  "distributions": [[n, v] for n, v in dists if n and v]}))
+"""
+# a venv's Python, in its folder (`envsolve sync` runs the same: venv_python)
+_VENV_PYTHON = "Scripts/python.exe" if os.name == "nt" else "bin/python"
+
+
+def venv_python(venv: Path) -> Path:
+    """The interpreter of the venv at ``venv``."""
+    return venv / _VENV_PYTHON
+
+_LIST_TIMEOUT = 60.0  # listing a venv of a few hundred distributions takes well under a second
+_PYTHON_TIP = "pass --python a Python 3.8 or newer (its executable, or a venv's folder), or leave --python out"
+
+
+def python_site(python: Path | None = None, *, timeout: float = _LIST_TIMEOUT, tip: str = _PYTHON_TIP) -> PythonSite:
+    """The distributions of the Python ``python`` (an executable, a name on PATH, or a venv's
+    folder: its ``bin/python``, ``Scripts/python.exe`` on Windows), listed by running it (``-E``:
+    no PYTHONPATH or PYTHONHOME of envsolve's own environment); None: the Python envsolve runs in,
+    read here. A path that is no working Python raises :class:`~envsolve.errors.SpecError` (exit 2)
+    naming it, with ``tip``."""
+    from ..errors import Problem, SpecError
+    from ..scratch import run
+
+    if python is None:
+        from importlib import metadata
+
+        found = [(d.metadata["Name"], d.version) for d in metadata.distributions()]
+        return PythonSite(path=sys.executable, version="{}.{}.{}".format(*sys.version_info[:3]), prefix=sys.prefix,
+                          own=True, distributions=_first_of_each([(n, v) for n, v in found if n and v]))
+
+    def bad(why: str) -> SpecError:
+        return SpecError([Problem(str(python), "", why)], tip=tip)
+
+    exe = _python_executable(python)
+    if exe is None:
+        raise bad(f"is a folder but no venv: it has no {_VENV_PYTHON}" if python.is_dir() else
+                  "does not exist" if not os.path.lexists(python) else "is not a file")
+    try:
+        done = run([exe, "-E", "-c", _LIST_DISTRIBUTIONS], timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise bad(f"is no working Python: listing its distributions took more than {timeout:g} s") from None
+    except OSError as e:
+        raise bad(f"could not be run: {e.strerror or e}") from None
+    answer = _listed(done.stdout) if done.returncode == 0 else None
+    if answer is None:
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}" if done.returncode else
+                                                     "it printed no list of its distributions"])[-1]
+        raise bad(f"is no working Python 3.8 or newer ({said[:200]})")
+    version, prefix, dists = answer
+    return PythonSite(path=os.path.abspath(exe), version=version, prefix=prefix,
+                      own=os.path.realpath(prefix) == os.path.realpath(sys.prefix), distributions=_first_of_each(dists))
+
+
+def _listed(stdout: str) -> tuple[str, str, list[tuple[str, str]]] | None:
+    """The version, prefix and (name, version) of each distribution a Python printed (the last line
+    of its output: a sitecustomize may print before it); None for anything else."""
+    try:
+        answer = json.loads(stdout.strip().splitlines()[-1])
+        dists = [(str(n), str(v)) for n, v in answer["distributions"]]
+        version, prefix = answer["version"], answer["prefix"]
+    except (ValueError, IndexError, KeyError, TypeError):
+        return None
+    return (version, prefix, dists) if isinstance(version, str) and isinstance(prefix, str) and prefix else None
+
+
+def _first_of_each(found: list[tuple[str, str]]) -> dict[str, str]:
+    """Canonical name -> version of the first distribution of each name (the one Python imports)."""
+    from ..domain import canonical_name
+
+    out: dict[str, str] = {}
+    for name, version in found:
+        out.setdefault(canonical_name(name), version)
+    return dict(sorted(out.items()))
+
+
+def _python_executable(python: Path) -> str | None:
+    """The executable to run for ``--python``: a venv folder's Python, the file itself, or a name
+    found on PATH; None when there is none."""
+    if python.is_dir():
+        exe = venv_python(python)
+        return str(exe) if exe.is_file() else None
+    if python.is_file():
+        return str(python)
+    if os.sep not in str(python) and not os.path.lexists(python):
+        return shutil.which(str(python))
+    return None
 
 
 def docker_tools(path: str | None = None) -> dict[str, bool]:

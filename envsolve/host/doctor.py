@@ -5,6 +5,12 @@ driver, the GPUs, the installed frameworks, the container tools) and the provide
 and CUDA facts
 (toolkit driver floors, the minor-version compatibility floor of each CUDA major, the arch lists
 of the locked builds). It reads nothing itself.
+
+The packages are those of one Python (:class:`Interpreter`: the venv beside the lock, ``--python``,
+else the one envsolve runs in), which :func:`envsolve.host.detect.python_site` lists: of a full lock,
+every package is compared with what is installed (missing, another version or build: a failure;
+installed and not locked: a warning, except in the Python envsolve runs in); of a frameworks-only
+lock, the locked frameworks and the other distributions of each.
 """
 
 from __future__ import annotations
@@ -16,15 +22,15 @@ import msgspec
 from packaging.version import InvalidVersion, Version
 
 from ..data import Build
-from ..domain import ACCELERATOR, VENDOR_NAME, VENDOR_OF, kernels, serves
-from ..lock.model import Environment, Lock
+from ..domain import ACCELERATOR, VENDOR_NAME, VENDOR_OF, canonical_name, kernels, serves, stack_text
+from ..lock.model import Environment, Lock, Package
 from ..provider import Provider
 from ..solve import PackagePin
-from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver
-from .facts import GpuInfo, HostFacts, host_platform, model_name
+from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, same_version
+from .facts import GpuInfo, HostFacts, host_platform, model_name, model_of
 
-__all__ = ["FORMAT", "Checkup", "Finding", "Level", "Subject", "check", "check_host", "distributions",
-           "pick_environment", "report_lines", "where"]
+__all__ = ["FORMAT", "Checkup", "Chosen", "Finding", "Interpreter", "Level", "Subject", "check", "check_host",
+           "compat_libraries_finding", "distributions", "looked_for", "pick_environment", "report_lines", "where"]
 
 FORMAT = 1  # the version of `envsolve doctor --format json`'s keys
 
@@ -48,6 +54,49 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
                 "fix": self.fix if self.level != "ok" else ""}
 
 
+# How the doctor came to the Python it checked: ``--python``, the venv beside the lock (``.venv``,
+# where `envsolve sync` puts it), or the Python envsolve runs in.
+Chosen = Literal["--python", "venv", "envsolve"]
+
+
+class Interpreter(msgspec.Struct, frozen=True, kw_only=True):
+    """The Python whose installed distributions the doctor checked, and why that one."""
+
+    path: str  # its executable ("" when not said)
+    version: str  # "3.12.3" ("" when not said)
+    chosen: Chosen = "envsolve"
+    own: bool = True  # the Python envsolve runs in: envsolve's own distributions are there, no extras are named
+    marker: bool = False  # its venv carries `envsolve sync`'s marker: sync made it
+    synced: str = ""  # the environment of this lock, as it is now, that the marker says the venv holds
+
+    def text(self, environment: str) -> str:
+        """``python: /p/.venv/bin/python, Python 3.12.3 (the venv envsolve sync made for this lock)``."""
+        why = {"--python": "chosen with --python", "venv": "the venv beside the lock",
+               "envsolve": "the Python envsolve runs in: no .venv beside the lock"}[self.chosen]
+        if self.synced == environment and self.chosen == "venv":
+            why = "the venv envsolve sync made for this lock"
+        elif self.synced == environment:
+            why += ", a venv envsolve sync made for this lock"
+        elif self.synced:
+            why += f", a venv envsolve sync made for environment '{self.synced}' of this lock"
+        elif self.marker:
+            why += ", made by envsolve sync but not for this lock as it is now"
+        elif self.chosen == "venv":
+            why += ", not made by envsolve sync"
+        if self.own and self.chosen != "envsolve":
+            why += "; envsolve runs in it"
+        version = f", Python {self.version}" if self.version else ""
+        return f"python: {self.path or '(this Python)'}{version} ({why})"
+
+    def to_dict(self, environment: str) -> dict[str, Any]:
+        """The ``python`` key of `envsolve doctor --format json`."""
+        return {"path": self.path, "version": self.version, "chosen_by": self.chosen,
+                "synced": self.synced == environment, "extras_checked": not self.own}
+
+
+_OWN = Interpreter(path="", version="")  # the Python envsolve runs in, not described
+
+
 def pick_environment(lock: Lock, facts: HostFacts, target: str | None = None) -> Environment | None:
     """The lock environment to check: ``target``, else the first for this host's accelerator,
     else the only one; None when ``target`` names none."""
@@ -57,10 +106,14 @@ def pick_environment(lock: Lock, facts: HostFacts, target: str | None = None) ->
     return next((e for e in lock.environments if e.accelerator == want), lock.environments[0])
 
 
-def check(env: Environment, facts: HostFacts, provider: Provider, *,
-          installed: Mapping[str, str], tools: Mapping[str, bool]) -> list[Finding]:
-    """Every finding for environment ``env`` of a lock on the host ``facts`` describes."""
-    return check_host(env, facts, provider) + _packages(env, installed, provider) + _container(env, facts, tools)
+def check(env: Environment, facts: HostFacts, provider: Provider, *, installed: Mapping[str, str],
+          tools: Mapping[str, bool], python: Interpreter = _OWN, full: bool = False) -> list[Finding]:
+    """Every finding for environment ``env`` of a lock on the host ``facts`` describes, with what
+    the Python ``python`` has ``installed``: of a full lock (``full``), every locked package
+    (:func:`looked_for`); else the locked frameworks (:func:`distributions`)."""
+    packages = _locked_packages(env, installed, python) if full else _packages(env, installed, provider)
+    return check_host(env, facts, provider) + packages + _container(env, facts, tools) + \
+        compat_libraries_finding(env, facts)
 
 
 def check_host(env: Environment, facts: HostFacts, provider: Provider) -> list[Finding]:
@@ -96,6 +149,7 @@ class Checkup(msgspec.Struct, frozen=True, kw_only=True):
     facts: HostFacts
     installed: Mapping[str, str]  # distribution -> version, of those looked for
     findings: tuple[Finding, ...]
+    python: Interpreter | None = None  # the Python whose distributions were checked
 
     @property
     def fails(self) -> int:
@@ -110,12 +164,15 @@ class Checkup(msgspec.Struct, frozen=True, kw_only=True):
         head = (f"checking environment '{self.environment}' of {self.lock} on this {where(self.facts)} "
                 f"({self.facts.vendor}, from {self.facts.source})")
         passed = [] if self.fails else [f"all checks passed ({self.warns} warning(s))"]
-        return [head, *report_lines(list(self.findings)), *passed]
+        python = [self.python.text(self.environment)] if self.python else []
+        return [head, *python, *report_lines(list(self.findings)), *passed]
 
     def to_dict(self) -> dict[str, Any]:
         """The checkup as `envsolve doctor --format json` prints it (README: Machine-readable output)."""
         return {"format": FORMAT, "lock": self.lock, "environment": self.environment, "on": where(self.facts),
-                "host": self.facts.to_dict(), "installed": dict(sorted(self.installed.items())),
+                "host": self.facts.to_dict(),
+                "python": self.python.to_dict(self.environment) if self.python else None,
+                "installed": dict(sorted(self.installed.items())),
                 "findings": [f.to_dict() for f in self.findings],
                 "summary": {"fails": self.fails, "warns": self.warns, "passed": not self.fails}}
 
@@ -172,9 +229,12 @@ def _run_flags(env: Environment) -> str:
 
 
 def _no_gpu_fix(env: Environment, facts: HostFacts, provider: Provider) -> str:
-    if facts.container:
+    if facts.container and env.run_flags:
         toolkit = (_DOCKER_DESKTOP if facts.wsl else " (NVIDIA container toolkit)") if env.accelerator == "cuda" else ""
         return f"start the container with `{_run_flags(env)}`{toolkit}"
+    if facts.container:  # no container flags give this stack its GPU: Apple's MPS runs on macOS itself only
+        return (f"run it on the machine itself, outside any container: no `docker run` flag gives a container "
+                f"{stack_text(env.accelerator)}; or lock a target for this container (`envsolve lock --host`)")
     if env.accelerator == "mps":
         return "run it on a Mac with Apple silicon, or lock a target for this host (`envsolve lock --host`)"
     if facts.wsl and env.accelerator == "cuda":
@@ -279,7 +339,74 @@ def _nvidia_driver(env: Environment, facts: HostFacts, provider: Provider) -> Fi
         floors = _floors(env, parse_dotted(env.cuda, "CUDA version"), provider, windows=facts.windows_driver)
     except ValueError as e:
         return Finding(level="warn", check="driver", message=str(e))
+    if env.compat == "forward":
+        return _forward_driver(env, facts, provider, have, floors)
     return _driver_finding(env, facts.driver, have, floors)
+
+
+def _forward_driver(env: Environment, facts: HostFacts, provider: Provider, have: Dotted, f: _Floors) -> Finding:
+    """A forward-compatibility environment's driver: a Linux one (not WSL 2's, not Windows'), of a
+    branch the image's cuda-compat package supports, at the lock's floor, on data-center GPUs only."""
+    row = provider.cuda_compat(parse_dotted(env.cuda, "CUDA version"))
+    package = row.package if row is not None else f"CUDA {f.cuda}'s cuda-compat"
+    relock = _relock(facts.driver)
+    if facts.windows_driver:
+        return Finding(level="fail", check="driver",
+                       message=f"{f.driver} {facts.driver}: the environment runs CUDA {f.cuda} by forward "
+                               f"compatibility ({package}), which runs on Linux only, not "
+                               f"{'WSL 2' if facts.wsl else 'Windows'}",
+                       fix=f"run it on a Linux host, {relock}")
+    outsider = next((g for g in facts.gpus if not _data_center(g, provider)), None)
+    if outsider is not None:
+        return Finding(level="fail", check="driver",
+                       message=f"{outsider.name} is not a data-center GPU: forward compatibility ({package}) serves "
+                               "data-center GPUs only (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)",
+                       fix=f"run it on data-center GPUs, {relock}")
+    if row is not None and have.major in row.branches and (not env.driver_min or have >= parse_driver(env.driver_min)):
+        return Finding(level="ok", check="driver",
+                       message=f"driver {facts.driver} (R{have.major}) runs CUDA {f.cuda} by forward compatibility "
+                               f"through {package} in the image (it supports {_branches(row.branches)}), as the lock "
+                               "expects")
+    if f.native is not None and have >= f.native:
+        return Finding(level="warn", check="driver",
+                       message=f"driver {facts.driver} runs CUDA {f.cuda} natively (needs >= {f.native}), but the "
+                               f"image brings {package} for an older driver, which a newer branch may refuse "
+                               "(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803)",
+                       fix=f"re-lock for this driver: `envsolve lock --host` (or driver = '{facts.driver}' in "
+                           "[hardware]), which needs no cuda-compat")
+    supported = f" (it supports {_branches(row.branches)}, from {env.driver_min})" if row is not None else ""
+    return Finding(level="fail", check="driver",
+                   message=f"driver {facts.driver} (R{have.major}) is not one {package} runs on{supported}: the "
+                           f"environment runs CUDA {f.cuda} by forward compatibility",
+                   fix=f"install a driver of a supported branch, or >= {f.native or f.minor} (native), {relock}")
+
+
+def _branches(branches: tuple[int, ...]) -> str:
+    return ", ".join(f"R{b}" for b in branches)
+
+
+def _data_center(g: GpuInfo, provider: Provider) -> bool:
+    """Whether the data knows ``g`` as a data-center GPU (``forward_compat`` of its row)."""
+    model = model_of(g, provider)
+    return model is not None and model.forward_compat
+
+
+def compat_libraries_finding(env: Environment, facts: HostFacts) -> list[Finding]:
+    """Inside a container of a forward-compatibility environment: whether the image's cuda-compat
+    libraries are there to load (the ``libcuda.so.*`` files detect found in
+    /usr/local/cuda-X.Y/compat); nothing to say for another environment or outside a container."""
+    if env.compat != "forward" or not facts.container:
+        return []
+    where = f"/usr/local/cuda-{'.'.join(env.cuda.split('.')[:2])}/compat"
+    libraries = [p.rsplit("/", 1)[-1] for p in facts.cuda_compat if p.startswith(where + "/")]
+    if libraries:
+        return [Finding(level="ok", check="container",
+                        message=f"the CUDA forward-compatibility libraries are in {where} ({', '.join(libraries)})")]
+    return [Finding(level="fail", check="container",
+                    message=f"no libcuda.so.* in {where}: this container lacks the cuda-compat package the environment "
+                            f"needs to run CUDA {env.cuda} on this driver",
+                    fix="build the image from the rendered Dockerfile (it installs cuda-compat and sets "
+                        f"LD_LIBRARY_PATH={where}:$LD_LIBRARY_PATH)")]
 
 
 def _floors(env: Environment, cuda: Dotted, provider: Provider, *, windows: bool = False) -> _Floors:
@@ -601,3 +728,97 @@ def _container(env: Environment, facts: HostFacts, tools: Mapping[str, bool]) ->
                             "will fail",
                     fix="install nvidia-container-toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker` "
                         "and restart Docker")]
+
+
+# ---------------------------------------------------------------------------- a full lock's packages
+
+# what `python -m venv` and virtualenv put in a venv they make: no extras but in a venv of sync's,
+# which holds the lock's packages alone
+_SEEDS = frozenset({"pip", "setuptools", "wheel"})
+
+
+def looked_for(env: Environment, distributions: Mapping[str, str], python: Interpreter) -> dict[str, str]:
+    """What a full lock's check compares, from every distribution (canonical name -> version) of
+    the Python ``python``: all of them, or, in the Python envsolve runs in, the locked ones (the
+    rest are envsolve's own)."""
+    if not python.own:
+        return dict(distributions)
+    locked = {canonical_name(p.name) for p in env.packages}
+    return {n: v for n, v in distributions.items() if n in locked}
+
+
+def _locked_packages(env: Environment, installed: Mapping[str, str], python: Interpreter) -> list[Finding]:
+    """Every package of a full lock's environment against what ``python`` has installed: each one
+    missing or at another version (a failure), each one installed that the lock does not hold (a
+    warning; not looked for in the Python envsolve runs in), and the Python's own minor."""
+    locked = {canonical_name(p.name): p for p in env.packages}
+    asked = [p for p in env.packages if p.direct]
+    if python.own and asked and not any(canonical_name(p.name) in installed for p in asked):
+        return [Finding(level="warn", check="package",
+                        message=f"none of the packages environment '{env.name}' asks for "
+                                f"({', '.join(sorted(p.name for p in asked))}) is installed in the Python envsolve "
+                                "runs in; checked the machine only",
+                        fix="`envsolve sync` makes the lock's venv beside it, which `envsolve doctor` then checks "
+                            "(or pass --python PATH)")]
+    wrong = [_missing_package(p, python) if n not in installed else _other_version(p, installed[n], python)
+             for n, p in sorted(locked.items()) if n not in installed or not same_version(installed[n], p.version)]
+    ok = [] if wrong else [Finding(level="ok", check="package",
+                                   message=f"all {len(locked)} locked packages are installed at the locked versions")]
+    return [*_python_minor(env, python), *wrong, *ok, *_extras(locked, installed, python)]
+
+
+def _python_minor(env: Environment, python: Interpreter) -> list[Finding]:
+    """The checked Python's minor against the environment's: its wheels are built for that one."""
+    minor = ".".join(python.version.split(".")[:2])
+    if not python.version or not env.python or minor == env.python:
+        return []
+    fix = (f"`envsolve sync` makes the venv again with Python {env.python}" if python.marker else
+           f"check a Python {env.python} (--python PATH), or make the lock's venv with `envsolve sync`")
+    return [Finding(level="fail", check="package",
+                    message=f"{python.path or 'this Python'} is Python {python.version}; environment '{env.name}' "
+                            f"was locked for Python {env.python}", fix=fix)]
+
+
+# the fix in a venv sync made: it puts the lock back
+_SYNC = "`envsolve sync` installs the lock's versions and removes what the lock does not hold"
+
+
+def _pip_install(p: Package) -> str:
+    return f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
+
+
+def _missing_package(p: Package, python: Interpreter) -> Finding:
+    return Finding(level="fail", check="package", message=f"{p.name} {p.version} is locked but not installed",
+                   fix=_SYNC if python.marker else _pip_install(p))
+
+
+def _other_version(p: Package, have: str, python: Interpreter) -> Finding:
+    """A locked package installed at another version, or another build of the locked release
+    (another local label: ``+cpu`` where the lock has ``+cu128``)."""
+    try:
+        build = Version(have).public == Version(p.version).public
+    except InvalidVersion:
+        build = False
+    also = " (another build of the same release)" if build else ""
+    return Finding(level="fail", check="package",
+                   message=f"{p.name} {have} is installed; the lock has {p.version}{also}",
+                   fix=_SYNC if python.marker else _pip_install(p))
+
+
+def _extras(locked: Mapping[str, Package], installed: Mapping[str, str], python: Interpreter) -> list[Finding]:
+    """Each distribution installed that the lock does not hold (a venv's own pip, setuptools and
+    wheel only in a venv of sync's); in the Python envsolve runs in, a line that they were not looked for."""
+    if python.own:
+        return [Finding(level="ok", check="package",
+                        message="packages the lock does not hold are not looked for in the Python envsolve runs in "
+                                "(it holds envsolve and its dependencies); pass --python or sync a venv to check one "
+                                "exactly")]
+    extra = sorted(n for n in installed if n not in locked)
+    seeds = [] if python.marker else [n for n in extra if n in _SEEDS]
+    named = [Finding(level="warn", check="package", message=f"{n} {installed[n]} is installed but not in the lock",
+                     fix=_SYNC if python.marker else f"pip uninstall -y {n}")
+             for n in extra if n not in seeds]
+    left = [Finding(level="ok", check="package",
+                    message=f"{' and '.join(f'{n} {installed[n]}' for n in seeds)}: the tools this venv was made with, "
+                            "not counted as extras")] if seeds else []
+    return named + left

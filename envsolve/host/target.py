@@ -3,10 +3,12 @@ vendor, platform and, on a Jetson, its JetPack), keeping the ``[hardware]`` pins
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 import msgspec.structs
 
-from ..domain import JETSON_PLATFORM, Platform, Vendor
+from ..domain import APPLE_PLATFORM, JETSON_PLATFORM, AppleAccelerator, Platform, Vendor
 from ..errors import SpecError
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, SectionParser, Target
@@ -36,9 +38,12 @@ def for_host(spec: ProjectSpec, facts: HostFacts, provider: Provider) -> tuple[P
     jetpack, warning = _host_jetpack(facts, gpus, base, provider) if jetson and gpus else (None, "")
     platform, why = _host_platform(facts, gpus, jetson, base)
     cuda, rocm, rocm_driver = _kept_pins(base, vendor, jetson)
+    accelerator = _kept_accelerator(base, platform, vendor)
+    if accelerator == "cpu":  # the spec chose the Mac's CPU: its GPU is left out, as the spec's own target leaves it
+        vendor, gpus = "cpu", []
     host = Target(name=base.name, vendor=vendor, gpus=tuple(gpus), driver=_host_driver(facts, vendor, jetson),
                   cuda=cuda, rocm=rocm, rocm_driver=rocm_driver, platform=platform, jetpack=jetpack,
-                  wsl=facts.wsl, platform_why=why)
+                  wsl=facts.wsl, platform_why=why, accelerator=accelerator)
     return msgspec.structs.replace(spec, targets=(host, *spec.targets[1:])), warnings + ([warning] if warning else [])
 
 
@@ -121,6 +126,13 @@ def _host_vendor(facts: HostFacts, gpus: list[GpuReq], jetson: bool) -> Vendor:
     if not gpus:
         return "apple" if facts.vendor == "apple" else "cpu"
     return "nvidia" if jetson else _HOST_VENDOR.get(facts.vendor, "cpu")
+
+
+def _kept_accelerator(base: Target, platform: Platform, vendor: Vendor) -> AppleAccelerator | Literal[""]:
+    """The spec's ``accelerator`` choice, kept on a Mac on Apple silicon (``mps`` only where its GPU is seen)."""
+    if platform != APPLE_PLATFORM or (base.accelerator == "mps" and vendor != "apple"):
+        return ""
+    return base.accelerator
 
 
 def _kept_pins(base: Target, vendor: Vendor, jetson: bool) -> tuple[Dotted | None, Dotted | None, Dotted | None]:

@@ -16,6 +16,7 @@ same request next time (:mod:`envsolve.lock.replay`). Nothing here prints: lines
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -32,6 +33,7 @@ from ..provider import Provider
 from ..solve import Resolution, solve_explained
 from ..solve.output import python_reason
 from ..spec import ProjectSpec
+from ..spec import digest as spec_digest
 from ..voice import SILENT, Voice
 from . import model as lockfile
 from .options import LOCK_OPTIONS
@@ -67,6 +69,7 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     upgrade_packages: tuple[str, ...] = ()
     upgrade: bool = False
     same_versions: bool = False
+    upgrade_images: bool = False  # read every base image's digest anew, not the lock on disk's
 
     @property
     def refresh(self) -> bool:
@@ -128,7 +131,7 @@ def stale_by_digests(out: Path, blob: bytes, provider: Provider) -> str | None:
         return f"{out} cannot be used: {e.message}"
     if old.scope != "full":
         return None
-    if old.spec_digest != lockfile.sha256(blob):
+    if old.spec_digest not in (spec_digest(blob), lockfile.sha256(blob)):  # by meaning; an older lock: by bytes
         return f"{out} is stale: its spec changed since it was locked"
     if old.data_digest != provider.digest:
         return (f"{out} is stale: the compatibility data changed since it was locked "
@@ -191,6 +194,9 @@ def _refuse_upgrade_of_frameworks_only(opts: Options) -> None:
     if bad:
         raise SpecError([Problem("--upgrade-package", "", f"{name[:60]!r} is no package name") for name in bad],
                         tip="pass a package's name, such as -P numpy")
+    if opts.frameworks_only and opts.upgrade_images:
+        raise SpecError([Problem("--upgrade-images", "", "applies to the full lock; --frameworks-only records no "
+                                 "image digest")])
     if opts.frameworks_only and opts.refresh:
         raise SpecError([Problem("--upgrade-package" if opts.upgrade_packages else "--upgrade", "",
                                  "applies to the full lock; --frameworks-only always takes the newest that fits")])
@@ -225,9 +231,86 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
         done = build(resolutions, None)
     else:
         resolutions, done = _settled(provider, spec, keep, opts, build, full, voice)
+        done, unread = _pinned_images(done, out, opts, voice)
+        warnings += unread
     return Outcome(lock=done, resolutions=resolutions, steers=steers,
                    warnings=(*_credential_warnings(spec), *warnings,
-                             *([keep.warning] if keep.warning else [])))
+                             *([keep.warning] if keep.warning else []),
+                             *_end_of_life(provider, spec, resolutions, _today())))
+
+
+def _today() -> datetime.date:
+    """The day the end-of-life dates of the base images are compared with (tests set it)."""
+    return datetime.date.today()
+
+
+_EOL_NOTICE = 90  # days before its tags' deletion date that a base image is warned of
+
+
+def _end_of_life(provider: Provider, spec: ProjectSpec, resolutions: Sequence[Resolution], today: datetime.date
+                 ) -> list[str]:
+    """A warning for each environment whose base image's tags the registry deletes within
+    :data:`_EOL_NOTICE` days or has deleted (the data's ``[[eol]]`` rows), with the date and the
+    newest image that serves the same environment (:func:`envsolve.solve.images.successor_image`)."""
+    from ..solve.images import successor_image
+
+    soon = (today + datetime.timedelta(days=_EOL_NOTICE)).isoformat()
+    out = []
+    for r in resolutions:
+        line = provider.image_line(r.base_image) if r.base_image else None
+        eol = provider.end_of_life(line[0]) if line is not None else None
+        if eol is None or eol.deleted > soon:
+            continue
+        when = "may be deleted since" if eol.deleted <= today.isoformat() else "are deleted from"
+        low = ", inferred (confidence low)" if eol.confidence == "low" else ""
+        how = f"by NVIDIA's container support policy{low}"
+        newer = successor_image(provider, spec, r.target, r.base_image, soon)
+        instead = (f"; the newest image that serves this environment is {newer}: a framework build of its CUDA "
+                   "moves the lock to it" if newer else "; the data has no newer image that serves this environment")
+        out.append(f"{r.target.name}: the tags of the base image {r.base_image} {when} {eol.deleted} ({how}; "
+                   f"see {eol.source}){instead}")
+    return out
+
+
+def _pinned_images(lock: lockfile.Lock, out: Path, opts: Options, voice: Voice) -> tuple[lockfile.Lock, list[str]]:
+    """The full lock with the digest of each environment's base image: the lock on disk's for the
+    same image (unless ``--upgrade-images``), else read from its registry (envsolve's cache first);
+    a warning naming the images whose digest could not be read (their FROM names the tag alone)."""
+    from ..domain import LINUX_PLATFORMS
+
+    images = sorted({e.base_image for e in lock.environments if e.base_image and e.platform in LINUX_PLATFORMS})
+    digests = {} if opts.upgrade_images else _recorded_digests(out)
+    digests = {image: digests[image] for image in images if image in digests}
+    unread = [image for image in images if image not in digests]
+    if not unread:
+        return lockfile.with_image_digests(lock, digests), []
+    from ..index.registry import RegistryClient
+    from ..paths import cache_dir
+
+    client = RegistryClient(cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.upgrade_images,
+                            warn=voice.warn)
+    failed = []
+    for image in unread:
+        voice.progress(f"reading the digest of {image} from its registry")
+        try:
+            digests[image] = client.digest(image)
+        except RefreshError as e:
+            failed.append(f"{image} ({e.message})")
+    warnings = [f"the base image digest of {what} is missing from the lock: its Dockerfile's FROM names the tag alone; "
+                "lock again with the registry reachable to pin it" for what in failed]
+    return lockfile.with_image_digests(lock, digests), warnings
+
+
+def _recorded_digests(out: Path) -> dict[str, str]:
+    """Base image -> the digest the lock on disk recorded for it (none when there is no lock, or
+    it cannot be read)."""
+    if not out.exists():
+        return {}
+    try:
+        old = lockfile.read(out)
+    except LockError:
+        return {}
+    return {e.base_image: e.base_image_digest for e in old.environments if e.base_image_digest}
 
 
 def _canonical(names: Collection[str]) -> set[str]:
@@ -580,12 +663,13 @@ def _say_indexes(urls: Mapping[str, str], detail: Callable[[str], None]) -> None
 
 
 def _refuse_empty(spec: ProjectSpec, request: Request) -> None:
-    """A spec that asks for nothing is a mistake (an empty or truncated file): refused, so that it
-    never replaces a lock with an empty one."""
-    if not (spec.frameworks or spec.pip or spec.conda or spec.apt):
+    """A spec that asks for nothing, where a lock is already, is a mistake (an empty or truncated
+    file): refused, so that it never replaces a lock with an empty one. A new project's (what
+    `envsolve init` writes) locks its Python alone."""
+    if not (spec.frameworks or spec.pip or spec.conda or spec.apt) and request.out.exists():
         raise SpecError([Problem(str(request.spec_path), "", "names no [frameworks] and no [packages]: there is "
                                  "nothing to lock")],
-                        tip="add what the project needs, e.g. [frameworks] torch = '>=2.4' (see examples/project.toml)")
+                        tip="add what the project needs: `envsolve add torch` (or [frameworks] torch = '>=2.4')")
 
 
 def _refuse_bad_date(opts: Options) -> None:

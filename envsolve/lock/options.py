@@ -62,6 +62,9 @@ LOCK_OPTIONS: tuple[Option, ...] = (
            help="Move NAME to the newest version that fits and keep every other package of the lock on "
                 "disk (repeatable)."),
     Option(names=("-U", "--upgrade"), dest="upgrade", help="Move every package to the newest version that fits."),
+    Option(names=("--upgrade-images",), dest="upgrade_images",
+           help="Read each base image's digest from its registry anew (the FROM line pins it); by default a "
+                "lock keeps the digest the lock on disk recorded for the same image."),
     Option(names=("--same-versions",), dest="same_versions",
            help="One version of each framework on every target (as [project] same-versions = true)."),
 )

@@ -24,7 +24,7 @@ import os
 import sys
 
 from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, cache_key, read_bytes, read_cache, seal, touch
-from ..paths import cache_folder, data_folder, pip_config_paths, state_folder
+from ..paths import cache_folder, data_folder, found, pip_config_paths, state_folder
 from .options import LOCK_OPTIONS, Option, option_named
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the lock replay imports this
@@ -84,7 +84,7 @@ def parse(argv: Sequence[str]) -> Request | None:
     chosen = _values(list(argv[1:]))
     if chosen is None:
         return None
-    return request_of(chosen.pop("", ""), chosen)
+    return request_of(chosen.pop("", "") or found("project.toml"), chosen)
 
 
 def given(argv: Sequence[str]) -> tuple[Path, dict[str, object]] | None:
@@ -101,7 +101,7 @@ def given(argv: Sequence[str]) -> tuple[Path, dict[str, object]] | None:
     kinds = {o.dest: o.kind for o in _REPLAYED}
     values: dict[str, object] = {dest: True if kinds[dest] == "flag" else Path(text) if kinds[dest] == "path" else text
                                  for dest, text in chosen.items() if dest}
-    return Path(chosen.get("", "") or "project.toml"), values
+    return Path(chosen.get("", "") or found("project.toml")), values
 
 
 def request_of(spec: str, given: Mapping[str, object]) -> Request:

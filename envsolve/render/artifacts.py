@@ -1,8 +1,12 @@
 """Pure rendering: a lock environment plus the templates in ``templates/`` into artifact texts.
 
 ``render_environment(lock, env)`` returns ``{file name: text}`` for the Dockerfile, requirements.txt
-(and requirements-pytorch.txt when PyTorch-index builds are locked), environment.yml and
-smoke_test.py; the same lock gives the same bytes. Containers run Linux: a Windows or macOS
+(and requirements-pytorch.txt when PyTorch-index builds are locked; requirements-build.txt when
+extension packages are built from source, and in a full lock requirements-unchecked.txt for what pip
+cannot check against a hash), environment.yml and smoke_test.py; the same lock gives the same bytes.
+Every extension package the lock holds reaches every file that installs packages, at the release
+the lock chose (``name==version``, ``name @ URL``); other ``[packages] pip`` lines of a
+frameworks-only lock stay as written. Containers run Linux: a Windows or macOS
 environment gets no Dockerfile, and a README.md that says why and how to install it on its
 host; a WSL2 environment's README.md says how to run its image under Docker Desktop's WSL2
 GPU support. Every value that reaches a file is checked first (no line breaks or control
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import check_url, requirement_credentials, strip_credentials
+from ..data import compat_package
 from ..domain import (
     DEFAULT_PLATFORM,
     EXTRA_INDEXES,
@@ -36,11 +41,12 @@ from ..domain import (
 from ..errors import LockError
 from ..lock.model import Environment, Lock, Package, build_problems, data_build_rules, index_url
 from ..paths import templates_dir
-from ..solve import PackagePin
+from ..solve import ExtensionPin, PackagePin
 from ..spec import is_name
 
-__all__ = ["ARTIFACTS", "HOST_README", "PYTORCH_REQUIREMENTS", "containerised", "host_notes", "no_dockerfile",
-           "render_environment", "render_lock"]
+__all__ = ["ARTIFACTS", "BUILD_REQUIREMENTS", "HOST_README", "PYTORCH_REQUIREMENTS", "UNCHECKED_REQUIREMENTS",
+           "containerised", "from_image", "host_notes", "no_dockerfile", "render_environment", "render_lock",
+           "unpinned_warning"]
 
 ARTIFACTS = ("Dockerfile", "requirements.txt", "environment.yml", "smoke_test.py")
 # written beside them for an environment of a Windows or macOS host (no Dockerfile) or of WSL2
@@ -53,6 +59,12 @@ _OS_NAME = {"windows": "Windows", "darwin": "macOS", "linux": "Linux"}
 # written beside them when the environment has PyTorch-index builds (requirements-<index>.txt for
 # another index's, such as requirements-paddle.txt)
 PYTORCH_REQUIREMENTS = "requirements-pytorch.txt"
+# written beside them when the environment builds extension packages from source: installed after
+# the others, with --no-build-isolation and the build's settings, as the Dockerfile's own steps do
+BUILD_REQUIREMENTS = "requirements-build.txt"
+# a full lock's lines pip cannot check against a hash (a source build from a git URL, a wheel found on
+# PyG's page): apart from the hashed files, since pip checks the hashes of a whole file or of none
+UNCHECKED_REQUIREMENTS = "requirements-unchecked.txt"
 _MARKER = '"__ENVSOLVE_EXPECTED__"'
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ALTERNATIVES = "[packages] apt (a Debian package of the same name, e.g. 'ffmpeg') or [packages] pip"
@@ -262,8 +274,14 @@ def _full_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any
         return [_hashed(p, direct) for p in env.packages
                 if (p.index_url == url if url is not None else p.index_url not in routed) and p.name not in skip | own]
 
+    hashed = [f"{x.name}=={x.version} --hash={x.hash}" for x in env.extensions
+              if x.install == "source" and not x.build_from]
+    unchecked = [x.requirement for x in env.extensions if x.install == "source" and x.build_from]
+    unchecked += [f"{x.name}=={x.version}" for x in env.extensions if x.install == "pyg"]
     return {"groups": [{**g, "requirements": lines(g["url"], set())} for g in groups],
-            "default_requirements": lines(None, set()), "held": [], "extra_pip": [],
+            "default_requirements": lines(None, set()), "held": [], "extra_pip": [], "pip_lines": [],
+            "find_links": [], "build_lines": hashed, "unchecked_lines": unchecked,
+            "unchecked_links": _pyg_pages(env),
             "conda_groups": [{**g, "requirements": reqs} for g in groups if (reqs := lines(g["url"], on_conda))],
             "conda_default": lines(None, on_conda)}
 
@@ -272,10 +290,67 @@ def _framework_lines(env: Environment, groups: list[dict[str, Any]]) -> dict[str
     """What each file installs from a frameworks-only lock: the pins, and [packages] pip, which
     pip resolves when the image is built (the pins installed first and pinned again after); an
     extension package that installs in a step of its own is left to that step."""
-    own = _own_step_names(env)
+    lines = _pip_lines(env)
     return {"groups": groups, "default_requirements": [p.requirement for p in env.frameworks if p.index == "pypi"],
             "held": [r for g in groups for r in g["requirements"]],
-            "extra_pip": [line for line in env.pip if _line_name(line) not in own], **_conda_pip(env, groups)}
+            "extra_pip": [line for line, x in lines if x is None or x.install == "index"],
+            "pip_lines": [*(line for line, x in lines if x is None or x.install != "source"), *_build_requires(env)],
+            "find_links": _pyg_pages(env), "unchecked_lines": [], "unchecked_links": [],
+            "build_lines": [line for line, x in lines if x is not None and x.install == "source"],
+            **_conda_pip(env, groups)}
+
+
+def _pip_lines(env: Environment) -> list[tuple[str, ExtensionPin | None]]:
+    """Each ``[packages] pip`` line as a frameworks-only lock renders it, with the extension package
+    it names (None for another line, which stays as written: the user's own range): pinned to the
+    release the lock chose (:func:`_pinned`)."""
+    how = {x.name: x for x in env.extensions}
+    out: list[tuple[str, ExtensionPin | None]] = []
+    for line in env.pip:
+        x = how.get(_line_name(line))
+        out.append((_pinned(line, x), x) if x is not None else (line, None))
+    return out
+
+
+def _pinned(line: str, x: ExtensionPin) -> str:
+    """The pip line of extension package ``x`` at the release the lock chose, its extras and marker
+    kept: ``name==version`` (the default index's wheel, PyG's page, a source build of the sdist),
+    ``name @ URL`` (a GitHub release wheel), or the requirement a source build installs."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(line)
+    except InvalidRequirement:
+        return x.requirement
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    if x.install == "github":
+        pin = f"{x.name}{extras} @ {x.url}"
+    elif x.install == "source" and x.build_from:
+        pin = x.build_from
+    else:
+        pin = f"{x.name}{extras}=={x.version}"
+    return f"{pin} ; {req.marker}" if req.marker else pin
+
+
+def _build_requires(env: Environment) -> list[str]:
+    """What the source builds install first (the data's lines, as the Dockerfile installs them before
+    the build), each once, less the names ``[packages] pip`` already has."""
+    named = {_line_name(line) for line in env.pip}
+    found = dict.fromkeys(r for x in env.extensions if x.install == "source" for r in x.build_requires)
+    return [r for r in found if _line_name(r) not in named]
+
+
+def _pyg_pages(env: Environment) -> list[str]:
+    """The PyG wheel pages the environment's extension packages are found on, each once."""
+    return list(dict.fromkeys(x.url for x in env.extensions if x.install == "pyg"))
+
+
+def _build_settings(env: Environment) -> list[str]:
+    """``NAME=VALUE`` of every source build's settings (its arch list for the environment's GPUs, its
+    other variables), as the Dockerfile's ENV lines give them, each once."""
+    out = [f"{x.build_env}={x.build_archs}" for x in env.extensions if x.install == "source" and x.build_env]
+    out += [v for x in env.extensions if x.install == "source" for v in x.build_vars]
+    return list(dict.fromkeys(out))
 
 
 def _line_name(line: str) -> str:
@@ -326,8 +401,10 @@ def _conda_pip(env: Environment, groups: list[dict[str, Any]]) -> dict[str, Any]
     def of(url: str) -> list[str]:
         return [p.requirement for p in pip_only if p.index_url == url]
 
+    lines = [*(f"--find-links {url}" for url in _pyg_pages(env)),
+             *(line for line, x in _pip_lines(env) if x is None or x.install != "source"), *_build_requires(env)]
     return {"conda_groups": [{**g, "requirements": reqs} for g in groups if (reqs := of(g["url"]))],
-            "conda_default": [p.requirement for p in pip_only if p.index == "pypi"] + list(env.pip)}
+            "conda_default": [p.requirement for p in pip_only if p.index == "pypi"] + lines}
 
 
 def _refuse(lock: Lock, env: Environment, lock_name: str, groups: list[dict[str, Any]], dockerfile: bool) -> None:
@@ -362,7 +439,7 @@ def _image(lock: Lock, env: Environment) -> dict[str, Any]:
     system = ["ca-certificates"] + (["python3", "python3-venv"] if python != "image" else [])
     tag = f"{lock.project}-{env.name}".lower()
     return {
-        "base_image": qualified_image(env.base_image),
+        "base_image": from_image(env),
         "tag": tag,
         "conda_name": tag,
         "run_flags": "".join(f"{flag} " for flag in env.run_flags),
@@ -372,9 +449,24 @@ def _image(lock: Lock, env: Environment) -> dict[str, Any]:
         "version_label": lock.lock_digest.removeprefix("sha256:")[:12],
         "env_vars": _env_vars(env),
         "apt": sorted(set(system) | set(env.apt)),
+        **_forward(env),
         "python_from": python,
         "uv": env.tool("uv") if python == "uv" else "",
     }
+
+
+def _forward(env: Environment) -> dict[str, str]:
+    """A forward-compatibility environment's package (``cuda-compat-13-0``: CUDA major.minor's
+    user-mode driver) and the folder it installs its libraries in, which goes first on
+    LD_LIBRARY_PATH as NVIDIA's guide sets it; empty for any other environment."""
+    if env.compat != "forward" or not env.cuda:
+        return {"cuda_compat": "", "compat_dir": ""}
+    major, minor = (env.cuda.split(".") + ["0"])[:2]
+    if not (major.isdigit() and minor.isdigit()):
+        raise LockError(f"environment {env.name!r}: cuda = {env.cuda!r} is no CUDA version",
+                        tip="regenerate the lock (envsolve lock)")
+    return {"cuda_compat": compat_package(int(major), int(minor)),
+            "compat_dir": f"/usr/local/cuda-{major}.{minor}/compat"}
 
 
 def _indexes(lock: Lock, groups: list[dict[str, Any]]) -> dict[str, Any]:
@@ -446,9 +538,26 @@ def no_dockerfile(env: Environment) -> str:
     return f"no Dockerfile: containers run Linux and this environment is for {env.platform}; {instead}"
 
 
+def from_image(env: Environment) -> str:
+    """The image the Dockerfile's FROM names: the base image with its registry, pinned by the
+    digest the full lock read (``image:tag@sha256:...``), else by its tag alone."""
+    pinned = f"@{env.base_image_digest}" if env.base_image_digest else ""
+    return qualified_image(env.base_image) + pinned
+
+
+def unpinned_warning(env: Environment) -> str:
+    """The warning of an environment whose FROM names a tag without its digest ("" when pinned)."""
+    if env.base_image_digest or not env.base_image or not containerised(env):
+        return ""
+    return (f"{env.name}: the Dockerfile's FROM names the tag {env.base_image} without its digest (the lock "
+            "has none), so a rebuild takes whatever the tag names then; a full `envsolve lock` (not --frameworks-only) "
+            "with the registry reachable records it")
+
+
 def host_notes(lock: Lock, target: str | None = None) -> list[str]:
     """What `envsolve render` says of each environment (or ``target``) beyond the files it wrote:
-    why a Windows or macOS one has no Dockerfile, how a WSL2 one's image gets the GPUs."""
+    why a Windows or macOS one has no Dockerfile, how a WSL2 one's image gets the GPUs (a base image
+    without its digest is :func:`unpinned_warning`'s)."""
     out = []
     for env in (e for e in lock.environments if target in (None, e.name)):
         if not containerised(env):
@@ -474,11 +583,15 @@ def render_environment(lock: Lock, env: Environment, lock_name: str = "envsolve.
     ctx = {"lock_name": lock_name, "lock_digest": lock.lock_digest, "project": lock.project, "env": env,
            "conda_specs": _conda_specs(env),
            "pip_flags": " --require-hashes --no-deps" if full else "", **_image(lock, env),
-           "extension_steps": _extension_steps(env, full), **_host(env),
+           "extension_steps": _extension_steps(env, full), **_host(env), "build_settings": _build_settings(env),
+           "build_names": ",".join(x.name for x in env.extensions if x.install == "source" and not x.build_from),
+           "build_file": BUILD_REQUIREMENTS, "unchecked_file": UNCHECKED_REQUIREMENTS,
            **_indexes(lock, groups), **(_full_lines if full else _framework_lines)(env, groups)}
     jenv = _jinja()
     names = [n for n in ARTIFACTS if n != "smoke_test.py" and (dockerfile or n != "Dockerfile")]
     names += [PYTORCH_REQUIREMENTS] if groups else []
+    names += [BUILD_REQUIREMENTS] if ctx["build_lines"] else []
+    names += [UNCHECKED_REQUIREMENTS] if ctx["unchecked_lines"] else []
     names += [HOST_README] if env.wsl or not containerised(env) else []
     out = {_file_name(n, groups): jenv.get_template(f"{n}.j2").render(ctx) for n in names}
     out["smoke_test.py"] = _smoke_test(lock, env)

@@ -3,8 +3,9 @@ framework and release, computed with the solver's own functions, so that the pag
 answers up (no compatibility rule lives in its script).
 
 Why one answer per release is enough (``tests/test_site.py`` checks it against real solves): a
-framework's candidates are its releases newest first, so the lock of a range is the lock of the
-newest release in range with a candidate; Keras comes with its backend (TensorFlow), whose
+framework's candidates are its releases newest first (those that only forward compatibility serves
+after all others: their ``rank`` is 1), so the lock of a range is the lock of the newest release in
+range with a candidate of the lowest rank; Keras comes with its backend (TensorFlow), whose
 candidates the search takes first, so Keras' range takes the release whose own solve took the
 earliest backend candidate (its ``rank``), the newest of those. A refused range is told by its
 newest release with a build of the GPU's kind, else its newest (``explain.why_none``: the tables
@@ -252,7 +253,9 @@ class _Release(msgspec.Struct):
     choice its answer (or -1-text) and each build's (0 ok, 1+ text)."""
 
     found: list[list[Candidate] | None]  # per target: the chosen candidates (None: refused)
-    rank: list[int]  # per target: Keras' backend candidate (0 for others; _NONE when refused)
+    # per target: Keras' backend candidate; for others 0, or 1 when only forward compatibility
+    # serves it (the search takes it after every other release); _NONE when refused
+    rank: list[int]
     outcome: list[int] = msgspec.field(default_factory=list)
     builds: list[list[int]] = msgspec.field(default_factory=list)
 
@@ -313,7 +316,8 @@ def _shown(b: _Builder, tab: _Table, spec: ProjectSpec, rel: Release, builds: li
 
 def _choose(tab: _Table, fits: list[list[Candidate | No]], fw: _Fw, out: _Release) -> None:
     """Per target: the release's fitting builds in the search's order (added to the framework's
-    candidates), the one the lock takes, and its rank (0; _NONE when none fits)."""
+    candidates), the one the lock takes, and its rank (0; 1 by forward compatibility alone; _NONE
+    when none fits)."""
     ok: list[Candidate] = []
     before: list[Candidate] | None = None  # the fitting builds of the previous target
     for i in range(len(tab.targets)):
@@ -323,7 +327,8 @@ def _choose(tab: _Table, fits: list[list[Candidate | No]], fw: _Fw, out: _Releas
         before = now
         fw.candidates[i] += ok
         out.found.append(ok[:1] if ok else None)
-        out.rank.append(0 if ok else _NONE)
+        # a release served only by forward compatibility comes after every other (solve.candidates)
+        out.rank.append(_NONE if not ok else 1 if ok[0].compat == "forward" else 0)
 
 
 def _changed(now: list[Candidate], before: list[Candidate] | None) -> bool:
@@ -519,9 +524,8 @@ def _fw_json(b: _Builder, tab: _Table, fw: _Fw, backend: _Fw | None) -> dict[str
         "r": b.blob([_runs(r.outcome) for r in fw.releases]), "x": b.blob([_runs(x) for x, _ in fixes]),
         "xt": b.blob([_runs(t) for _, t in fixes]), "v": _runs(_version_fixes(b, tab, fw)),
         "e": _runs(_empty_range(b, tab, fw, backend)), "h": b.blob(fw.kind)}
-    if fw.name == KERAS:
-        out["k"] = b.blob([_runs([r.rank[i] for i in tab.positions]) for r in fw.releases])
-    else:
+    out["k"] = b.blob([_runs([r.rank[i] for i in tab.positions]) for r in fw.releases])
+    if fw.name != KERAS:
         out["b"] = b.blob([[_runs(col) for col in zip(*r.builds, strict=True)] for r in fw.releases])
     return out
 
@@ -573,12 +577,20 @@ def _classes(provider: Provider) -> _Models:
         gpu = reqs[g.name] = _gpu_req(provider, g.name)
         jp = provider.jetpacks_for([g.name])
         key = (gpu.arch.name, gpu.family, gpu.vendor, gpu.platform,
-               jp[-1].version.raw if jp and provider.is_jetson(g.name) else "")
+               jp[-1].version.raw if jp and provider.is_jetson(g.name) else "", _forward_class(g))
         if key not in index:
             index[key] = len(classes)
             classes.append(_Class(key=key, gpu=gpu, vendor=gpu.vendor))
         of[g.name] = index[key]
     return _Models(classes=classes, of=of, reqs=reqs)
+
+
+def _forward_class(g: Gpu) -> str:
+    """What forward compatibility makes of a model (the solver tells the models apart by it): a
+    data-center GPU it serves, a GeForce card or another model it refuses, each said its own way."""
+    if g.forward_compat:
+        return "data-center"
+    return "geforce" if g.geforce else ""
 
 
 def _gpu_req(provider: Provider, name: str) -> GpuReq:
@@ -709,9 +721,8 @@ def _merged(b: _Builder, part: _Part, table: dict[str, Any]) -> dict[str, Any]:
     for name, f in table["f"].items():
         g = {"r": m.blob(f["r"], m.outcome), "x": m.blob(f["x"]), "xt": m.blob(f["xt"], m.plus),
              "v": _mapped(f["v"], m.plus), "e": _mapped(f["e"], m.text), "h": m.blob(f["h"])}
-        if "k" in f:
-            g["k"] = m.blob(f["k"])
-        else:
+        g["k"] = m.blob(f["k"])
+        if "b" in f:
             g["b"] = m.blob(f["b"], m.plus, depth=2)
         out["f"][name] = g
     return out

@@ -40,7 +40,9 @@ def candidates(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, r
     out: list[Candidate] = []
     for rel in cache.in_range(req.raw, req.name, provider.releases(req.name)):
         out += _of_release(provider, cache, spec, t, rel, reporter)
-    return out
+    # forward compatibility (a cuda-compat package in the image) only where nothing else serves:
+    # after every candidate that runs natively or by minor-version compatibility, of any release
+    return sorted(out, key=lambda c: c.compat == "forward")
 
 
 def _of_release(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Release,
@@ -83,16 +85,19 @@ def preferred(fitting: list[Candidate]) -> list[Candidate]:
 
 
 # how :func:`_preference` orders the builds other than the default, as ``explain`` tells it
-BUILD_ORDER = "SASS for every GPU before PTX JIT, then native driver support, then the newest CUDA/ROCm"
+BUILD_ORDER = ("forward compatibility (cuda-compat) last, SASS for every GPU before PTX JIT, then native driver "
+               "support, then the newest CUDA/ROCm")
 
 
-def _preference(c: Candidate) -> tuple[bool, bool, bool, tuple[int, ...], str]:
-    """A build with SASS for every GPU before one that needs the PTX JIT, then the default build,
-    then native driver support, then the newest CUDA/ROCm, then by name (:data:`BUILD_ORDER`)."""
+def _preference(c: Candidate) -> tuple[bool, bool, bool, bool, tuple[int, ...], str]:
+    """A build forward compatibility runs after every other; then one with SASS for every GPU
+    before one that needs the PTX JIT, then the default build, then native driver support, then
+    the newest CUDA/ROCm, then by name (:data:`BUILD_ORDER`)."""
     assert c.build is not None  # a build's candidate
     version = c.build.cuda or c.build.rocm
     newest = tuple(-k for k in version.key) if version else ()
-    return bool(c.jit), not c.build.default, c.compat == "minor-version", newest, c.build.variant
+    return (c.compat == "forward", bool(c.jit), not c.build.default, c.compat == "minor-version", newest,
+            c.build.variant)
 
 
 def candidates_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq,

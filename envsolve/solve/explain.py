@@ -248,8 +248,15 @@ def why_chosen(provider: Provider, c: Candidate) -> str:
         how = "the newest usable build (the default build does not fit)"
     else:  # no build is what `pip install` alone gets (CuPy's cupy-cudaXXx, jax's extras)
         how = f"the first usable build (none is the default: {BUILD_ORDER})"
-    drv = f"; driver >= {c.driver_min} ({c.compat})" if c.compat and c.driver_min else ""
+    drv = f"; driver >= {c.driver_min} ({_compat_text(provider, c)})" if c.compat and c.driver_min else ""
     return f"newest release that fits, {how}{drv}{_installs(c.build)}"
+
+
+def _compat_text(provider: Provider, c: Candidate) -> str:
+    """How the driver runs the build's CUDA: ``native``, ``minor-version``, or ``forward
+    compatibility through cuda-compat-13-0`` (the package the image installs)."""
+    row = provider.cuda_compat(c.build.cuda) if c.compat == "forward" and c.build and c.build.cuda else None
+    return f"forward compatibility through {row.package}" if row is not None else c.compat
 
 
 def _installs(b: Build) -> str:

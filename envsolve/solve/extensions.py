@@ -25,7 +25,7 @@ import msgspec.structs
 from packaging.specifiers import SpecifierSet
 
 from ..data import Extension, ExtensionWheel
-from ..domain import DEFAULT_PLATFORM, canonical_name, kernels
+from ..domain import DEFAULT_PLATFORM, LINUX_PLATFORMS, PLATFORMS, canonical_name, kernels, os_of
 from ..errors import Clash, Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
@@ -169,11 +169,77 @@ def _gpus_text(t: Target) -> str:
     return ", ".join(f"{g.name} ({g.arch.name})" for g in t.gpus) or "a CPU"
 
 
+def _installs_on_platform(row: Extension, platform: str) -> bool:
+    """Whether ``row``'s releases install on ``platform``: one its ``platforms`` lists (the platforms of
+    its wheels on the default index, or of its prebuilt wheels and image builds), if it lists any; and
+    from the default index's wheels, or (a source-install row) as a prebuilt wheel, which the [[wheel]]
+    rows publish for Linux x86_64 only, or compiled in the image, which runs Linux
+    (``domain.LINUX_PLATFORMS``)."""
+    if row.platforms and platform not in row.platforms:
+        return False
+    return row.install == "index" or platform in LINUX_PLATFORMS
+
+
+def _installs_on(row: Extension, t: Target) -> bool:
+    return _installs_on_platform(row, t.platform)
+
+
+def _platforms_text(platforms: Sequence[str]) -> str:
+    return " and ".join(filter(None, (", ".join(platforms[:-1]), platforms[-1]))) if platforms else ""
+
+
+def _elsewhere(row: Extension, t: Target) -> str:
+    """Where ``row`` installs instead of ``t``'s platform, as a fix: WSL2 for a Windows target where
+    it installs on Linux x86_64, else a target of the first platform it installs on."""
+    where = [p for p in PLATFORMS if _installs_on_platform(row, p)]
+    how = "installs its Linux wheel" + (" or builds it in the image" if row.install == "source" else "")
+    if os_of(t.platform) == "windows" and DEFAULT_PLATFORM in where:
+        return f"WSL2 ([hardware] platform = '{DEFAULT_PLATFORM}', wsl = true), which {how}"
+    other = next((p for p in (DEFAULT_PLATFORM, *where) if p in where), "")
+    if not other:
+        return ""
+    if os_of(other) == "linux":
+        return f"a Linux target ([hardware] platform = '{other}'), which {how}"
+    return f"a {other} target ([hardware] platform = '{other}'), which installs its wheel"
+
+
+def _release_for_platform(provider: Provider, a: Asked, t: Target) -> str:
+    """A fix: the newest release of the package in the data (outside the line's range) that serves
+    ``t``'s GPUs and installs on its platform."""
+    fits = next((row for row in provider.extensions(a.package) if _serves_all(row, t) and _installs_on(row, t)),
+                None)
+    if fits is None or any(row is fits for row, _ in a.rows):
+        return ""
+    return f'[packages] pip "{a.package}=={fits.newest}" (it has a wheel for {t.platform})'
+
+
+def _platform_refusal(provider: Provider, a: Asked, t: Target) -> Unsatisfiable | None:
+    """The :class:`Unsatisfiable` of a target on whose platform no release the line admits (that
+    serves its GPUs) installs: no wheel for it and no image to build it in; None when one does."""
+    rows = [(row, v) for row, v in a.rows if _serves_all(row, t)] or list(a.rows)
+    if any(_installs_on(row, t) for row, _ in rows):
+        return None
+    row, version = rows[0]
+    if row.install == "source":
+        reason = (f"{row.package} {version} has no wheel for {t.platform} (its prebuilt wheels are Linux x86_64 "
+                  f"builds) and builds from source only in a Linux image (a {t.platform} target has no Dockerfile)")
+    else:
+        reason = (f"{row.package} {version} has no wheel for {t.platform} (the default index has its wheels for "
+                  f"{_platforms_text(row.platforms)} only)")
+    fixes = [_release_for_platform(provider, a, t), _elsewhere(row, t),
+             *([f"use {row.instead}"] if row.instead else []), f"drop {a.package} from [packages] pip"]
+    return Unsatisfiable(t.name, [Clash(subject=f"[packages] pip {a.line!r}", reason=reason)],
+                         [f for f in fixes if f])
+
+
 def refusal(provider: Provider, t: Target, found: Sequence[Asked]) -> Unsatisfiable | None:
     """The :class:`Unsatisfiable` of a target whose GPUs an asked package cannot serve (no release
-    the line admits has code for one of them), with what would work; None when every one can."""
+    the line admits has code for one of them), or on whose platform it cannot install (no wheel
+    for it, no image to build it in), with what would work; None when every one can."""
     for a in found:
         if any(_serves_all(row, t) for row, _ in a.rows):
+            if (refused := _platform_refusal(provider, a, t)) is not None:
+                return refused
             continue
         row, version = a.rows[0]
         gpu = next(g for g in (t.gpus or (None,)) if not _serves(row, t, g))
@@ -225,7 +291,8 @@ def _works_with(row: Extension, c: Candidate) -> bool:
 
 
 def _rows_for(a: Asked, t: Target, c: Candidate) -> list[tuple[Extension, str]]:
-    return [(row, v) for row, v in a.rows if _serves_all(row, t) and _works_with(row, c)]
+    """The rows the line admits that serve ``t``'s GPUs, install on its platform and work with ``c``."""
+    return [(row, v) for row, v in a.rows if _serves_all(row, t) and _installs_on(row, t) and _works_with(row, c)]
 
 
 def _kept(found: Sequence[Asked], t: Target, c: Candidate) -> Candidate | str:
@@ -244,7 +311,7 @@ def _kept(found: Sequence[Asked], t: Target, c: Candidate) -> Candidate | str:
 
 def _torch_misfit(a: Asked, t: Target) -> str:
     ranges = sorted({f"torch {row.torch}" + (f" with CUDA {row.cuda}" if row.cuda else "")
-                     for row, _ in a.rows if _serves_all(row, t)})
+                     for row, _ in a.rows if _serves_all(row, t) and _installs_on(row, t)})
     return f"{a.package} ({a.line}) works with {' or '.join(ranges[:3])}{' or ...' if len(ranges) > 3 else ''}"
 
 

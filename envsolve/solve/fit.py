@@ -7,7 +7,11 @@
   the GPU and runs the build's CUDA natively. Every GPU of a target must be served by the same
   build; a GPU served only by PTX is said in the lock and ``explain`` (:func:`jit_note`).
 * The driver runs the build's CUDA natively, or by minor-version compatibility within the
-  major (never for PTX). A driver branch that dropped a GPU's generation cannot serve it.
+  major (never for PTX), or, when neither serves, by forward compatibility: the image brings the
+  build's CUDA's user-mode driver (``cuda-compat-X-Y``, matrices/cuda.toml ``[[compat]]``) for a
+  driver branch that package supports, on data-center GPUs only (``forward_compat`` of their
+  rows), on Linux outside WSL2; PTX JIT works there. A driver branch that dropped a GPU's
+  generation cannot serve it.
 * The build is published for the target's platform (matrices/platforms.toml). A Jetson runs
   the builds of its JetPack (linked against JetPack's own CUDA), or from JetPack 7 (SBSA) the
   linux/arm64 builds whose CUDA major is JetPack's; its driver comes with JetPack.
@@ -36,6 +40,8 @@ __all__ = ["families_text", "fit", "fit_drivers", "gpu_driver_floor", "gpu_famil
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
+# how the target's driver runs the build's CUDA, in words (a find-links build's refusal says it)
+_BY = {"minor-version": " by minor-version compatibility", "forward": " by forward compatibility (cuda-compat)"}
 _NEED = {"cuda": "NVIDIA GPUs need a CUDA build", "rocm": "AMD GPUs need a ROCm build",
          "xpu": "Intel GPUs need an XPU build", "mps": "Apple's GPU needs an MPS build (macOS on Apple silicon)",
          "cpu": "the target has no GPU"}
@@ -203,7 +209,7 @@ def _driver(provider: Provider, cuda: Dotted, t: Target, native: Dotted, floor: 
     """How the target's driver (or, with none given, the newest branch that still supports its
     GPUs) runs CUDA ``cuda``: natively, by minor-version compatibility (never for PTX), or not."""
     if t.driver is not None:
-        return _given_driver(t.driver, cuda, native, floor, ptx_only)
+        return _given_driver(provider, t, t.driver, cuda, (native, floor), ptx_only)
     return _newest_branch(provider, cuda, t, native, floor, ptx_only)
 
 
@@ -216,19 +222,64 @@ def _ptx_note(cuda: Dotted, ptx_only: list[GpuReq]) -> str:
             f"that runs CUDA {cuda} natively)")
 
 
-def _given_driver(driver: Dotted, cuda: Dotted, native: Dotted, floor: Dotted | None,
+def _given_driver(provider: Provider, t: Target, driver: Dotted, cuda: Dotted, floors: tuple[Dotted, Dotted | None],
                   ptx_only: list[GpuReq]) -> _Fit:
-    """How driver ``driver`` runs CUDA ``cuda``: natively, by minor-version compatibility, or not."""
+    """How driver ``driver`` runs CUDA ``cuda``: natively, by minor-version compatibility, by
+    forward compatibility (only when neither serves), or not."""
+    native, floor = floors
     if driver >= native:
         return "native", native, None
     by_minor = floor is not None and driver >= floor
     if by_minor and not ptx_only:
         return "minor-version", floor, None
+    forward = _forward(provider, cuda, t, driver.major, driver)
+    if isinstance(forward, Dotted):
+        return "forward", forward, None
     if by_minor:
         return _refused(No("driver", f"driver {driver} runs CUDA {cuda} only by minor-version "
-                           f"compatibility; needs >= {native}{_ptx_note(cuda, ptx_only)}"))
+                           f"compatibility; needs >= {native}{_ptx_note(cuda, ptx_only)}{forward}"))
     alt = _or_minor_version(native, floor, ptx_only)
-    return _refused(No("driver", f"driver {driver} is too old for CUDA {cuda}: needs >= {native}{alt}"))
+    return _refused(No("driver", f"driver {driver} is too old for CUDA {cuda}: needs >= {native}{alt}{forward}"))
+
+
+def _forward(provider: Provider, cuda: Dotted, t: Target, branch: int, driver: Dotted | None) -> Dotted | str:
+    """The driver floor at which forward compatibility runs CUDA ``cuda`` on ``t``'s driver branch
+    ``branch`` (of ``driver``, when the target names one): NVIDIA's cuda-compat package of that
+    CUDA supports the branch, every GPU is a data-center GPU, and the driver is a Linux one (not
+    Windows', not WSL2's); the floor is the branch's first driver of its own CUDA, raised to the
+    first driver that knows each GPU. Else why not, as a clause a refusal ends with ("" when no
+    cuda-compat package comes near: nothing worth telling)."""
+    row = provider.cuda_compat(cuda)
+    if row is None:
+        return ""
+    head = f"; forward compatibility ({row.package})"
+    outsider = _not_data_center(provider, t)
+    if branch not in row.branches:
+        listed = ", ".join(f"R{b}" for b in row.branches)
+        return "" if outsider else f"{head} supports drivers of {listed} only, not R{branch}"
+    if outsider:
+        return f"{head} serves data-center GPUs only; {outsider}"
+    if t.windows_driver:
+        return f"{head} runs on Linux only, not {'under WSL2' if t.wsl else 'on Windows'}"
+    gpus = max((f for x in t.gpus if (f := gpu_driver_floor(provider, x))), default=None)
+    floor = max(filter(None, (provider.branch_floor(branch), gpus)), default=None)
+    if floor is None or (driver is not None and driver < floor):
+        return f"{head} on R{branch} needs a driver >= {floor}" if floor else ""
+    return floor
+
+
+def _not_data_center(provider: Provider, t: Target) -> str:
+    """Why a GPU of ``t`` is not one forward compatibility serves ("" when every one is a
+    data-center GPU): a GeForce card, another model, or an architecture named without its model."""
+    if not t.gpus:
+        return "name the GPU models in [hardware] gpus"
+    for x in t.gpus:
+        row = provider.gpu(x.name) if x.name != x.arch.name else None
+        if row is None:
+            return f"{x.name} names no GPU model"
+        if not row.forward_compat:
+            return f"{gpu_text(x)} is {'a GeForce card' if row.geforce else 'not a data-center GPU'}"
+    return ""
 
 
 def _or_minor_version(native: Dotted, floor: Dotted | None, ptx_only: list[GpuReq]) -> str:
@@ -247,8 +298,11 @@ def _newest_branch(provider: Provider, cuda: Dotted, t: Target, native: Dotted, 
         return "native", native, None
     if floor is not None and floor.major <= limit and not ptx_only:
         return "minor-version", floor, None
+    forward = _forward(provider, cuda, t, limit, None)
+    if isinstance(forward, Dotted):
+        return "forward", forward, None
     return _refused(No("driver", f"{families_text(families)} GPUs are supported by drivers up to R{limit}, "
-                       f"which cannot run CUDA {cuda} (needs >= {native}){_ptx_note(cuda, ptx_only)}"))
+                       f"which cannot run CUDA {cuda} (needs >= {native}){_ptx_note(cuda, ptx_only)}{forward}"))
 
 
 def families_text(families: set[str]) -> str:
@@ -441,8 +495,7 @@ def _only_on_a_page(b: Build, compat: str, driver_min: Dotted | None) -> No:
     """``b`` would serve the target, but its wheels are only on a find-links page (JAX's own, for the
     jaxlib wheels before 0.4.23 but 0.4.13's CPU ones): envsolve locks builds of an index, so it says
     how to install it by hand."""
-    by_minor = " by minor-version compatibility" if compat == "minor-version" else ""
-    runs = f"it would run (driver >= {driver_min}{by_minor})" if driver_min else "it would run"
+    runs = f"it would run (driver >= {driver_min}{_BY.get(compat, '')})" if driver_min else "it would run"
     pins = " ".join(f"{name}=={version}" for name, version in b.pins)
     install = " ".join(filter(None, (f"{b.package}=={b.raw}", pins)))
     return No("find-links", f"{runs}, but {pins or 'it'} is on no index, only on a find-links page (by hand: "

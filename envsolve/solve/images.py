@@ -24,7 +24,7 @@ from ..spec import ProjectSpec, Target
 from ..versions import Dotted
 from .fit import gpu_families
 
-__all__ = ["BaseImage", "base_image", "offers_os"]
+__all__ = ["BaseImage", "base_image", "offers_os", "successor_image"]
 
 # (image reference, note, OS, the Python the image brings); ("", why, "", "") when there is none
 BaseImage = tuple[str, str, str, str]
@@ -72,6 +72,36 @@ def base_image(provider: Provider, spec: ProjectSpec, t: Target, accel: Accelera
     if not usable.rows:
         return _refused(_no_image(ask, usable.flavor))
     return _newest(ask, usable)
+
+
+def successor_image(provider: Provider, spec: ProjectSpec, t: Target, ref: str, before: str) -> str:
+    """The newest image that serves what the CUDA image ``ref`` serves, for an image whose tags the
+    registry deletes: of the same CUDA major, flavour (its cuDNN too) and OS (else the solver's
+    default OS), one the target's driver runs natively, newer than ``ref`` and with no deletion date
+    before ``before`` (an ISO date) in the data; the solver's own choice among those
+    (:func:`_usable`, :func:`_newest`). "" when there is none, or ``ref`` is no CUDA image of the data."""
+    line = provider.image_line(ref)
+    if line is None or line[0].accelerator != "cuda":
+        return ""
+    image, flavor, os = line
+    kind = next((k for k in ("devel", "runtime") if k in flavor), "base")
+    jetpack = provider.jetpack(t.jetpack) if t.jetpack is not None else None
+    for asked_os in dict.fromkeys((spec.os or os, spec.os)):
+        asked = msgspec.structs.replace(spec, os=asked_os, flavor=kind)
+        ask = _Ask(provider, asked, t, "cuda", image.version, "", "minor-version", "cudnn" in flavor, jetpack,
+                   provider.newest_branch_for(gpu_families(t)))
+        rows = [i for i in _minor_version_rows(ask, image.version)
+                if i.version > image.version and _lasts(ask, i, before)]
+        usable = _usable(ask, _Rows(rows, kind))
+        if usable.rows:
+            return _newest(ask, usable)[0]
+    return ""
+
+
+def _lasts(ask: _Ask, image: Image, before: str) -> bool:
+    """Whether the data gives ``image``'s tags no deletion date before ``before``."""
+    eol = ask.provider.end_of_life(image)
+    return eol is None or eol.deleted >= before
 
 
 def _refused(why: str) -> BaseImage:

@@ -18,7 +18,7 @@ from .fit import gpu_families, jit_note
 from .images import BaseImage, base_image, offers_os
 from .model import Candidate, PackagePin, PythonWhy, Resolution
 
-__all__ = ["base_image_of", "python_reason", "resolution"]
+__all__ = ["FORWARD_NOTE", "METAL_NOTE", "base_image_of", "metal_note", "python_reason", "resolution"]
 
 
 class _Stack(msgspec.Struct, frozen=True):
@@ -29,7 +29,7 @@ class _Stack(msgspec.Struct, frozen=True):
     rocm: Dotted | None
     cudnn: str
     driver_min: str
-    compat: str  # minor-version when a build runs so, native on NVIDIA, else ""
+    compat: str  # forward, else minor-version, when a build runs so; native on NVIDIA; else ""
     system_cuda: bool  # a build uses the image's CUDA and cuDNN
 
 
@@ -76,7 +76,8 @@ def _fixed(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found
     low = [f"{c.label} rests on data marked confidence = low" for c in found if _rests_on_low(c)]
     jit = [jit_note(c) for c in found]
     return _Fixed(python=python, python_why=why, stack=stack, packages=tuple(sorted(packages, key=lambda p: p.name)),
-                  notes=tuple(filter(None, (*low, *jit, _floor_note(provider, stack)))), models=_models(provider, t),
+                  notes=tuple(filter(None, (*low, *jit, _floor_note(provider, stack), _forward_note(provider, stack)))),
+                  models=_models(provider, t),
                   gpu_archs=tuple(sorted({x.arch.name for x in t.gpus})),
                   jit_archs=tuple(sorted({a for c in found for a in c.jit})),
                   tools=tuple((tool.name, tool.version) for tool in provider.m.tools))
@@ -200,8 +201,12 @@ def _driver_min(found: list[Candidate]) -> str:
 
 
 def _compat(t: Target, found: list[Candidate]) -> str:
-    if any(c.compat == "minor-version" for c in found):
-        return "minor-version"
+    """How the target's driver runs the environment's CUDA: by forward compatibility when a build
+    needs it (the image's cuda-compat then serves every build), else by minor-version
+    compatibility when a build runs so, else natively."""
+    for compat in ("forward", "minor-version"):
+        if any(c.compat == compat for c in found):
+            return compat
     return "native" if t.vendor == "nvidia" else ""
 
 
@@ -239,6 +244,46 @@ def _floor_note(provider: Provider, stack: _Stack) -> str:
     if stack.cuda is None or stack.compat != "native":
         return ""
     return provider.driver_floor_note(stack.cuda)
+
+
+FORWARD_NOTE = "forward compatibility"  # how the note of :func:`_forward_note` begins (explain shows it)
+
+
+def _forward_note(provider: Provider, stack: _Stack) -> str:
+    """What forward compatibility costs and needs, when the environment runs its CUDA so: the
+    cuda-compat package in the image, data-center GPUs, the driver branches it supports, Linux,
+    a new lock when the host's driver changes branch, no graphics interop."""
+    row = provider.cuda_compat(stack.cuda) if stack.cuda is not None and stack.compat == "forward" else None
+    if row is None or stack.cuda is None:
+        return ""
+    cuda = "{}.{}".format(*stack.cuda.prefix(2))
+    branch = stack.driver_min.split(".")[0]
+    branches = ", ".join(f"R{b}" for b in row.branches)
+    return (f"{FORWARD_NOTE}: the R{branch} driver runs CUDA {cuda} through {row.package}, which the image installs "
+            f"from NVIDIA's CUDA repository (CUDA {cuda}'s user-mode driver in /usr/local/cuda-{cuda}/compat, first on "
+            f"LD_LIBRARY_PATH); it serves data-center GPUs only, on drivers of {branches}, on Linux (not WSL2); on a "
+            "driver of another branch the image can fail (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803): lock again when "
+            "the driver changes branch; CUDA-OpenGL/Vulkan interop does not work")
+
+
+METAL_NOTE = "Apple's Metal plugin"  # how the warning of :func:`metal_note` begins (explain shows it)
+
+
+def metal_note(behind: Sequence[tuple[Candidate, Candidate]]) -> str:
+    """The warning of a Mac target whose Metal builds (each with the newer CPU build of the same
+    framework) are older than its CPU builds: both versions, and how the spec chooses."""
+    one = len(behind) == 1
+    gpu = " and ".join(f"{c.label[:-1]}, with {_plugins(c)})" for c, _ in behind)
+    cpu = " and ".join(n.label for _, n in behind)
+    s = "" if one else "s"
+    return (f"{METAL_NOTE}{s} hold{'s' if one else ''} {' and '.join(c.package for c, _ in behind)} back: the Apple "
+            f"GPU gets {gpu}, the Mac's CPU would get {cpu}. Set [hardware] accelerator = 'cpu' for the newer CPU "
+            f"build{s}, or accelerator = 'mps' to keep the Metal build{s} (and silence this warning)")
+
+
+def _plugins(c: Candidate) -> str:
+    """``jax-metal 0.1.1``: the plugins a build installs beside it."""
+    return " and ".join(f"{name} {version}" for name, version in (c.build.plugins if c.build else ()))
 
 
 def _rests_on_low(c: Candidate) -> bool:

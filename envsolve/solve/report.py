@@ -19,7 +19,7 @@ from ..versions import Dotted
 from .fit import jit_note, target_text
 from .fixes import solve_explained
 from .model import Candidate, ExtensionPin, PackagePin, Reporter, Resolution
-from .output import python_reason
+from .output import FORWARD_NOTE, METAL_NOTE, python_reason
 
 # A target and what its solve gave: its resolution, or why it has none.
 Answer = tuple[Target, Resolution | Unsatisfiable]
@@ -92,7 +92,7 @@ class TargetReport(msgspec.Struct, frozen=True, kw_only=True):
         out += [f"  extension {x.name} {x.version} ({_INSTALLED[x.install]}): {x.reason}" for x in r.extensions]
         out.append(f"  python {r.python}: {self.python_why}")
         out += _driver_lines(r)
-        out += [f"  note: {w}" for w in r.warnings if w.startswith(_FLOOR_NOTE)]
+        out += [f"  note: {w}" for w in r.warnings if w.startswith((_FLOOR_NOTE, METAL_NOTE, FORWARD_NOTE))]
         out.append(f"  base image {r.base_image}" if r.base_image or self.target.platform in LINUX_PLATFORMS
                    else f"  no base image: containers run Linux, and this environment is for {self.target.platform}")
         return out + self._rejections(limit)
@@ -235,7 +235,8 @@ def _pin(p: PackagePin) -> dict[str, str]:
 
 def _hardware_lines(t: Target) -> list[str]:
     """The target's GPUs and driver, and why its platform is the one it is."""
-    out = [f"target {t.name}: {_hardware(t)}" + (f", driver {t.driver}" if t.driver else "")]
+    out = [f"target {t.name}: {_hardware(t)}" + (f", driver {t.driver}" if t.driver else "")
+           + (f" (accelerator = '{t.accelerator}' in the spec)" if t.accelerator else "")]
     return out + ([f"  platform {t.platform}: {t.platform_why}"] if t.platform_why else [])
 
 
@@ -247,4 +248,5 @@ def _driver_lines(r: Resolution) -> list[str]:
     """What runs the environment's CUDA: its JetPack, or the driver floor and how it runs CUDA."""
     if r.jetpack:
         return [f"  JetPack {r.jetpack}: the Jetson's driver and CUDA {r.cuda} come with it"]
-    return [f"  driver >= {r.driver_min} ({r.compat} support of CUDA {r.cuda})"] if r.compat else []
+    how = "forward compatibility" if r.compat == "forward" else r.compat
+    return [f"  driver >= {r.driver_min} ({how} support of CUDA {r.cuda})"] if r.compat else []

@@ -22,7 +22,7 @@ from .candidates import candidates_shared
 from .explain import why_chosen, why_none_shared
 from .fit import families_text, gpu_driver_floor, gpu_families, gpu_text
 from .model import Candidate, Reporter, Resolution
-from .output import resolution
+from .output import metal_note, resolution
 from .together import clash, clash_with_all
 
 __all__ = ["driver_refusal", "keras_backend", "needed", "solve", "solve_target", "try_solve_target"]
@@ -139,7 +139,24 @@ def try_solve_target(provider: Provider, spec: ProjectSpec, t: Target, reporter:
         for c in found:
             why = why_chosen(provider, c) + extensions.wheel_note(provider, exts, t, c) + _asked(spec, c)
             rep.chosen(t.name, c.label, why)
-    return _with_extensions(provider, cache, spec, t, found, backend, exts)
+    return _metal_tradeoff(provider, cache, spec, t, _with_extensions(provider, cache, spec, t, found, backend, exts))
+
+
+def _metal_tradeoff(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, r: Resolution) -> Resolution:
+    """``r`` with a warning when Apple's Metal plugins (jax-metal, tensorflow-metal) hold a chosen
+    framework back: the same spec solved for the Mac's CPU (what ``accelerator = 'cpu'`` gives)
+    gets a newer release of it. Only where the spec did not choose (no ``accelerator``)."""
+    held = [c for c in r.choices if c.build is not None and c.build.plugins]
+    if t.accelerator or t.vendor != "apple" or not held:
+        return r
+    cpu = try_solve_target(provider, spec, msgspec.structs.replace(t, vendor="cpu", gpus=(), accelerator="cpu"),
+                           None, cache)
+    if isinstance(cpu, Unsatisfiable):
+        return r
+    newest = {c.package: c for c in cpu.choices}
+    behind = [(c, n) for c in held
+              if (n := newest.get(c.package)) is not None and n.release.version > c.release.version]
+    return msgspec.structs.replace(r, warnings=(*r.warnings, metal_note(behind))) if behind else r
 
 
 def _with_extensions(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found: list[Candidate],
