@@ -415,5 +415,6 @@ def test_explain_says_when_a_release_has_no_default_build(real_graph: Provider) 
     spec = spec_of('[frameworks]\ncupy = "==14.2.0"\n[hardware]\ngpus = ["H200"]\ndriver = "580.159.04"', real_graph)
     text = rep.text(solve_explained(real_graph, spec, rep), verbose=True)
     assert ("chose cupy 14.2.0 (cuda12x): newest release that fits, the first usable build (none is the default: "
-            "SASS for every GPU before PTX JIT, then native driver support, then the newest CUDA/ROCm)") in text
+            "SASS for every GPU before PTX JIT, then native driver support, then the newest CUDA/ROCm; forward "
+            "compatibility (cuda-compat) last)") in text
     assert "the default build does not fit" not in text

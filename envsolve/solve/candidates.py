@@ -85,8 +85,8 @@ def preferred(fitting: list[Candidate]) -> list[Candidate]:
 
 
 # how :func:`_preference` orders the builds other than the default, as ``explain`` tells it
-BUILD_ORDER = ("forward compatibility (cuda-compat) last, SASS for every GPU before PTX JIT, then native driver "
-               "support, then the newest CUDA/ROCm")
+BUILD_ORDER = ("SASS for every GPU before PTX JIT, then native driver support, then the newest CUDA/ROCm; "
+               "forward compatibility (cuda-compat) last")
 
 
 def _preference(c: Candidate) -> tuple[bool, bool, bool, bool, tuple[int, ...], str]:
