@@ -91,8 +91,9 @@ def _project_file(given: Path | None, project: Path | None, name: str) -> Path:
         return given
     if project is not None:
         if not project.is_dir():
-            raise SpecError([Problem("--project", "", f"{project}: no such folder")],
-                            tip="pass the folder that holds project.toml")
+            what = "is a file, not a folder" if project.exists() else "no such folder"
+            raise SpecError([Problem("--project", "", f"{project}: {what}")],
+                            tip="pass the folder that holds project.toml (or give the file itself as the argument)")
         return project / name
     path = Path(found(name))
     if path.parent != Path():
@@ -296,6 +297,10 @@ def init_cmd(folder: Path, name: str | None, python: str, host: bool, gpus: tupl
                         tip="change it with `envsolve add NAME` / `envsolve remove NAME`, or move it away first")
     given = {"gpus": [g.strip() for g in ",".join(gpus).split(",") if g.strip()], "platform": platform or "",
              "driver": driver or ""}
+    empty = [f"--{k}" for k, v in (("gpus", gpus and not given["gpus"]), ("driver", driver == ""),
+                                   ("name", name == "")) if v]
+    if empty:
+        raise SpecError([Problem(option, "", "is empty") for option in empty], tip="give each a value, or leave it out")
     if host and any(given.values()):
         raise SpecError([Problem("--host", "", "describes this machine: give it, or --gpus/--platform/--driver, "
                                  "not both")],
@@ -309,9 +314,19 @@ def init_cmd(folder: Path, name: str | None, python: str, host: bool, gpus: tupl
         hardware = hardware_table(facts, provider)
         origin = f"this machine, as `envsolve detect` sees it ({facts.vendor}, from {facts.source})"
     text = init_text(name or project_name(folder), python, hardware, origin)
-    parse_spec(text, str(path), provider)  # a bad --gpus, --driver or --python is named here, nothing written
+    try:
+        parse_spec(text, str(path), provider)  # a bad --gpus, --driver or --python is named, nothing written
+    except SpecError as e:
+        raise SpecError([Problem(_INIT_OPTIONS.get(p.where.split("[")[0], p.where), "", p.message) for p in e.problems],
+                        tip="fix the options named above; nothing was written") from None
     write_all({path: text}, tip="pass a folder you can write to")
-    ui.console().say(f"wrote {path}; next: `envsolve add torch` (frameworks and packages), then `envsolve sync`")
+    cd = "" if folder == Path() else f"`cd {folder}`, then "
+    ui.console().say(f"wrote {path}; next: {cd}`envsolve add torch` (frameworks and packages), then `envsolve sync`")
+
+
+# the option of `envsolve init` each key of the spec it writes comes from
+_INIT_OPTIONS = {"project.name": "--name", "project.python": "--python", "hardware.gpus": "--gpus",
+                 "hardware.driver": "--driver", "hardware.platform": "--platform"}
 
 
 def _spec_edit_options(fn: F) -> F:
@@ -329,14 +344,14 @@ def _spec_edit_options(fn: F) -> F:
 
 @main.command(name="add")
 @click.argument("requirements", nargs=-1, required=True, metavar="NAME[SPEC]...")
-@click.option("--pip", "kind", flag_value="pip", help="Add to [packages] pip, whatever the name.")
-@click.option("--conda", "kind", flag_value="conda", help="Add to [packages] conda.")
-@click.option("--apt", "kind", flag_value="apt", help="Add to [packages] apt.")
+@click.option("--pip", "kinds", flag_value="pip", multiple=True, help="Add to [packages] pip, whatever the name.")
+@click.option("--conda", "kinds", flag_value="conda", multiple=True, help="Add to [packages] conda.")
+@click.option("--apt", "kinds", flag_value="apt", multiple=True, help="Add to [packages] apt.")
 @click.option("--target", metavar="NAME", help="A pip line for this target only (a marker of its platform).")
 @_spec_edit_options
 @_handles_errors
 @_in_project("spec_path", "project.toml")
-def add_cmd(requirements: tuple[str, ...], kind: str | None, target: str | None, spec_path: Path,
+def add_cmd(requirements: tuple[str, ...], kinds: tuple[str, ...], target: str | None, spec_path: Path,
             frameworks_only: bool, no_lock: bool) -> None:
     """Add frameworks (to [frameworks]) and packages (to [packages] pip, or --conda/--apt), keeping
     project.toml's comments and layout; then lock. A lock that fails leaves project.toml as it was.
@@ -346,9 +361,17 @@ def add_cmd(requirements: tuple[str, ...], kind: str | None, target: str | None,
       envsolve add 'jax>=0.5' --frameworks-only"""
     from .project import added
 
+    if len(set(kinds)) > 1:
+        raise SpecError([Problem("--" + " --".join(sorted(set(kinds))), "", "say one place for the packages")],
+                        tip="give one of --pip, --conda and --apt (or none: frameworks to [frameworks], the rest "
+                            "to [packages] pip)")
+
     def change(text: str, spec: ProjectSpec) -> str:
-        return added(text, str(spec_path), requirements, kind or "auto",  # type: ignore[arg-type]
-                     None if target is None else _only_target(spec, target, spec_path))
+        new, notes = added(text, requirements, kinds[0] if kinds else "auto",  # type: ignore[arg-type]
+                           None if target is None else _only_target(spec, target, spec_path))
+        for note in notes:
+            ui.console().say(note)
+        return new
 
     _edit(spec_path, change, lock=not no_lock, frameworks_only=frameworks_only)
 
@@ -392,19 +415,20 @@ def _edit(spec_path: Path, change: Callable[[str, ProjectSpec], str], *, lock: b
     """Change the spec at ``spec_path`` (its text checked by the spec's parser before it is
     written), then lock it; a lock that fails puts the spec's old bytes back."""
     from .command import lock as lock_job
-    from .files import write_atomic
     from .spec import parse_spec
     from .voice import Voice
 
     provider = _provider()
     spec, blob = _read_spec(spec_path, provider)
-    text = change(blob.decode("utf-8-sig"), spec)
+    bom = "\ufeff" if blob.startswith(b"\xef\xbb\xbf") else ""  # kept as it was
+    text = change(blob.decode("utf-8")[len(bom):], spec)
     parse_spec(text, str(spec_path), provider)  # what is written is a spec the parser takes
     console = ui.console()
-    if text.encode() == blob:
+    tip = "make the file (or its folder) writable, or pass another project with --project"
+    if (bom + text).encode() == blob:
         console.say(f"{spec_path}: already as asked, unchanged")
     else:
-        write_atomic(spec_path.resolve(), text)
+        write_all({spec_path.resolve(): bom + text}, tip=tip)
         console.say(f"changed {spec_path}")
     if not lock:
         return
@@ -414,8 +438,8 @@ def _edit(spec_path: Path, change: Callable[[str, ProjectSpec], str], *, lock: b
                  render=lambda data, path: _artifacts(data, path, None, None),
                  voice=Voice(progress=_progress("lock"), detail=console.detail, warn=console.warn))
     except BaseException:
-        if text.encode() != blob:
-            write_atomic(spec_path.resolve(), blob)
+        if (bom + text).encode() != blob:
+            write_all({spec_path.resolve(): blob.decode("utf-8")}, tip=tip)  # the same bytes: they decoded above
             console.warn(f"{spec_path}: put back as it was, since the lock failed")
         raise
 
@@ -895,7 +919,7 @@ def detect_cmd(fmt: str) -> None:
 def doctor(lock_path: Path, target: str | None, python: Path | None, fmt: str) -> None:
     """Check this machine (or container) against a lock: driver, GPUs, the packages of the lock's venv, Docker."""
     from .errors import LockError
-    from .host.detect import docker_tools, installed_versions, python_site
+    from .host.detect import docker_tools, installed_versions, python_site, venv_python
     from .host.doctor import Checkup, Chosen, Interpreter, check, distributions, looked_for, pick_environment
     from .lock import model as lockfile
     from .sync import MARKER, Request, current
@@ -904,7 +928,10 @@ def doctor(lock_path: Path, target: str | None, python: Path | None, fmt: str) -
     provider = _provider()
     facts = _host_facts(provider)
     venv = Request(lock_path=lock_path).venv_path  # where `envsolve sync` puts the lock's venv
-    chosen: Chosen = "--python" if python is not None else "venv" if venv.is_dir() else "envsolve"
+    chosen: Chosen = "--python" if python is not None else "venv" if venv_python(venv).exists() else "envsolve"
+    if chosen == "envsolve" and venv.is_dir():
+        ui.console().warn(f"{venv} beside the lock is no venv (it has no {venv_python(venv).relative_to(venv)}): "
+                          "checking the Python envsolve runs in; `envsolve sync` makes the venv")
     site = (python_site(python) if python is not None else python_site(None) if chosen == "envsolve" else
             python_site(venv, tip="the doctor checks the .venv beside the lock: make it again (remove it, then "
                                   "`envsolve sync`), or pass --python PATH"))

@@ -102,7 +102,10 @@ def project_folder(start: str | None = None, environ: Mapping[str, str] | None =
     relative to it; None when there is none. The search ends at a repository root (a folder with
     ``.git``), the home folder or the file system's root, each searched itself."""
     env = os.environ if environ is None else environ
-    here = os.path.abspath(start or os.getcwd())
+    try:
+        here = os.path.abspath(start or os.getcwd())
+    except FileNotFoundError:  # the working folder was removed: nothing to find from it
+        return None
     home = os.path.abspath(env.get("HOME") or os.path.expanduser("~"))
     folder = here
     while True:

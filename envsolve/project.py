@@ -19,11 +19,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import tomlkit
-from tomlkit.items import Array, Table
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier
+from tomlkit.items import Array, InlineTable, Table
 
 from .domain import COMPANIONS, FRAMEWORKS, MARKERS, canonical_name
 from .errors import Problem, SpecError
-from .spec import ALIASES, Target
+from .spec import ALIASES, Target, package_problem
+from .versions import parse_range, parse_requirement
 
 __all__ = ["Kind", "added", "init_text", "project_name", "removed"]
 
@@ -80,85 +84,134 @@ def project_name(folder: Path) -> str:
     return name or "project"
 
 
-def added(text: str, path: str, requirements: Sequence[str], kind: Kind, target: Target | None) -> str:
-    """``text`` (the spec at ``path``) with each requirement added where it belongs, replacing
-    the entry of the same name; ``target`` (pip lines only) limits a pip line to that target's
-    platform by a PEP 508 marker. Bad requirements are a :class:`SpecError` naming each."""
+def added(text: str, requirements: Sequence[str], kind: Kind, target: Target | None) -> tuple[str, list[str]]:
+    """``text`` (a spec) with each requirement added where it belongs, replacing the entry of the
+    same name, and what to tell the user of them; ``target`` (pip lines only) limits a pip line to
+    that target's platform by a PEP 508 marker. Requirements that are none are a
+    :class:`SpecError` naming each argument, each by its kind's own rule (``spec.package_problem``)."""
     doc = tomlkit.parse(text)
     problems: list[Problem] = []
+    notes: list[str] = []
     for written in requirements:
-        name, rest = _split(written)
-        if not name:
-            problems.append(Problem(path, "", f"{written!r} is not a requirement; write NAME or NAME>=VERSION "
-                                              "(e.g. 'torch>=2.4', 'flash-attn')"))
-            continue
-        framework = ALIASES.get(canonical_name(name), canonical_name(name))
-        if kind == "auto" and (framework in FRAMEWORKS or framework in COMPANIONS):
-            if target is not None:
-                problems.append(Problem(path, f"frameworks.{framework}", "a framework is the whole project's, not "
-                                        "one target's: add it without --target"))
-                continue
-            _framework(doc, framework, rest.strip() or "*")
+        line = written.strip()
+        framework = _framework_of(line) if kind == "auto" else None
+        if framework is not None:
+            why, spec = _framework_range(line, framework, target, notes)
+            if why is None:
+                _framework(doc, framework, spec)
         else:
-            if target is not None and kind != "auto" and kind != "pip":
-                problems.append(Problem(path, f"packages.{kind}", "--target limits a pip line only"))
-                continue
-            line = written.strip() if target is None else f"{written.strip()}; {_marker(target)}"
-            _package(doc, "pip" if kind == "auto" else kind, name, line)
+            where = "pip" if kind == "auto" else kind
+            why = package_problem(where, line) or _target_problem(where, target)
+            if why is None:
+                line = line if target is None else _limited(line, target)
+                _package(doc, where, _entry_name(where, line), line)
+        if why is not None:
+            problems.append(Problem(f"argument {written!r}", "", why))
     if problems:
-        raise SpecError(problems, tip="fix the requirements named above")
-    return tomlkit.dumps(doc)
+        raise SpecError(problems, tip="fix the arguments named above (`envsolve add --help` shows the forms); "
+                                      "project.toml was not changed")
+    return tomlkit.dumps(doc), notes
 
 
 def removed(text: str, names: Sequence[str]) -> tuple[str, list[str]]:
-    """``text`` without the frameworks and package lines of ``names`` (by their canonical names,
-    a framework's aliases too), and the names it did not hold."""
+    """``text`` without the frameworks and package lines of ``names`` (each entry named by its
+    kind's rule; a framework's aliases too), and the names it did not hold."""
     doc = tomlkit.parse(text)
     missing = []
-    for name in names:
-        canon = canonical_name(name)
+    for name in dict.fromkeys(n.strip() for n in names):
+        wanted = {kind: _entry_name(kind, name) for kind in ("pip", "conda", "apt")}
+        framework = _framework_of(name)
         found = False
         frameworks = doc.get("frameworks")
-        if isinstance(frameworks, Table):
-            for key in [k for k in frameworks if canonical_name(k) in (canon, ALIASES.get(canon))]:
+        if framework is not None and isinstance(frameworks, _TABLES):
+            for key in [k for k in frameworks if _framework_of(k) == framework]:
                 del frameworks[key]
                 found = True
         packages = doc.get("packages")
-        if isinstance(packages, Table):
-            for kind in ("pip", "conda", "apt"):
-                lines = packages.get(kind)
-                if isinstance(lines, Array):
-                    for i in reversed([i for i, line in enumerate(lines) if _named(str(line)) == canon]):
-                        del lines[i]
-                        found = True
+        for kind in ("pip", "conda", "apt"):
+            lines = packages.get(kind) if isinstance(packages, _TABLES) else None
+            if isinstance(lines, Array):
+                for i in reversed([i for i, line in enumerate(lines) if _entry_name(kind, str(line)) == wanted[kind]]):
+                    del lines[i]
+                    found = True
         if not found:
             missing.append(name)
     return tomlkit.dumps(doc), missing
 
 
-def _split(written: str) -> tuple[str, str]:
-    """(name, the rest) of a requirement as a person writes it: ``torch>=2.4``, ``flash-attn``,
-    ``vllm==0.11.0``, ``numpy<2; python_version < '3.12'``, ``pkg @ https://...``."""
-    name = _named(written)
-    return name, written.strip()[len(name):] if name else ""
+_TABLES = (Table, InlineTable)  # a section written as [frameworks] or as frameworks = { ... }
 
 
-def _named(line: str) -> str:
-    """The canonical name a requirement, a conda spec or a Debian package line begins with."""
-    head = line.strip()
-    end = next((i for i, c in enumerate(head) if not (c.isalnum() or c in "-_.")), len(head))
-    name = head[:end]
-    return canonical_name(name) if name and name[0].isalnum() and name[-1].isalnum() else ""
+def _framework_of(line: str) -> str | None:
+    """The framework or companion a requirement names (an alias such as ``pytorch`` or
+    ``jax[cuda12]`` too, as ``spec.ALIASES`` has them), else None."""
+    head = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?", line.strip())
+    if head is None:
+        return None
+    if (alias := ALIASES.get(head.group(0).lower())) is not None:
+        return alias
+    canon = canonical_name(re.sub(r"\[.*", "", head.group(0)))
+    name = ALIASES.get(canon, canon)
+    return name if name in FRAMEWORKS or name in COMPANIONS else None
+
+
+def _framework_range(line: str, framework: str, target: Target | None, notes: list[str]) -> tuple[str | None, str]:
+    """(why ``line`` is no framework requirement, else None; the range it gives ``framework``)."""
+    if target is not None:
+        return "a framework is the whole project's, not one target's: add it without --target", ""
+    head = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?", line)
+    assert head is not None  # _framework_of matched it
+    rest = line[head.end():].strip()
+    if ";" in rest or "@" in rest:
+        return (f"a framework takes a version range only (envsolve chooses its build for the GPUs): write "
+                f"'{framework}>=X' or '{framework}'"), ""
+    try:
+        parse_range(rest or "*")
+    except (InvalidSpecifier, ValueError):
+        return f"{rest!r} is not a version range; write e.g. '{framework}>=2.4' or '{framework}==2.7.*'", ""
+    if head.group(1) and ALIASES.get(head.group(0).lower()) is None:
+        notes.append(f"{head.group(0)}: envsolve chooses {framework}'s build for the GPUs, so {head.group(1)} is "
+                     "not needed and was left out")
+    return None, rest or "*"
+
+
+def _target_problem(kind: str, target: Target | None) -> str | None:
+    return "--target limits a pip line only" if target is not None and kind != "pip" else None
+
+
+def _limited(line: str, target: Target) -> str:
+    """The pip requirement ``line`` with the marker of ``target``'s platform (``domain.MARKERS``)
+    added to its own: ``numpy<2; (python_version < "3.12") and (sys_platform == "win32" and ...)``."""
+    env = MARKERS[target.platform]
+    platform = f"sys_platform == '{env['sys_platform']}' and platform_machine == '{env['platform_machine']}'"
+    req = Requirement(line)
+    req.marker = Marker(f"({req.marker}) and ({platform})" if req.marker else platform)
+    return str(req)
+
+
+def _entry_name(kind: str, line: str) -> str:
+    """The name an entry of ``[packages] kind`` installs, by that kind's rule: a pip requirement's
+    canonical name, a conda spec's package (after ``channel::``), a Debian package (before ``=``)."""
+    text = line.strip()
+    if kind == "pip":
+        try:
+            return canonical_name(parse_requirement(text).name)
+        except ValueError:
+            return text
+    if kind == "conda":
+        head = re.match(r"[A-Za-z0-9_.:-]+", text)
+        return (head.group(0) if head else text).rsplit("::", 1)[-1].lower()
+    return text.split("=", 1)[0]
 
 
 def _framework(doc: Any, name: str, spec: str) -> None:
-    """``[frameworks] name = spec``: an existing entry of the same name (an alias, another
+    """``[frameworks] name = spec``: an existing entry of the same framework (an alias, another
     spelling) is replaced in its place; a Keras table keeps its backend."""
     frameworks = doc.get("frameworks")
-    if not isinstance(frameworks, Table):
+    if not isinstance(frameworks, _TABLES):
         frameworks = tomlkit.table()
         doc.add("frameworks", frameworks)
-    same = [k for k in frameworks if ALIASES.get(canonical_name(k), canonical_name(k)) == name]
+    same = [k for k in frameworks if _framework_of(k) == name]
     old = frameworks.get(same[0]) if same else None
     if isinstance(old, dict):
         old["version"] = spec
@@ -171,23 +224,17 @@ def _framework(doc: Any, name: str, spec: str) -> None:
 def _package(doc: Any, kind: str, name: str, line: str) -> None:
     """``line`` in ``[packages] kind``, in place of a line of the same name, else at the end."""
     packages = doc.get("packages")
-    if not isinstance(packages, Table):
+    if not isinstance(packages, _TABLES):
         packages = tomlkit.table()
         doc.add("packages", packages)
     lines = packages.get(kind)
     if not isinstance(lines, Array):
         lines = tomlkit.array()
         packages[kind] = lines
-    at = [i for i, old in enumerate(lines) if _named(str(old)) == name]
+    at = [i for i, old in enumerate(lines) if _entry_name(kind, str(old)) == name]
     if at:
         lines[at[0]] = line
         for i in reversed(at[1:]):
             del lines[i]
     else:
         lines.append(line)
-
-
-def _marker(target: Target) -> str:
-    """The PEP 508 marker of ``target``'s platform (``domain.MARKERS``)."""
-    env = MARKERS[target.platform]
-    return f"sys_platform == '{env['sys_platform']}' and platform_machine == '{env['platform_machine']}'"

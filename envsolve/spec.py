@@ -153,7 +153,7 @@ _SECTIONS = {
     "targets": None,
     "indexes": None,
 }
-_BARE_VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,2}")  # a Python version with no operator: that release line
+_BARE_VERSION = re.compile(r"[0-9]+\.[0-9]+")  # a Python minor with no operator ("3.11"): that release line
 _CUDA = partial(parse_dotted, what="CUDA version")
 _ROCM = partial(parse_dotted, what="ROCm version")
 _ROCM_DRIVER = partial(parse_dotted, what="ROCm kernel driver")
@@ -213,14 +213,14 @@ class _ProjectParser(SectionParser):
             return ""
         return v.strip()
 
-    def _specifier(self, raw: str, key: str) -> SpecifierSet:
+    def _specifier(self, raw: str, key: str, example: str = "'>=2.4', '==2.7.*' or '*'") -> SpecifierSet:
         try:
             return parse_range(raw)
         except LongNumber as e:  # (before int() reads it: a traceback when the solver compared)
             self.bad(key, str(e))
             return SpecifierSet()
         except InvalidSpecifier:
-            self.bad(key, f"{raw!r} is not a version specifier; write e.g. '>=2.4', '==2.7.*' or '*'")
+            self.bad(key, f"{raw!r} is not a version specifier; write e.g. {example}")
             return SpecifierSet()
 
     def sections(self, data: dict[str, Any]) -> None:
@@ -242,7 +242,7 @@ class _ProjectParser(SectionParser):
         python_raw = self._str(table, "python", "project") or "*"
         if _BARE_VERSION.fullmatch(python_raw.strip()):  # "3.11" as pixi and conda read it: any patch of 3.11
             python_raw = f"=={python_raw.strip()}.*"
-        return name, python_raw, self._specifier(python_raw, "project.python")
+        return name, python_raw, self._specifier(python_raw, "project.python", "'>=3.10,<3.13', '==3.11.*' or '3.11'")
 
     def same_versions(self, table: dict[str, Any]) -> bool:
         value = table.get("same-versions", False)

@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 from envsolve.cli import main
 from envsolve.lock import model as lockfile
 from envsolve.paths import project_folder
+from envsolve.tables import parse_toml
 from tests.test_sync import PY, _host, index  # noqa: F401 - index is a fixture used by name
 
 _ = index
@@ -179,7 +180,8 @@ def test_add_locks_and_a_lock_that_fails_puts_the_spec_back_byte_for_byte(projec
     assert "project.toml: put back as it was, since the lock failed" in r.stderr
     assert spec.read_bytes() == before and (project / "envsolve.lock").read_bytes() == lock
     r = _run("add", "torch>=", "--no-lock")  # not a requirement: named, nothing written
-    assert r.exit_code == 2 and "frameworks.torch" in r.stderr and spec.read_bytes() == before
+    assert r.exit_code == 2 and spec.read_bytes() == before
+    assert r.stderr.startswith("ERROR: argument 'torch>=': '>=' is not a version range; write e.g. 'torch>=2.4'")
 
 
 def test_add_target_limits_a_pip_line_to_that_targets_platform(project: Path) -> None:
@@ -187,10 +189,14 @@ def test_add_target_limits_a_pip_line_to_that_targets_platform(project: Path) ->
     spec.write_text(SPEC + '\n[targets.laptop]\ngpus = ["RTX 4080 Laptop GPU"]\nplatform = "windows/amd64"\n')
     r = _run("add", "triton-windows", "--target", "laptop", "--no-lock")
     assert r.exit_code == 0, r.output
-    assert "\"triton-windows; sys_platform == 'win32' and platform_machine == 'AMD64'\"" in spec.read_text()
-    r = _run("add", "triton", "--target", "default", "--no-lock")
-    assert r.exit_code == 0 and "\"triton; sys_platform == 'linux' and platform_machine == 'x86_64'\"" \
-        in spec.read_text()
+    r = _run("add", "triton", "pkg @ https://example.com/pkg-1.0-py3-none-any.whl", "numpy<2; python_version < '3.13'",
+             "--target", "default", "--no-lock")
+    assert r.exit_code == 0, r.output
+    linux = 'sys_platform == "linux" and platform_machine == "x86_64"'
+    assert parse_toml(spec.read_text())["packages"]["pip"] == [
+        "einops", f'numpy<2; python_version < "3.13" and ({linux})',
+        'triton-windows; sys_platform == "win32" and platform_machine == "AMD64"', f"triton; {linux}",
+        f"pkg @ https://example.com/pkg-1.0-py3-none-any.whl ; {linux}"]
     r = _run("add", "torch", "--target", "laptop", "--no-lock")
     assert r.exit_code == 2 and "a framework is the whole project's" in r.stderr
     r = _run("add", "triton", "--target", "nope", "--no-lock")
@@ -261,3 +267,95 @@ def test_init_for_a_gpu_fleet_then_add_torch_and_flash_attn_locks_and_renders_bo
     assert _run("render").exit_code == 0
     requirements = (project / "envsolve-out" / "default" / "requirements.txt").read_text()
     assert f"\nflash-attn @ {env.extensions[0].url}\n" in requirements  # its prebuilt wheel, for this torch
+
+
+# ---------------------------------------------------------------------------- what a hostile review found
+
+def test_add_and_remove_edit_sections_written_as_inline_tables(project: Path) -> None:
+    spec = project / "project.toml"
+    spec.write_text('frameworks = { torch = "*" }\npackages = { pip = ["numpy"] }\n[project]\nname = "x"\n'
+                    '[hardware]\ngpus = ["H100"]\n')
+    assert _run("add", "requests", "jax", "--no-lock").exit_code == 0
+    assert parse_toml(spec.read_text())["frameworks"] == {"torch": "*", "jax": "*"}
+    assert _run("remove", "numpy", "torch", "numpy", "--no-lock").exit_code == 0  # a name twice is one
+    data = parse_toml(spec.read_text())
+    assert data["frameworks"] == {"jax": "*"} and data["packages"] == {"pip": ["requests"]}
+
+
+def test_conda_and_apt_entries_are_named_by_their_own_rules(project: Path) -> None:
+    spec = project / "project.toml"
+    spec.write_text('[project]\nname = "x"\n[packages]\nconda = ["conda-forge::numpy", "pytorch::pytorch"]\n'
+                    'apt = ["libstdc++6", "g++"]\n')
+    assert _run("remove", "conda-forge", "--no-lock").exit_code == 2  # a channel is no package
+    assert _run("add", "--conda", "numpy>=2", "--no-lock").exit_code == 0
+    assert _run("add", "--apt", "libstdc", "--no-lock").exit_code == 0
+    assert _run("remove", "g++", "--no-lock").exit_code == 0
+    packages = parse_toml(spec.read_text())["packages"]
+    assert packages == {"conda": ["numpy>=2", "pytorch::pytorch"], "apt": ["libstdc++6", "libstdc"]}
+    r = _run("add", "--conda", "--apt", "x", "--no-lock")
+    assert r.exit_code == 2 and "--apt --conda: say one place for the packages" in r.stderr
+
+
+def test_a_framework_with_extras_is_the_framework_and_a_url_is_refused(project: Path) -> None:
+    spec = project / "project.toml"
+    spec.write_text('[project]\nname = "x"\n')
+    r = _run("add", "jax[cuda12]>=0.5", "torch[opt-einsum]", "--no-lock")
+    assert r.exit_code == 0, r.output
+    assert parse_toml(spec.read_text())["frameworks"] == {"jax": ">=0.5", "torch": "*"}
+    assert "torch[opt-einsum]: envsolve chooses torch's build for the GPUs, so [opt-einsum] is not needed" in r.stdout
+    assert _run("remove", "jax[cuda12]", "--no-lock").exit_code == 0
+    r = _run("add", "torch @ https://example.com/torch.whl", "--no-lock")
+    assert r.exit_code == 2 and "a framework takes a version range only" in r.stderr
+
+
+def test_a_spec_init_wrote_locks_again_and_the_last_framework_can_be_removed(project: Path) -> None:
+    assert _run("init", str(project), "--gpus", "H100").exit_code == 0
+    assert _run("lock").exit_code == 0
+    assert _run("lock").exit_code == 0  # its empty tables are what the project asks: no refusal the second time
+    assert _run("add", "torch").exit_code == 0
+    r = _run("remove", "torch")
+    assert r.exit_code == 0, r.output
+
+
+def test_a_spec_that_cannot_be_written_is_exit_2_and_left_as_it_was(project: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from envsolve import files
+
+    spec = project / "project.toml"
+    spec.write_bytes(b"\xef\xbb\xbf" + SPEC.encode())
+    assert _run("add", "einops>=0.8", "--no-lock").exit_code == 0
+    assert spec.read_bytes().startswith(b"\xef\xbb\xbf# my project")  # the BOM kept
+    before = spec.read_bytes()
+
+    def refused(*_: object, **__: object) -> str:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(files, "_temporary", refused)
+    r = _run("add", "xformers", "--no-lock")
+    assert r.exit_code == 2 and "Traceback" not in r.output and "make the file (or its folder) writable" in r.stderr
+    assert spec.read_bytes() == before
+
+
+def test_init_names_the_option_at_fault_and_says_where_to_go_next(project: Path) -> None:
+    r = _run("init", str(project / "new"), "--name", "bad name", "--gpus", "H100")
+    assert r.exit_code == 2 and r.stderr.startswith("ERROR: --name: 'bad name' must be letters, digits")
+    assert "TIP: fix the options named above; nothing was written" in r.stderr
+    assert not (project / "new" / "project.toml").exists()
+    for args in (["--gpus", ","], ["--name", ""]):
+        r = _run("init", str(project / "new"), *args)
+        assert r.exit_code == 2 and "is empty" in r.stderr
+    r = _run("init", str(project / "new"), "--gpus", "H100")
+    assert r.exit_code == 0 and f"next: `cd {project / 'new'}`, then `envsolve add torch`" in r.stdout
+
+
+def test_a_removed_working_folder_or_a_project_file_given_as_folder_is_said(project: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / "project.toml").write_text('[frameworks]\ntorch = "*"\n')
+    r = _run("lock", "--project", str(project / "project.toml"))
+    assert r.exit_code == 2 and f"--project: {project / 'project.toml'}: is a file, not a folder" in r.stderr
+
+    def gone() -> str:
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(os, "getcwd", gone)
+    assert project_folder() is None

@@ -443,3 +443,17 @@ def test_a_replay_entry_others_could_write_or_forged_is_not_believed(tmp_path: P
     assert not replay.replay(["lock", str(spec)]) and capsys.readouterr().out == ""
     entry.write_bytes(genuine)
     assert replay.replay(["lock", str(spec)])
+
+
+def test_a_lock_of_another_day_is_solved_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base images' end-of-life warnings are told against the day: a replay never repeats
+    yesterday's (the day is one of the inputs)."""
+    spec = tmp_path / "project.toml"
+    spec.write_text('[frameworks]\ntorch = "*"\n')
+    request = replay.parse(["lock", str(spec)])
+    assert request is not None
+    days = []
+    for day in ("2026-12-07", "2026-12-08"):
+        monkeypatch.setattr(replay.time, "strftime", lambda fmt, day=day: day)
+        days.append(replay._digest(request, {}, None))
+    assert days[0] != days[1]

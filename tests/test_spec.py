@@ -367,11 +367,19 @@ def test_a_long_number_in_a_range_is_refused_on_the_command_line_without_a_trace
         assert r.exit_code == 2 and "Traceback" not in r.output and "has a number of 5000 digits" in r.output, r.output
 
 
-@pytest.mark.parametrize(("written", "meant"), [("3.11", "==3.11.*"), (" 3.12 ", "==3.12.*"), ("3", "==3.*"),
-                                                 ("3.11.4", "==3.11.4.*"), (">=3.10", ">=3.10")])
+@pytest.mark.parametrize(("written", "meant"), [("3.11", "==3.11.*"), (" 3.12 ", "==3.12.*"), (">=3.10", ">=3.10")])
 def test_a_bare_python_version_means_that_release_line(written: str, meant: str, fixture_graph: Provider) -> None:
     """pixi and conda users write `python = "3.11"` for any 3.11: it is `==3.11.*`, and the range
     shown (the lock's summary) is the one it means."""
     spec = parse_spec(f'[project]\nname = "x"\npython = "{written}"\n', "project.toml", fixture_graph)
     assert spec.python_raw == meant
-    assert ("3.11.9" in spec.python) == (meant in ("==3.11.*", "==3.*", ">=3.10"))
+    assert ("3.11.9" in spec.python) == (meant in ("==3.11.*", ">=3.10"))
+
+
+@pytest.mark.parametrize("written", ["3", "311", "3.11.4", "3.11.*"])
+def test_a_bare_version_that_is_no_minor_is_refused_with_a_python_example(written: str,
+                                                                          fixture_graph: Provider) -> None:
+    with pytest.raises(SpecError) as e:
+        parse_spec(f'[project]\nname = "x"\npython = "{written}"\n', "project.toml", fixture_graph)
+    assert e.value.message == (f"project.toml: project.python: {written!r} is not a version specifier; write e.g. "
+                               "'>=3.10,<3.13', '==3.11.*' or '3.11'")

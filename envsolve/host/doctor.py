@@ -15,6 +15,7 @@ lock, the locked frameworks and the other distributions of each.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -783,13 +784,18 @@ def _python_minor(env: Environment, python: Interpreter) -> list[Finding]:
 _SYNC = "`envsolve sync` installs the lock's versions and removes what the lock does not hold"
 
 
-def _pip_install(p: Package) -> str:
-    return f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
+def _pip(python: Interpreter) -> str:
+    """pip of the Python checked: ``'/p/.venv/bin/python' -m pip``, a bare ``pip`` only for envsolve's own."""
+    return "pip" if python.own or not python.path else f"{shlex.quote(python.path)} -m pip"
+
+
+def _pip_install(p: Package, python: Interpreter) -> str:
+    return f"{_pip(python)} install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
 
 
 def _missing_package(p: Package, python: Interpreter) -> Finding:
     return Finding(level="fail", check="package", message=f"{p.name} {p.version} is locked but not installed",
-                   fix=_SYNC if python.marker else _pip_install(p))
+                   fix=_SYNC if python.marker else _pip_install(p, python))
 
 
 def _other_version(p: Package, have: str, python: Interpreter) -> Finding:
@@ -802,7 +808,7 @@ def _other_version(p: Package, have: str, python: Interpreter) -> Finding:
     also = " (another build of the same release)" if build else ""
     return Finding(level="fail", check="package",
                    message=f"{p.name} {have} is installed; the lock has {p.version}{also}",
-                   fix=_SYNC if python.marker else _pip_install(p))
+                   fix=_SYNC if python.marker else _pip_install(p, python))
 
 
 def _extras(locked: Mapping[str, Package], installed: Mapping[str, str], python: Interpreter) -> list[Finding]:
@@ -816,7 +822,7 @@ def _extras(locked: Mapping[str, Package], installed: Mapping[str, str], python:
     extra = sorted(n for n in installed if n not in locked)
     seeds = [] if python.marker else [n for n in extra if n in _SEEDS]
     named = [Finding(level="warn", check="package", message=f"{n} {installed[n]} is installed but not in the lock",
-                     fix=_SYNC if python.marker else f"pip uninstall -y {n}")
+                     fix=_SYNC if python.marker else f"{_pip(python)} uninstall -y {n}")
              for n in extra if n not in seeds]
     left = [Finding(level="ok", check="package",
                     message=f"{' and '.join(f'{n} {installed[n]}' for n in seeds)}: the tools this venv was made with, "

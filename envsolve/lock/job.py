@@ -34,6 +34,7 @@ from ..solve import Resolution, solve_explained
 from ..solve.output import python_reason
 from ..spec import ProjectSpec
 from ..spec import digest as spec_digest
+from ..tables import parse_toml
 from ..voice import SILENT, Voice
 from . import model as lockfile
 from .options import LOCK_OPTIONS
@@ -297,7 +298,7 @@ def _pinned_images(lock: lockfile.Lock, out: Path, opts: Options, voice: Voice) 
         except RefreshError as e:
             failed.append(f"{image} ({e.message})")
     warnings = [f"the base image digest of {what} is missing from the lock: its Dockerfile's FROM names the tag alone; "
-                "lock again with the registry reachable to pin it" for what in failed]
+                "`envsolve lock --upgrade-images` with the registry reachable pins it" for what in failed]
     return lockfile.with_image_digests(lock, digests), warnings
 
 
@@ -662,11 +663,14 @@ def _say_indexes(urls: Mapping[str, str], detail: Callable[[str], None]) -> None
     detail(f"cache: {cache_dir()}")
 
 
-def _refuse_empty(spec: ProjectSpec, request: Request) -> None:
-    """A spec that asks for nothing, where a lock is already, is a mistake (an empty or truncated
-    file): refused, so that it never replaces a lock with an empty one. A new project's (what
-    `envsolve init` writes) locks its Python alone."""
-    if not (spec.frameworks or spec.pip or spec.conda or spec.apt) and request.out.exists():
+def _refuse_empty(spec: ProjectSpec, request: Request, blob: bytes) -> None:
+    """A spec without a [frameworks] or a [packages] table is a mistake (an empty or truncated
+    file): refused, so that it never replaces a lock with an empty one. A spec whose tables are
+    there and empty (what `envsolve init` writes, what `envsolve remove` leaves) locks its Python alone."""
+    if spec.frameworks or spec.pip or spec.conda or spec.apt:
+        return
+    data = parse_toml(blob.decode("utf-8-sig"))  # the spec parsed it already: it is TOML
+    if "frameworks" not in data and "packages" not in data:
         raise SpecError([Problem(str(request.spec_path), "", "names no [frameworks] and no [packages]: there is "
                                  "nothing to lock")],
                         tip="add what the project needs: `envsolve add torch` (or [frameworks] torch = '>=2.4')")
@@ -719,13 +723,13 @@ def _refuse_contradictions(spec: ProjectSpec, provider: Provider) -> None:
                                                 "[frameworks], where envsolve chooses its build), or change the range")
 
 
-def _refuse_bad_request(spec: ProjectSpec, request: Request, provider: Provider) -> None:
+def _refuse_bad_request(spec: ProjectSpec, request: Request, provider: Provider, blob: bytes) -> None:
     """What `envsolve lock` refuses before any work: an output that cannot take a lock (a device,
     a FIFO, a folder, a missing folder), a spec asking for nothing, a date uv cannot read, pip
     requirements that contradict [frameworks]."""
     if not request.check:
         check_output(request.out, "-o")
-    _refuse_empty(spec, request)
+    _refuse_empty(spec, request, blob)
     _refuse_bad_date(request.options)
     _refuse_contradictions(spec, provider)
 
@@ -744,7 +748,7 @@ def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Re
     from ..config import index_urls
     from .replay import store
 
-    _refuse_bad_request(spec, request, provider)
+    _refuse_bad_request(spec, request, provider, blob)
     output = _Output(say=say, json=request.fmt == "json")
     urls, index_warnings = index_urls(dict(spec.indexes), spec_path=str(request.spec_path))
     if request.check and _up_to_date_by_digests(request, blob, provider, output):

@@ -5,7 +5,8 @@ The inputs are everything the lock command reads: its arguments and working fold
 bytes, the matrices' bytes, envsolve's own code and that of the libraries that shape the lock's
 text (each code file by its size, modification time and inode, as Python's bytecode cache
 tells a changed source), the Python version, the environment variables it consults (``ENVSOLVE_*``, ``PIP_*``,
-``HOME``, ``XDG_CONFIG_HOME``) and pip's configuration files. Their digest names a cache entry
+``HOME``, ``XDG_CONFIG_HOME``), pip's configuration files and the day (a base image's end-of-life
+warning depends on it). Their digest names a cache entry
 holding the lock text and what the command printed; an entry is written only by a full solve
 that succeeded, private, with the digest of its contents keyed with the user's secret key
 (:func:`envsolve.files.seal`), and is read only when it is a regular file of this user's that
@@ -22,6 +23,7 @@ import hashlib
 import marshal
 import os
 import sys
+import time
 
 from ..files import LOCK_CAP, MATRIX_CAP, SPEC_CAP, cache_key, read_bytes, read_cache, seal, touch
 from ..paths import cache_folder, data_folder, found, pip_config_paths, state_folder
@@ -193,9 +195,11 @@ def _settled(request: Request, environ: Mapping[str, str]) -> Iterator[tuple[str
 
 
 def _digest(request: Request, environ: Mapping[str, str], lock: bytes | None) -> str:
-    """The digest of everything the lock command reads: :func:`_settled`'s inputs, the spec's bytes
-    and the lock on disk (a re-lock keeps its versions)."""
+    """The digest of everything the lock command reads: :func:`_settled`'s inputs, the spec's bytes,
+    the lock on disk (a re-lock keeps its versions) and the day (the base images' end-of-life
+    warnings are told against it)."""
     h = hashlib.sha256(_FORMAT)
+    _add(h, "day", time.strftime("%Y-%m-%d").encode())  # the day `datetime.date.today()` gives the lock
     for label, data in _settled(request, environ):
         _add(h, label, data)
     _add(h, "spec", read_bytes(request[0], SPEC_CAP))
