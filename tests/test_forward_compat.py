@@ -109,11 +109,13 @@ def test_a_release_that_runs_by_minor_version_is_taken_before_a_newer_one_by_for
     assert (r.cuda, r.compat) == ("12.6", "minor-version")
 
 
+@pytest.mark.parametrize("driver", ["535.104.05", "537.13"])  # a Windows driver's number is no Linux branch
 @pytest.mark.parametrize("where", ['wsl = true\n', 'platform = "windows/amd64"\n'])
-def test_windows_and_wsl2_never_get_forward(real_graph: Provider, where: str) -> None:
+def test_windows_and_wsl2_never_get_forward(real_graph: Provider, where: str, driver: str) -> None:
     with pytest.raises(Unsatisfiable) as e:
-        resolve(R535.format(gpu="H100") + where, real_graph)
+        resolve(R535.format(gpu="H100").replace("535.104.05", driver) + where, real_graph)
     assert "forward compatibility (cuda-compat-13-2) runs on Linux only, not " in str(e.value)
+    assert "only, not R537" not in str(e.value)
 
 
 def _h100(driver: str, *, container: bool = False, gpu: str = "NVIDIA H100 80GB HBM3") -> HostFacts:
@@ -135,8 +137,20 @@ def test_doctor_checks_the_branch_and_the_gpu_of_a_forward_environment(real_grap
     assert level == "fail" and msg.startswith("driver 545.23.08 (R545) is not one cuda-compat-13-2 runs on")
     level, msg = driver(_h100("610.43.02"))
     assert level == "warn" and "runs CUDA 13.2 natively" in msg and "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" in msg
-    level, msg = driver(_h100("535.129.03", gpu="NVIDIA GeForce RTX 4090"))
-    assert level == "fail" and msg.startswith("NVIDIA GeForce RTX 4090 is not a data-center GPU")
+    geforce = [f for f in check(env, _h100("535.129.03", gpu="NVIDIA GeForce RTX 4090"), real_graph, installed={},
+                                tools={}) if f.check == "driver"]
+    assert geforce[0].level == "fail" and geforce[0].message.startswith("NVIDIA GeForce RTX 4090 is not a data-center")
+    assert geforce[0].fix.startswith("run it on data-center GPUs; on this one, a driver >= ") and "lock --host" \
+        not in geforce[0].fix  # the spec already has this driver: a re-lock for it changes nothing
+
+
+def test_a_forward_lock_made_on_one_branch_runs_on_another_the_package_supports(real_graph: Provider) -> None:
+    """The image is the same for every branch cuda-compat supports: a lock made for an R570 fleet
+    (its driver_min on R570) is served on R535 from R535's own floor."""
+    env = _lock(R535.format(gpu="H100").replace("535.104.05", "570.86.10"), real_graph).environments[0]
+    assert (env.compat, env.driver_min.split(".")[0]) == ("forward", "570")
+    [f] = [f for f in check(env, _h100("535.129.03"), real_graph, installed={}, tools={}) if f.check == "driver"]
+    assert f.level == "ok", f.message
 
 
 def test_doctor_inside_a_container_looks_for_the_compat_libraries(real_graph: Provider, tmp_path: Path) -> None:

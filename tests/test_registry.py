@@ -17,17 +17,20 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from click.testing import CliRunner
 from pytest_httpserver import HTTPServer
 
+from envsolve.cli import main
 from envsolve.data import load_dir
 from envsolve.errors import LockError, MatrixError, RefreshError
+from envsolve.index import registry as registry_module
 from envsolve.index.registry import DOCKER_HUB, RegistryClient, repository_of
 from envsolve.lock import job
 from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
 from envsolve.render.artifacts import host_notes, render_environment, unpinned_warning
 from envsolve.solve import solve
-from envsolve.voice import SILENT
+from envsolve.voice import SILENT, Voice
 from tests.conftest import FIXTURE, spec_of
 
 DIGEST = "sha256:" + "4" * 64
@@ -83,6 +86,12 @@ def test_plain_http_only_for_this_machine_or_a_registry_the_user_names() -> None
     assert repository_of("registry.example:5000/app:1").base == "https://registry.example:5000"
     assert repository_of("registry.example:5000/app:1", frozenset({"registry.example:5000"})).base == \
         "http://registry.example:5000"
+    assert repository_of("[::1]:5000/app:1").base == "http://[::1]:5000"  # this machine, IPv6
+    named = registry_module.insecure_registries({registry_module.INSECURE_VARIABLE: "http://Reg.Example:5000, other"})
+    assert named == frozenset({"reg.example:5000", "other"})
+    # the registry's own token service, on its host:port, is as plain as the registry the user named
+    assert registry_module._plain_ok("reg.example", "reg.example:5000", named)
+    assert not registry_module._plain_ok("reg.example", "reg.example:6000", named)
 
 
 # ---------------------------------------------------------------------------- recorded answers
@@ -158,6 +167,12 @@ def test_a_second_lock_keeps_the_recorded_digest_unless_upgrade_images(httpserve
     assert kept.environments[0].base_image_digest == DIGEST and len(httpserver.log) == asked  # not asked again
     moved, _ = job._pinned_images(_lock(image), out, job.Options(upgrade_images=True), SILENT)
     assert moved.environments[0].base_image_digest == first.environments[0].base_image_digest
+    httpserver.clear()  # the registry gone: --upgrade-images keeps what the lock recorded, and says so
+    said: list[str] = []
+    kept, warnings = job._pinned_images(_lock(image), out, job.Options(upgrade_images=True),
+                                        Voice(warn=said.append))
+    assert kept.environments[0].base_image_digest == DIGEST and warnings == []
+    assert said[-1].startswith(f"the base image digest of {image} was not read anew")
 
 
 # ---------------------------------------------------------------------------- the lock and render
@@ -323,3 +338,13 @@ def _pushed(root: Path, context: Path, image: str, digestfile: Path) -> None:
     """``context`` built by podman as ``image`` (Docker's format) and pushed, its digest in ``digestfile``."""
     _podman(root, "build", "--isolation=chroot", "--format", "docker", "-t", image, str(context))
     _podman(root, "push", "--tls-verify=false", "--digestfile", str(digestfile), image)
+
+
+def test_upgrade_images_offline_is_refused_with_a_tip(tmp_path: Path) -> None:
+    spec = tmp_path / "project.toml"
+    spec.write_text('[frameworks]\ntorch = "*"\n')
+    r = CliRunner().invoke(main, ["lock", str(spec), "--upgrade-images", "--offline"],
+                           env={"ENVSOLVE_FRAMEWORKS_ONLY": ""})
+    assert r.exit_code == 2
+    assert r.stderr == ("ERROR: --upgrade-images: reads each base image's digest from its registry, which --offline "
+                        "forbids\nTIP: leave out --offline, or --upgrade-images\n")

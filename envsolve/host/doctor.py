@@ -362,8 +362,12 @@ def _forward_driver(env: Environment, facts: HostFacts, provider: Provider, have
         return Finding(level="fail", check="driver",
                        message=f"{outsider.name} is not a data-center GPU: forward compatibility ({package}) serves "
                                "data-center GPUs only (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)",
-                       fix=f"run it on data-center GPUs, {relock}")
-    if row is not None and have.major in row.branches and (not env.driver_min or have >= parse_driver(env.driver_min)):
+                       fix=f"run it on data-center GPUs; on this one, a driver >= {f.native or f.minor} runs CUDA "
+                           f"{f.cuda}, or lock a release whose CUDA this driver runs (`envsolve explain` names them)")
+    # the floor on the host's branch: the lock's where it was made for that branch, else the branch's own
+    locked = parse_driver(env.driver_min) if env.driver_min else None
+    need = locked if locked is not None and locked.major == have.major else provider.branch_floor(have.major)
+    if row is not None and have.major in row.branches and (need is None or have >= need):
         return Finding(level="ok", check="driver",
                        message=f"driver {facts.driver} (R{have.major}) runs CUDA {f.cuda} by forward compatibility "
                                f"through {package} in the image (it supports {_branches(row.branches)}), as the lock "
@@ -375,7 +379,9 @@ def _forward_driver(env: Environment, facts: HostFacts, provider: Provider, have
                                "(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803)",
                        fix=f"re-lock for this driver: `envsolve lock --host` (or driver = '{facts.driver}' in "
                            "[hardware]), which needs no cuda-compat")
-    supported = f" (it supports {_branches(row.branches)}, from {env.driver_min})" if row is not None else ""
+    supported = f" (it supports {_branches(row.branches)})" if row is not None else ""
+    if row is not None and have.major in row.branches and need is not None:
+        supported = f" (on R{have.major} from {need})"
     return Finding(level="fail", check="driver",
                    message=f"driver {facts.driver} (R{have.major}) is not one {package} runs on{supported}: the "
                            f"environment runs CUDA {f.cuda} by forward compatibility",

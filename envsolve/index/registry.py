@@ -80,7 +80,8 @@ class Repository:
 def insecure_registries(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """The registries (host[:port]) the user allows over plain http: ``ENVSOLVE_INSECURE_REGISTRIES``."""
     env = os.environ if environ is None else environ
-    return frozenset(x.strip().lower() for x in env.get(INSECURE_VARIABLE, "").split(",") if x.strip())
+    named = (x.strip().lower() for x in env.get(INSECURE_VARIABLE, "").split(","))
+    return frozenset(x.partition("://")[2] if "://" in x else x for x in named if x)  # "http://h:5000" is h:5000
 
 
 def repository_of(ref: str, insecure: frozenset[str] = frozenset()) -> Repository:
@@ -92,10 +93,10 @@ def repository_of(ref: str, insecure: frozenset[str] = frozenset()) -> Repositor
     host = registry_of(full)
     rest = full[len(host) + 1:]
     name, colon, tag = rest.rpartition(":") if ":" in rest.rpartition("/")[2] else (rest, "", "")
-    hostname = host.rpartition(":")[0] if host.count(":") == 1 else host
+    hostname = urlsplit(f"//{host}").hostname or host  # without its port; an IPv6 address without brackets
     if host.lower() in _HUB_NAMES:
         host = DOCKER_HUB
-    plain = hostname.strip("[]").lower() in _LOCAL or host.lower() in insecure
+    plain = _plain_ok(hostname, host, insecure)
     return Repository(f"{'http' if plain else 'https'}://{host}", name, tag if colon else "latest")
 
 
@@ -187,7 +188,8 @@ class RegistryClient:
             raise RefreshError(f"the registry at {repo.base} refused {repo.path} (HTTP 401) without a bearer "
                                "challenge envsolve can answer", tip=_TIP)
         realm_parts = urlsplit(realm)
-        if realm_parts.scheme == "http" and not _plain_ok(realm_parts.hostname or "", self.insecure):
+        if realm_parts.scheme == "http" and not _plain_ok(realm_parts.hostname or "", realm_parts.netloc,
+                                                          self.insecure):
             raise RefreshError(f"the registry at {repo.base} names a token service over plain http ({realm})",
                                tip="envsolve asks for tokens over https only (or a registry named in "
                                    f"{INSECURE_VARIABLE})")
@@ -234,8 +236,10 @@ def _digest_of(ref: str, repo: Repository, resp: requests.Response) -> str:
     return got
 
 
-def _plain_ok(host: str, insecure: frozenset[str]) -> bool:
-    return host.lower() in _LOCAL or host.lower() in insecure
+def _plain_ok(hostname: str, netloc: str, insecure: frozenset[str]) -> bool:
+    """Plain http to ``netloc`` (host[:port]; ``hostname`` its host): this machine's, or a registry
+    ``ENVSOLVE_INSECURE_REGISTRIES`` names (as host:port, or as the host alone for every port)."""
+    return hostname.lower() in _LOCAL or netloc.lower() in insecure or hostname.lower() in insecure
 
 
 def _login(host: str) -> object:

@@ -197,7 +197,10 @@ def _refuse_upgrade_of_frameworks_only(opts: Options) -> None:
                         tip="pass a package's name, such as -P numpy")
     if opts.frameworks_only and opts.upgrade_images:
         raise SpecError([Problem("--upgrade-images", "", "applies to the full lock; --frameworks-only records no "
-                                 "image digest")])
+                                 "image digest")], tip="leave out --frameworks-only to read the digests anew")
+    if opts.offline and opts.upgrade_images:
+        raise SpecError([Problem("--upgrade-images", "", "reads each base image's digest from its registry, which "
+                                 "--offline forbids")], tip="leave out --offline, or --upgrade-images")
     if opts.frameworks_only and opts.refresh:
         raise SpecError([Problem("--upgrade-package" if opts.upgrade_packages else "--upgrade", "",
                                  "applies to the full lock; --frameworks-only always takes the newest that fits")])
@@ -280,7 +283,8 @@ def _pinned_images(lock: lockfile.Lock, out: Path, opts: Options, voice: Voice) 
     from ..domain import LINUX_PLATFORMS
 
     images = sorted({e.base_image for e in lock.environments if e.base_image and e.platform in LINUX_PLATFORMS})
-    digests = {} if opts.upgrade_images else _recorded_digests(out)
+    recorded = _recorded_digests(out)
+    digests = {} if opts.upgrade_images else recorded
     digests = {image: digests[image] for image in images if image in digests}
     unread = [image for image in images if image not in digests]
     if not unread:
@@ -296,7 +300,12 @@ def _pinned_images(lock: lockfile.Lock, out: Path, opts: Options, voice: Voice) 
         try:
             digests[image] = client.digest(image)
         except RefreshError as e:
-            failed.append(f"{image} ({e.message})")
+            if image in recorded:  # --upgrade-images without the registry: the recorded digest is kept
+                digests[image] = recorded[image]
+                voice.warn(f"the base image digest of {image} was not read anew ({e.message}); the lock keeps the "
+                           "one it recorded")
+            else:
+                failed.append(f"{image} ({e.message})")
     warnings = [f"the base image digest of {what} is missing from the lock: its Dockerfile's FROM names the tag alone; "
                 "`envsolve lock --upgrade-images` with the registry reachable pins it" for what in failed]
     return lockfile.with_image_digests(lock, digests), warnings

@@ -253,14 +253,14 @@ def _forward(provider: Provider, cuda: Dotted, t: Target, branch: int, driver: D
     if row is None:
         return ""
     head = f"; forward compatibility ({row.package})"
+    if t.windows_driver:  # first: a Windows driver's number is no Linux branch
+        return f"{head} runs on Linux only, not {'under WSL2' if t.wsl else 'on Windows'}"
     outsider = _not_data_center(provider, t)
     if branch not in row.branches:
         listed = ", ".join(f"R{b}" for b in row.branches)
         return "" if outsider else f"{head} supports drivers of {listed} only, not R{branch}"
     if outsider:
         return f"{head} serves data-center GPUs only; {outsider}"
-    if t.windows_driver:
-        return f"{head} runs on Linux only, not {'under WSL2' if t.wsl else 'on Windows'}"
     gpus = max((f for x in t.gpus if (f := gpu_driver_floor(provider, x))), default=None)
     floor = max(filter(None, (provider.branch_floor(branch), gpus)), default=None)
     if floor is None or (driver is not None and driver < floor):
