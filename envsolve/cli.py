@@ -287,7 +287,6 @@ def init_cmd(folder: Path, name: str | None, python: str, host: bool, gpus: tupl
              platform: str | None, driver: str | None) -> None:
     """Write a commented project.toml in FOLDER (default: here) for this machine or the hardware
     given; never over an existing one."""
-    from .host.facts import hardware_table
     from .project import init_text, project_name
     from .spec import parse_spec
 
@@ -306,13 +305,7 @@ def init_cmd(folder: Path, name: str | None, python: str, host: bool, gpus: tupl
                                  "not both")],
                         tip="leave out --host to write the hardware given")
     provider = _provider()
-    if any(given.values()):
-        hardware = {k: v for k, v in given.items() if v}
-        origin = "the hardware given to `envsolve init`"
-    else:
-        facts = _host_facts(provider)
-        hardware = hardware_table(facts, provider)
-        origin = f"this machine, as `envsolve detect` sees it ({facts.vendor}, from {facts.source})"
+    hardware, origin = _init_hardware(provider, {k: v for k, v in given.items() if v})
     text = init_text(name or project_name(folder), python, hardware, origin)
     try:
         parse_spec(text, str(path), provider)  # a bad --gpus, --driver or --python is named, nothing written
@@ -322,6 +315,18 @@ def init_cmd(folder: Path, name: str | None, python: str, host: bool, gpus: tupl
     write_all({path: text}, tip="pass a folder you can write to")
     cd = "" if folder == Path() else f"`cd {folder}`, then "
     ui.console().say(f"wrote {path}; next: {cd}`envsolve add torch` (frameworks and packages), then `envsolve sync`")
+
+
+def _init_hardware(provider: Provider, given: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The [hardware] table `envsolve init` writes, and where it comes from: the options given,
+    else this machine (``envsolve detect``'s table)."""
+    if given:
+        return given, "the hardware given to `envsolve init`"
+    from .host.facts import hardware_table
+
+    facts = _host_facts(provider)
+    return (hardware_table(facts, provider),
+            f"this machine, as `envsolve detect` sees it ({facts.vendor}, from {facts.source})")
 
 
 # the option of `envsolve init` each key of the spec it writes comes from

@@ -351,19 +351,8 @@ def _forward_driver(env: Environment, facts: HostFacts, provider: Provider, have
     row = provider.cuda_compat(parse_dotted(env.cuda, "CUDA version"))
     package = row.package if row is not None else f"CUDA {f.cuda}'s cuda-compat"
     relock = _relock(facts.driver)
-    if facts.windows_driver:
-        return Finding(level="fail", check="driver",
-                       message=f"{f.driver} {facts.driver}: the environment runs CUDA {f.cuda} by forward "
-                               f"compatibility ({package}), which runs on Linux only, not "
-                               f"{'WSL 2' if facts.wsl else 'Windows'}",
-                       fix=f"run it on a Linux host, {relock}")
-    outsider = next((g for g in facts.gpus if not _data_center(g, provider)), None)
-    if outsider is not None:
-        return Finding(level="fail", check="driver",
-                       message=f"{outsider.name} is not a data-center GPU: forward compatibility ({package}) serves "
-                               "data-center GPUs only (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)",
-                       fix=f"run it on data-center GPUs; on this one, a driver >= {f.native or f.minor} runs CUDA "
-                           f"{f.cuda}, or lock a release whose CUDA this driver runs (`envsolve explain` names them)")
+    if (refused := _never_forward(facts, provider, package, f)) is not None:
+        return refused
     # the floor on the host's branch: the lock's where it was made for that branch, else the branch's own
     locked = parse_driver(env.driver_min) if env.driver_min else None
     need = locked if locked is not None and locked.major == have.major else provider.branch_floor(have.major)
@@ -386,6 +375,25 @@ def _forward_driver(env: Environment, facts: HostFacts, provider: Provider, have
                    message=f"driver {facts.driver} (R{have.major}) is not one {package} runs on{supported}: the "
                            f"environment runs CUDA {f.cuda} by forward compatibility",
                    fix=f"install a driver of a supported branch, or >= {f.native or f.minor} (native), {relock}")
+
+
+def _never_forward(facts: HostFacts, provider: Provider, package: str, f: _Floors) -> Finding | None:
+    """The failure of a host forward compatibility never serves, whatever its driver: a Windows
+    driver (native or WSL 2's), or a GPU that is not a data-center one; None for another host."""
+    if facts.windows_driver:
+        return Finding(level="fail", check="driver",
+                       message=f"{f.driver} {facts.driver}: the environment runs CUDA {f.cuda} by forward "
+                               f"compatibility ({package}), which runs on Linux only, not "
+                               f"{'WSL 2' if facts.wsl else 'Windows'}",
+                       fix=f"run it on a Linux host, {_relock(facts.driver)}")
+    outsider = next((g for g in facts.gpus if not _data_center(g, provider)), None)
+    if outsider is None:
+        return None
+    return Finding(level="fail", check="driver",
+                   message=f"{outsider.name} is not a data-center GPU: forward compatibility ({package}) serves "
+                           "data-center GPUs only (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)",
+                   fix=f"run it on data-center GPUs; on this one, a driver >= {f.native or f.minor} runs CUDA "
+                       f"{f.cuda}, or lock a release whose CUDA this driver runs (`envsolve explain` names them)")
 
 
 def _branches(branches: tuple[int, ...]) -> str:
