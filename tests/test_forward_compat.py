@@ -3,6 +3,7 @@ CUDA through NVIDIA's cuda-compat package in the image; a GeForce card, a branch
 not support, Windows and WSL2 never do; native and minor-version compatibility come first."""
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import msgspec.structs
@@ -153,17 +154,31 @@ def test_a_forward_lock_made_on_one_branch_runs_on_another_the_package_supports(
     assert f.level == "ok", f.message
 
 
-def test_doctor_inside_a_container_looks_for_the_compat_libraries(real_graph: Provider, tmp_path: Path) -> None:
+def test_doctor_inside_a_container_looks_for_the_compat_libraries_and_loads_them(real_graph: Provider,
+                                                                                   tmp_path: Path) -> None:
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("needs a C compiler to make a shared library the loader takes")
     env = _lock(R535.format(gpu="H100"), real_graph).environments[0]
     root = tmp_path / "root"  # a container of the rendered image: what detect finds in it
-    (root / "usr/local/cuda-13.2/compat").mkdir(parents=True)
-    (root / "usr/local/cuda-13.2/compat/libcuda.so.595.45.04").write_text("")
+    compat = root / "usr/local/cuda-13.2/compat"
+    compat.mkdir(parents=True)
+    (tmp_path / "lib.c").write_text("int cuInit(unsigned int flags) { return (int)flags; }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(compat / "libcuda.so.595.45.04"), str(tmp_path / "lib.c")],
+                   check=True)
     (root / ".dockerenv").write_text("")
     seen = detect(environ={}, path=str(tmp_path / "bin"), root=root, nvml=False)
-    assert seen.container and seen.cuda_compat == ("/usr/local/cuda-13.2/compat/libcuda.so.595.45.04",)
+    assert seen.container and seen.cuda_compat == (("/usr/local/cuda-13.2/compat/libcuda.so.595.45.04", ""),)
     inside = msgspec.structs.replace(_h100("535.129.03", container=True), cuda_compat=seen.cuda_compat)
     [found] = [f for f in check(env, inside, real_graph, installed={}, tools={}) if f.check == "container"]
-    assert found.level == "ok" and "/usr/local/cuda-13.2/compat (libcuda.so.595.45.04)" in found.message
+    assert found.level == "ok" and "/usr/local/cuda-13.2/compat load (libcuda.so.595.45.04)" in found.message
+    (compat / "libcuda.so.595.45.04").write_text("")  # damaged: there, but the loader refuses it
+    broken = detect(environ={}, path=str(tmp_path / "bin"), root=root, nvml=False).cuda_compat
+    assert broken[0][1] != ""
+    inside = msgspec.structs.replace(inside, cuda_compat=broken)
+    [bad] = [f for f in check(env, inside, real_graph, installed={}, tools={}) if f.check == "container"]
+    assert bad.level == "fail" and bad.message.startswith(
+        "/usr/local/cuda-13.2/compat/libcuda.so.595.45.04 does not load: ")
     [missing] = compat_libraries_finding(env, _h100("535.129.03", container=True))
     assert missing.level == "fail" and missing.message.startswith("no libcuda.so.* in /usr/local/cuda-13.2/compat")
     assert compat_libraries_finding(env, _h100("535.129.03")) == []  # on the host: the image is not there

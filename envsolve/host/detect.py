@@ -892,11 +892,26 @@ def detect(*, environ: Mapping[str, str] | None = None, path: str | None = None,
                    cuda_compat=_cuda_compat(probe) if host.container else (), warnings=tuple(probe.warnings))
 
 
-def _cuda_compat(probe: _Probe) -> tuple[str, ...]:
+def _cuda_compat(probe: _Probe) -> tuple[tuple[str, str], ...]:
     """The libcuda.so.* a cuda-compat package installed (/usr/local/cuda-X.Y/compat), as paths
-    from the root: what a forward-compatibility image loads first."""
+    from the root, what a forward-compatibility image loads first, each with why the dynamic
+    loader refuses it ("" when it loads: dlopen in a child, so a broken library harms no one)."""
     found = sorted((probe.root / "usr" / "local").glob("cuda-*/compat/libcuda.so.*"))
-    return tuple("/" + str(p.relative_to(probe.root)) for p in found)
+    return tuple(("/" + str(p.relative_to(probe.root)), _load_error(p, probe.timeout)) for p in found)
+
+
+# dlopen of one library in a child Python: its error on stderr's last line, exit 1 when it does not load
+_DLOPEN = "import ctypes, sys\ntry:\n    ctypes.CDLL(sys.argv[1])\nexcept OSError as e:\n    sys.exit(str(e))\n"
+
+
+def _load_error(library: Path, timeout: float) -> str:
+    """Why the dynamic loader refuses ``library`` ("" when it loads)."""
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", _DLOPEN, str(library)], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"could not be tried: {e}"
+    return "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["does not load"])[-1]
 
 
 def installed_versions(names: Iterable[str], site: PythonSite | None = None) -> dict[str, str]:

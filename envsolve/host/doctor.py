@@ -408,15 +408,22 @@ def _data_center(g: GpuInfo, provider: Provider) -> bool:
 
 def compat_libraries_finding(env: Environment, facts: HostFacts) -> list[Finding]:
     """Inside a container of a forward-compatibility environment: whether the image's cuda-compat
-    libraries are there to load (the ``libcuda.so.*`` files detect found in
-    /usr/local/cuda-X.Y/compat); nothing to say for another environment or outside a container."""
+    libraries are there and load (the ``libcuda.so.*`` files detect found in
+    /usr/local/cuda-X.Y/compat, and what the dynamic loader said of each); nothing to say for
+    another environment or outside a container."""
     if env.compat != "forward" or not facts.container:
         return []
     where = f"/usr/local/cuda-{'.'.join(env.cuda.split('.')[:2])}/compat"
-    libraries = [p.rsplit("/", 1)[-1] for p in facts.cuda_compat if p.startswith(where + "/")]
-    if libraries:
+    libraries = [(p.rsplit("/", 1)[-1], why) for p, why in facts.cuda_compat if p.startswith(where + "/")]
+    if loading := [name for name, why in libraries if not why]:
         return [Finding(level="ok", check="container",
-                        message=f"the CUDA forward-compatibility libraries are in {where} ({', '.join(libraries)})")]
+                        message=f"the CUDA forward-compatibility libraries in {where} load ({', '.join(loading)})")]
+    if libraries:
+        name, why = libraries[0]
+        return [Finding(level="fail", check="container",
+                        message=f"{where}/{name} does not load: {why}",
+                        fix="build the image again from the rendered Dockerfile (its cuda-compat package is "
+                            "damaged or for another platform)")]
     return [Finding(level="fail", check="container",
                     message=f"no libcuda.so.* in {where}: this container lacks the cuda-compat package the environment "
                             f"needs to run CUDA {env.cuda} on this driver",

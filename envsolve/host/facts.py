@@ -87,9 +87,10 @@ class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
     chip: str = ""  # a Mac's chip ("Apple M2 Pro", "Intel(R) Core(TM) i9-9980HK CPU @ 2.40GHz")
     os_version: str = ""  # a Mac's macOS release ("26.4")
     level_zero: bool = False  # an Intel GPU answered through Level Zero (xpu-smi, sycl-ls), as torch.xpu needs
-    # in a container: the CUDA forward-compatibility libraries a cuda-compat package installed
-    # ("/usr/local/cuda-13.2/compat/libcuda.so.595.45.04"), sorted
-    cuda_compat: tuple[str, ...] = ()
+    # in a container: the CUDA forward-compatibility libraries a cuda-compat package installed,
+    # sorted, each with why it does not load ("" when it loads):
+    # ("/usr/local/cuda-13.2/compat/libcuda.so.595.45.04", "")
+    cuda_compat: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = ()
 
     @property
@@ -117,7 +118,8 @@ class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
             **({"chip": self.chip} if self.chip else {}),
             **({"os_version": self.os_version} if self.os_version else {}),
             **({"level_zero": self.level_zero} if self.vendor == "intel" else {}),
-            **({"cuda_compat": list(self.cuda_compat)} if self.cuda_compat else {}),
+            **({"cuda_compat": [{"path": path, "loads": not why, "error": why or None}
+                                for path, why in self.cuda_compat]} if self.cuda_compat else {}),
             "source": self.source,
             "gpus": [g.to_dict() for g in self.gpus],
             "warnings": list(self.warnings),
