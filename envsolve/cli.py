@@ -924,9 +924,10 @@ def detect_cmd(fmt: str) -> None:
 def doctor(lock_path: Path, target: str | None, python: Path | None, fmt: str) -> None:
     """Check this machine (or container) against a lock: driver, GPUs, the packages of the lock's venv, Docker."""
     from .errors import LockError
-    from .host.detect import docker_tools, installed_versions, python_site, venv_python
+    from .host.detect import docker_tools, installed_versions, python_site
     from .host.doctor import Checkup, Chosen, Interpreter, check, distributions, looked_for, pick_environment
     from .lock import model as lockfile
+    from .paths import venv_python
     from .sync import MARKER, Request, current
 
     data = lockfile.read(lock_path)

@@ -137,6 +137,11 @@ class CudaCompat(_Row, frozen=True, kw_only=True):
     package: str  # cuda-compat-13-0
     branches: tuple[int, ...]
 
+    @property
+    def branches_text(self) -> str:
+        """``R535, R570, R580``: the branches as messages name them."""
+        return ", ".join(f"R{b}" for b in self.branches)
+
 
 def compat_package(major: int, minor: int) -> str:
     """``cuda-compat-13-0``: the name NVIDIA's repositories give CUDA major.minor's forward-compatibility

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = ["PROJECT_FILES", "SHIPPED_COMPILED", "cache_dir", "cache_folder", "data_dir", "data_folder", "found",
-           "pip_config_files", "pip_config_paths", "project_folder", "state_folder", "templates_dir"]
+           "pip_config_files", "pip_config_paths", "project_folder", "state_folder", "templates_dir", "venv_bin",
+           "venv_python"]
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -123,3 +124,13 @@ def found(name: str, environ: Mapping[str, str] | None = None) -> str:
     no folder is found (the command then says it is missing)."""
     folder = project_folder(environ=environ)
     return name if folder in (None, ".") else os.path.join(folder, name)
+
+
+def venv_bin(venv: Path) -> Path:
+    """The folder of a venv's executables (``Scripts`` on Windows): what `envsolve run` puts first on PATH."""
+    return venv / ("Scripts" if os.name == "nt" else "bin")
+
+
+def venv_python(venv: Path) -> Path:
+    """The interpreter of the venv at ``venv``: what `envsolve sync` installs with and `envsolve doctor` reads."""
+    return venv_bin(venv) / ("python.exe" if os.name == "nt" else "python")

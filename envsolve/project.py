@@ -101,7 +101,8 @@ def added(text: str, requirements: Sequence[str], kind: Kind, target: Target | N
                 _framework(doc, framework, spec)
         else:
             where = "pip" if kind == "auto" else kind
-            why = package_problem(where, line) or _target_problem(where, target)
+            why = package_problem(where, line) or (
+                "--target limits a pip line only" if target is not None and where != "pip" else None)
             if why is None:
                 line = line if target is None else _limited(line, target)
                 _package(doc, where, _entry_name(where, line), line)
@@ -140,17 +141,19 @@ def removed(text: str, names: Sequence[str]) -> tuple[str, list[str]]:
 
 
 _TABLES = (Table, InlineTable)  # a section written as [frameworks] or as frameworks = { ... }
+# the name a requirement begins with and its extras, if any: ``jax[cuda12]`` of ``jax[cuda12]>=0.5``
+_HEAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?")
 
 
 def _framework_of(line: str) -> str | None:
     """The framework or companion a requirement names (an alias such as ``pytorch`` or
     ``jax[cuda12]`` too, as ``spec.ALIASES`` has them), else None."""
-    head = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?", line.strip())
+    head = _HEAD_NAME.match(line.strip())
     if head is None:
         return None
     if (alias := ALIASES.get(head.group(0).lower())) is not None:
         return alias
-    canon = canonical_name(re.sub(r"\[.*", "", head.group(0)))
+    canon = canonical_name(head.group(0).partition("[")[0])
     name = ALIASES.get(canon, canon)
     return name if name in FRAMEWORKS or name in COMPANIONS else None
 
@@ -159,7 +162,7 @@ def _framework_range(line: str, framework: str, target: Target | None, notes: li
     """(why ``line`` is no framework requirement, else None; the range it gives ``framework``)."""
     if target is not None:
         return "a framework is the whole project's, not one target's: add it without --target", ""
-    head = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?", line)
+    head = _HEAD_NAME.match(line)
     assert head is not None  # _framework_of matched it
     rest = line[head.end():].strip()
     if ";" in rest or "@" in rest:
@@ -173,10 +176,6 @@ def _framework_range(line: str, framework: str, target: Target | None, notes: li
         notes.append(f"{head.group(0)}: envsolve chooses {framework}'s build for the GPUs, so {head.group(1)} is "
                      "not needed and was left out")
     return None, rest or "*"
-
-
-def _target_problem(kind: str, target: Target | None) -> str | None:
-    return "--target limits a pip line only" if target is not None and kind != "pip" else None
 
 
 def _limited(line: str, target: Target) -> str:

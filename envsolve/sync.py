@@ -72,6 +72,7 @@ from .host.facts import HostFacts
 from .lock import model as lockfile
 from .lock.model import Environment, Lock, Package
 from .lock.resolve import uv_command, uv_environ
+from .paths import venv_bin, venv_python
 from .provider import Provider
 from .spec import url_credentials
 from .versions import same_version
@@ -224,17 +225,6 @@ def _uv_run(args: Sequence[str], what: str, tip: str, secrets: Mapping[str, str]
 # ---------------------------------------------------------------------------- the venv
 
 
-def _bin(venv: Path) -> Path:
-    return venv / ("Scripts" if os.name == "nt" else "bin")
-
-
-def python_of(venv: Path) -> Path:
-    """The venv's interpreter (the one rule, which `envsolve doctor` reads a venv by)."""
-    from .host.detect import venv_python
-
-    return venv_python(venv)
-
-
 _CFG_CAP = 64 * 1024  # a pyvenv.cfg is a few lines
 
 
@@ -373,7 +363,7 @@ def _make_venv(new: Path, python: str, venv: Path, talk: Voice) -> None:
 
 def _installed(venv: Path) -> dict[str, str]:
     """Canonical name -> version of every distribution in the venv."""
-    out = _uv_run(["pip", "list", "--python", str(python_of(venv)), "--format", "json"],
+    out = _uv_run(["pip", "list", "--python", str(venv_python(venv)), "--format", "json"],
                   f"uv could not list the packages of {venv}", tip="recreate it: remove the folder and sync again")
     return {str(canonicalize_name(d["name"])): str(d["version"]) for d in json.loads(out or "[]")}
 
@@ -391,7 +381,7 @@ def _read_marker(venv: Path) -> dict[str, Any]:
     cannot be read): what makes a folder a sync's."""
     try:
         data = json.loads(read_bytes(venv / MARKER, SPEC_CAP))
-        if not all(_yours(p) for p in (venv, venv / MARKER, _bin(venv))):
+        if not all(_yours(p) for p in (venv, venv / MARKER, venv_bin(venv))):
             return {}  # a folder another user made, or may change, is no venv of this user's sync
     except (OSError, ValueError):
         return {}
@@ -435,7 +425,7 @@ def current(lock: Lock, venv: Path, target: str | None) -> Environment | None:
     """The environment the venv holds when its marker is for ``lock`` (its digest) and for
     ``target`` (any environment of the lock when None); else None."""
     marker = _read_marker(venv)
-    if marker.get("lock_digest") != lock.lock_digest or not python_of(venv).exists():
+    if marker.get("lock_digest") != lock.lock_digest or not venv_python(venv).exists():
         return None
     env = lock.environment(str(marker.get("environment")))
     if env is None or _venv_minor(venv) != env.python:  # (its pyvenv.cfg read, as a venv's Python reads it)
@@ -529,7 +519,7 @@ def _install(venv: Path, files: Mapping[str, str], plan: _Plan, talk: Voice,
             secrets |= private_cache(tmp) if given != text else {}  # a token: uv's cache keeps the URLs it read
             path.write_text(given, encoding="utf-8")
             again = [a for n in plan.reinstall if n in wanted for a in ("--reinstall-package", n)]
-            _uv_run(["pip", "install", "--python", str(python_of(venv)), "--require-hashes", "--no-deps",
+            _uv_run(["pip", "install", "--python", str(venv_python(venv)), "--require-hashes", "--no-deps",
                      "-r", str(path), *again],
                     f"uv could not install {len(wanted)} package(s) of {name} from {shown} into {venv}",
                     tip="check that the index can be reached (pip's configuration names the default index); a "
@@ -542,7 +532,7 @@ def _remove(venv: Path, names: Sequence[str], talk: Voice) -> None:
     if not names:
         return
     talk.progress(f"sync: removing {len(names)} package(s) the lock does not hold")
-    _uv_run(["pip", "uninstall", "--python", str(python_of(venv)), *names],
+    _uv_run(["pip", "uninstall", "--python", str(venv_python(venv)), *names],
             f"uv could not remove {', '.join(names)} from {venv}", tip="recreate it: remove the folder and sync again")
 
 
@@ -570,7 +560,7 @@ def _smoke(lock: Lock, lock_path: Path, env: Environment, venv: Path, talk: Voic
     with scratch.private_folder("smoke") as tmp:
         path = tmp / "smoke_test.py"
         path.write_text(script, encoding="utf-8")
-        done = subprocess.run([str(python_of(venv).absolute()), str(path)], env=run_environ(venv, env), cwd=tmp,
+        done = subprocess.run([str(venv_python(venv).absolute()), str(path)], env=run_environ(venv, env), cwd=tmp,
                               capture_output=True, text=True, check=False)
     lines = (done.stdout + done.stderr).rstrip().splitlines()
     for line in lines:
@@ -603,7 +593,7 @@ def sync(request: Request, provider: Provider, facts: Callable[[], HostFacts], t
     with folder_lock(venv.parent):  # syncs of one venv take turns: none finds another's half-made venv
         _clear_leftover(venv)
         _refuse_foreign(venv)
-        same = _venv_minor(venv) == env.python and python_of(venv).exists()
+        same = _venv_minor(venv) == env.python and venv_python(venv).exists()
         plan = _plan(env, _installed(venv) if same else {}, _read_marker(venv) if same else {})
         if same and not (plan.remove or plan.install):
             _write_marker(venv, _marker(lock, env))
@@ -688,7 +678,7 @@ def run_environ(venv: Path, env: Environment | None = None, environ: Mapping[str
     ``VIRTUAL_ENV``, and the lock's Keras backend unless one is set."""
     out = {k: v for k, v in (os.environ if environ is None else environ).items() if k != "PYTHONHOME"}
     out["VIRTUAL_ENV"] = str(venv.absolute())
-    out["PATH"] = os.pathsep.join([str(_bin(venv).absolute()), *filter(None, [out.get("PATH", "")])])
+    out["PATH"] = os.pathsep.join([str(venv_bin(venv).absolute()), *filter(None, [out.get("PATH", "")])])
     if env is not None and env.keras_backend:
         out.setdefault("KERAS_BACKEND", env.keras_backend)
     return out

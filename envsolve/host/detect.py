@@ -24,6 +24,7 @@ import msgspec
 from msgspec.structs import replace
 
 from ..domain import Vendor
+from ..paths import venv_python
 from ..versions import parse_arch
 from .facts import GpuInfo, HostFacts, HostOs, MigDevice
 
@@ -914,22 +915,12 @@ def _load_error(library: Path, timeout: float) -> str:
     return "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["does not load"])[-1]
 
 
-def installed_versions(names: Iterable[str], site: PythonSite | None = None) -> dict[str, str]:
-    """Installed distribution versions of ``names`` in ``site`` (:func:`python_site`), else in the
-    Python envsolve runs in (importlib.metadata); absent ones are left out."""
-    if site is not None:
-        from ..domain import canonical_name
+def installed_versions(names: Iterable[str], site: PythonSite) -> dict[str, str]:
+    """Installed distribution versions of ``names`` in ``site`` (:func:`python_site`); absent ones
+    are left out."""
+    from ..domain import canonical_name
 
-        return {n: site.distributions[canonical_name(n)] for n in names if canonical_name(n) in site.distributions}
-    from importlib import metadata
-
-    out = {}
-    for name in names:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
+    return {n: site.distributions[canonical_name(n)] for n in names if canonical_name(n) in site.distributions}
 
 
 class PythonSite(msgspec.Struct, frozen=True, kw_only=True):
@@ -954,14 +945,6 @@ dists = [(d.metadata["Name"], d.version) for d in metadata.distributions()]
 print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3], "prefix": sys.prefix,
                   "distributions": [[n, v] for n, v in dists if n and v]}))
 """
-# a venv's Python, in its folder (`envsolve sync` runs the same: venv_python)
-_VENV_PYTHON = "Scripts/python.exe" if os.name == "nt" else "bin/python"
-
-
-def venv_python(venv: Path) -> Path:
-    """The interpreter of the venv at ``venv``."""
-    return venv / _VENV_PYTHON
-
 _LIST_TIMEOUT = 60.0  # listing a venv of a few hundred distributions takes well under a second
 _PYTHON_TIP = "pass --python a Python 3.8 or newer (its executable, or a venv's folder), or leave --python out"
 
@@ -987,7 +970,8 @@ def python_site(python: Path | None = None, *, timeout: float = _LIST_TIMEOUT, t
 
     exe = _python_executable(python)
     if exe is None:
-        raise bad(f"is a folder but no venv: it has no {_VENV_PYTHON}" if python.is_dir() else
+        inside = venv_python(python).relative_to(python)
+        raise bad(f"is a folder but no venv: it has no {inside}" if python.is_dir() else
                   "does not exist" if not os.path.lexists(python) else "is not a file")
     try:
         done = run([exe, "-E", "-c", _LIST_DISTRIBUTIONS], timeout=timeout)

@@ -350,7 +350,6 @@ def _forward_driver(env: Environment, facts: HostFacts, provider: Provider, have
     branch the image's cuda-compat package supports, at the lock's floor, on data-center GPUs only."""
     row = provider.cuda_compat(parse_dotted(env.cuda, "CUDA version"))
     package = row.package if row is not None else f"CUDA {f.cuda}'s cuda-compat"
-    relock = _relock(facts.driver)
     if (refused := _never_forward(facts, provider, package, f)) is not None:
         return refused
     # the floor on the host's branch: the lock's where it was made for that branch, else the branch's own
@@ -359,7 +358,7 @@ def _forward_driver(env: Environment, facts: HostFacts, provider: Provider, have
     if row is not None and have.major in row.branches and (need is None or have >= need):
         return Finding(level="ok", check="driver",
                        message=f"driver {facts.driver} (R{have.major}) runs CUDA {f.cuda} by forward compatibility "
-                               f"through {package} in the image (it supports {_branches(row.branches)}), as the lock "
+                               f"through {package} in the image (it supports {row.branches_text}), as the lock "
                                "expects")
     if f.native is not None and have >= f.native:
         return Finding(level="warn", check="driver",
@@ -368,13 +367,14 @@ def _forward_driver(env: Environment, facts: HostFacts, provider: Provider, have
                                "(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803)",
                        fix=f"re-lock for this driver: `envsolve lock --host` (or driver = '{facts.driver}' in "
                            "[hardware]), which needs no cuda-compat")
-    supported = f" (it supports {_branches(row.branches)})" if row is not None else ""
+    supported = f" (it supports {row.branches_text})" if row is not None else ""
     if row is not None and have.major in row.branches and need is not None:
         supported = f" (on R{have.major} from {need})"
     return Finding(level="fail", check="driver",
                    message=f"driver {facts.driver} (R{have.major}) is not one {package} runs on{supported}: the "
                            f"environment runs CUDA {f.cuda} by forward compatibility",
-                   fix=f"install a driver of a supported branch, or >= {f.native or f.minor} (native), {relock}")
+                   fix=f"install a driver of a supported branch, or >= {f.native or f.minor} (native), "
+                       f"{_relock(facts.driver)}")
 
 
 def _never_forward(facts: HostFacts, provider: Provider, package: str, f: _Floors) -> Finding | None:
@@ -394,10 +394,6 @@ def _never_forward(facts: HostFacts, provider: Provider, package: str, f: _Floor
                            "data-center GPUs only (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)",
                    fix=f"run it on data-center GPUs; on this one, a driver >= {f.native or f.minor} runs CUDA "
                        f"{f.cuda}, or lock a release whose CUDA this driver runs (`envsolve explain` names them)")
-
-
-def _branches(branches: tuple[int, ...]) -> str:
-    return ", ".join(f"R{b}" for b in branches)
 
 
 def _data_center(g: GpuInfo, provider: Provider) -> bool:
@@ -667,9 +663,9 @@ def _installed_others(p: PackagePin, installed: Mapping[str, str], provider: Pro
     return [(d, installed[d]) for d in _others(p, provider) if d in installed]
 
 
-def _install(p: PackagePin) -> str:
-    """The command that installs the locked build ``p``."""
-    return f"pip install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
+def _install(p: PackagePin | Package, python: Interpreter = _OWN) -> str:
+    """The command that installs the locked ``p`` into the Python ``python``."""
+    return f"{_pip(python)} install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
 
 
 def _package(p: PackagePin, have: str | None, others: list[tuple[str, str]]) -> list[Finding]:
@@ -810,13 +806,9 @@ def _pip(python: Interpreter) -> str:
     return "pip" if python.own or not python.path else f"{shlex.quote(python.path)} -m pip"
 
 
-def _pip_install(p: Package, python: Interpreter) -> str:
-    return f"{_pip(python)} install '{p.requirement}'" + (f" --index-url {p.index_url}" if p.index_url else "")
-
-
 def _missing_package(p: Package, python: Interpreter) -> Finding:
     return Finding(level="fail", check="package", message=f"{p.name} {p.version} is locked but not installed",
-                   fix=_SYNC if python.marker else _pip_install(p, python))
+                   fix=_SYNC if python.marker else _install(p, python))
 
 
 def _other_version(p: Package, have: str, python: Interpreter) -> Finding:
@@ -829,7 +821,7 @@ def _other_version(p: Package, have: str, python: Interpreter) -> Finding:
     also = " (another build of the same release)" if build else ""
     return Finding(level="fail", check="package",
                    message=f"{p.name} {have} is installed; the lock has {p.version}{also}",
-                   fix=_SYNC if python.marker else _pip_install(p, python))
+                   fix=_SYNC if python.marker else _install(p, python))
 
 
 def _extras(locked: Mapping[str, Package], installed: Mapping[str, str], python: Interpreter) -> list[Finding]:

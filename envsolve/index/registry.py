@@ -57,7 +57,7 @@ _LOCAL = frozenset({"localhost", "127.0.0.1", "::1"})
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _MANIFEST_CAP = 4 << 20  # an index or manifest: a few KB
 _AGENT = "envsolve-registry"
-_TIP = ("check the network or proxy (`envsolve lock` records the digest the next time the registry answers); "
+_TIP = ("check the network or proxy (`envsolve lock --upgrade-images` records the digest once the registry answers); "
         "a private registry takes a `machine HOST login USER password TOKEN` line in ~/.netrc")
 
 

@@ -316,11 +316,11 @@ def _pinned(line: str, x: ExtensionPin) -> str:
     """The pip line of extension package ``x`` at the release the lock chose, its extras and marker
     kept: ``name==version`` (the default index's wheel, PyG's page, a source build of the sdist),
     ``name @ URL`` (a GitHub release wheel), or the requirement a source build installs."""
-    from packaging.requirements import InvalidRequirement, Requirement
+    from ..versions import parse_requirement
 
     try:
-        req = Requirement(line)
-    except InvalidRequirement:
+        req = parse_requirement(line)
+    except ValueError:  # packaging's InvalidRequirement: the lock reader refuses such a line before this
         return x.requirement
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
     if x.install == "github":

@@ -169,7 +169,7 @@ def _gpus_text(t: Target) -> str:
     return ", ".join(f"{g.name} ({g.arch.name})" for g in t.gpus) or "a CPU"
 
 
-def _installs_on_platform(row: Extension, platform: str) -> bool:
+def _installs_on(row: Extension, platform: str) -> bool:
     """Whether ``row``'s releases install on ``platform``: one its ``platforms`` lists (the platforms of
     its wheels on the default index, or of its prebuilt wheels and image builds), if it lists any; and
     from the default index's wheels, or (a source-install row) as a prebuilt wheel, which the [[wheel]]
@@ -180,10 +180,6 @@ def _installs_on_platform(row: Extension, platform: str) -> bool:
     return row.install == "index" or platform in LINUX_PLATFORMS
 
 
-def _installs_on(row: Extension, t: Target) -> bool:
-    return _installs_on_platform(row, t.platform)
-
-
 def _platforms_text(platforms: Sequence[str]) -> str:
     return " and ".join(filter(None, (", ".join(platforms[:-1]), platforms[-1]))) if platforms else ""
 
@@ -191,7 +187,7 @@ def _platforms_text(platforms: Sequence[str]) -> str:
 def _elsewhere(row: Extension, t: Target) -> str:
     """Where ``row`` installs instead of ``t``'s platform, as a fix: WSL2 for a Windows target where
     it installs on Linux x86_64, else a target of the first platform it installs on."""
-    where = [p for p in PLATFORMS if _installs_on_platform(row, p)]
+    where = [p for p in PLATFORMS if _installs_on(row, p)]
     how = "installs its Linux wheel" + (" or builds it in the image" if row.install == "source" else "")
     if os_of(t.platform) == "windows" and DEFAULT_PLATFORM in where:
         return f"WSL2 ([hardware] platform = '{DEFAULT_PLATFORM}', wsl = true), which {how}"
@@ -206,8 +202,8 @@ def _elsewhere(row: Extension, t: Target) -> str:
 def _release_for_platform(provider: Provider, a: Asked, t: Target) -> str:
     """A fix: the newest release of the package in the data (outside the line's range) that serves
     ``t``'s GPUs and installs on its platform."""
-    fits = next((row for row in provider.extensions(a.package) if _serves_all(row, t) and _installs_on(row, t)),
-                None)
+    fits = next((row for row in provider.extensions(a.package)
+                 if _serves_all(row, t) and _installs_on(row, t.platform)), None)
     if fits is None or any(row is fits for row, _ in a.rows):
         return ""
     return f'[packages] pip "{a.package}=={fits.newest}" (it has a wheel for {t.platform})'
@@ -217,7 +213,7 @@ def _platform_refusal(provider: Provider, a: Asked, t: Target) -> Unsatisfiable 
     """The :class:`Unsatisfiable` of a target on whose platform no release the line admits (that
     serves its GPUs) installs: no wheel for it and no image to build it in; None when one does."""
     rows = [(row, v) for row, v in a.rows if _serves_all(row, t)] or list(a.rows)
-    if any(_installs_on(row, t) for row, _ in rows):
+    if any(_installs_on(row, t.platform) for row, _ in rows):
         return None
     row, version = rows[0]
     if row.install == "source":
@@ -292,7 +288,8 @@ def _works_with(row: Extension, c: Candidate) -> bool:
 
 def _rows_for(a: Asked, t: Target, c: Candidate) -> list[tuple[Extension, str]]:
     """The rows the line admits that serve ``t``'s GPUs, install on its platform and work with ``c``."""
-    return [(row, v) for row, v in a.rows if _serves_all(row, t) and _installs_on(row, t) and _works_with(row, c)]
+    return [(row, v) for row, v in a.rows
+            if _serves_all(row, t) and _installs_on(row, t.platform) and _works_with(row, c)]
 
 
 def _kept(found: Sequence[Asked], t: Target, c: Candidate) -> Candidate | str:
@@ -311,7 +308,7 @@ def _kept(found: Sequence[Asked], t: Target, c: Candidate) -> Candidate | str:
 
 def _torch_misfit(a: Asked, t: Target) -> str:
     ranges = sorted({f"torch {row.torch}" + (f" with CUDA {row.cuda}" if row.cuda else "")
-                     for row, _ in a.rows if _serves_all(row, t) and _installs_on(row, t)})
+                     for row, _ in a.rows if _serves_all(row, t) and _installs_on(row, t.platform)})
     return f"{a.package} ({a.line}) works with {' or '.join(ranges[:3])}{' or ...' if len(ranges) > 3 else ''}"
 
 

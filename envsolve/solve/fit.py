@@ -257,8 +257,7 @@ def _forward(provider: Provider, cuda: Dotted, t: Target, branch: int, driver: D
         return f"{head} runs on Linux only, not {'under WSL2' if t.wsl else 'on Windows'}"
     outsider = _not_data_center(provider, t)
     if branch not in row.branches:
-        listed = ", ".join(f"R{b}" for b in row.branches)
-        return "" if outsider else f"{head} supports drivers of {listed} only, not R{branch}"
+        return "" if outsider else f"{head} supports drivers of {row.branches_text} only, not R{branch}"
     if outsider:
         return f"{head} serves data-center GPUs only; {outsider}"
     gpus = max((f for x in t.gpus if (f := gpu_driver_floor(provider, x))), default=None)

@@ -258,12 +258,11 @@ def _forward_note(provider: Provider, stack: _Stack) -> str:
         return ""
     cuda = "{}.{}".format(*stack.cuda.prefix(2))
     branch = stack.driver_min.split(".")[0]
-    branches = ", ".join(f"R{b}" for b in row.branches)
     return (f"{FORWARD_NOTE}: the R{branch} driver runs CUDA {cuda} through {row.package}, which the image installs "
             f"from NVIDIA's CUDA repository (CUDA {cuda}'s user-mode driver in /usr/local/cuda-{cuda}/compat, first on "
-            f"LD_LIBRARY_PATH); it serves data-center GPUs only, on drivers of {branches}, on Linux (not WSL2); on a "
-            "driver of another branch the image can fail (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803): lock again when "
-            "the driver changes branch; CUDA-OpenGL/Vulkan interop does not work")
+            f"LD_LIBRARY_PATH); it serves data-center GPUs only, on drivers of {row.branches_text}, on Linux (not "
+            "WSL2); on a driver of another branch the image can fail (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803): lock "
+            "again when the driver changes branch; CUDA-OpenGL/Vulkan interop does not work")
 
 
 METAL_NOTE = "Apple's Metal plugin"  # how the warning of :func:`metal_note` begins (explain shows it)
