@@ -15,7 +15,7 @@ import click
 
 from . import ui
 from .domain import INIT_PYTHON, LINUX_PLATFORMS, PLATFORMS
-from .errors import CheckFailed, EnvsolveError, Problem, ResolveError, SpecError, Unsatisfiable
+from .errors import CheckFailed, EnvsolveError, Problem, SpecError, Unsatisfiable
 from .files import (
     IMAGES_CAP,
     MATRIX_CAP,
@@ -32,8 +32,8 @@ from .lock.options import LOCK_OPTIONS, Option
 
 if TYPE_CHECKING:
     from .host.facts import HostFacts
+    from .lock.asks import Steer
     from .lock.model import Lock
-    from .lock.steer import Steer
     from .matrix.cells import CellResult
     from .matrix.formats import Tally
     from .matrix.parse import MatrixSpec
@@ -736,13 +736,10 @@ def _explain_steered(spec: ProjectSpec, spec_path: Path, provider: Provider
     from .lock.job import Options, steered
 
     urls, _warnings = index_urls(dict(spec.indexes), spec_path=str(spec_path))
-    try:
-        spec, steers, warnings = steered(spec, provider, urls, Options())
-    except ResolveError as e:
-        steers, warnings = (), [f"{e.message}; explaining without what [packages] pip asks"]
+    spec, steers, warnings = steered(spec, provider, urls, Options(frameworks_only=True))
     for w in warnings:
         ui.console().warn(w)
-    return spec, steers
+    return spec, steers or ()
 
 
 @main.command()

@@ -55,6 +55,7 @@ __all__ = [
     "Extension",
     "ExtensionWheel",
     "CondaBuild",
+    "Compiler",
     "CudaCompat",
     "CudaMajor",
     "DriverBranch",
@@ -63,6 +64,7 @@ __all__ = [
     "ImageEndOfLife",
     "JetPack",
     "Kmd",
+    "Manylinux",
     "Matrices",
     "OsRelease",
     "PlatformImage",
@@ -166,7 +168,8 @@ class DriverBranch(_Row, frozen=True, kw_only=True):
 class Cudnn(_Row, frozen=True, kw_only=True):
     version: Dotted
     cuda_major: int
-    archs: tuple[str, ...]
+    archs: tuple[str, ...]  # the compute capabilities it has SASS for (its support matrix)
+    ptx: tuple[str, ...] = ()  # the archs whose PTX it ships (JIT-compiled for newer GPUs); (): SASS only
 
 
 class Rocm(_Row, frozen=True, kw_only=True):
@@ -311,10 +314,38 @@ class ImageEndOfLife(_Row, frozen=True, kw_only=True):
 
 
 class OsRelease(_Row, frozen=True, kw_only=True):
-    """A base image OS and the Python minor its own ``python3`` package is."""
+    """A base image OS: the Python minor its own ``python3`` package is, and its glibc (what a
+    manylinux wheel needs at least)."""
 
     name: str
-    python: str
+    python: str = ""
+    glibc: Dotted | None = None
+
+
+class Manylinux(_Row, frozen=True, kw_only=True):
+    """The glibc a framework's Linux wheels need (``[[manylinux]]`` of platforms.toml): the
+    ``manylinux_X_Y`` tag of the wheels of ``package`` in ``versions`` (variants matching one of
+    ``variants``; all when empty) for ``platform``."""
+
+    package: str
+    versions: str
+    platform: Platform
+    glibc: Dotted
+    variants: tuple[str, ...] = ()
+
+
+class Compiler(_Row, frozen=True, kw_only=True):
+    """A compiler a framework runs on the user's machine to make GPU code (``[[compiler]]`` of
+    compilers.toml): XLA's LLVM and ptxas for JAX, Triton for torch.compile. A GPU newer than
+    ``newest_arch`` gets no code from it, whatever PTX the wheel carries: with ``every_run``
+    (every kernel is compiled so) the environment fails; else only the paths that use it."""
+
+    package: str
+    versions: str
+    compiler: str
+    newest_arch: str
+    every_run: bool
+    error: str = ""  # what the user sees when it meets a newer GPU
 
 
 class PlatformWheel(_Row, frozen=True, kw_only=True):
@@ -434,6 +465,8 @@ class Matrices(msgspec.Struct, frozen=True, kw_only=True):
     kmds: tuple[Kmd, ...] = ()
     extensions: tuple[Extension, ...] = ()
     extension_wheels: tuple[ExtensionWheel, ...] = ()
+    manylinux: tuple[Manylinux, ...] = ()
+    compilers: tuple[Compiler, ...] = ()
 
 
 # ---------------------------------------------------------------------------- schema
@@ -650,7 +683,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
         ),
     },
     "cudnn": {
-        "release": _Rows(Cudnn, {"version": _dotted, "cuda_major": _int, "archs": _archs}, {}),
+        "release": _Rows(Cudnn, {"version": _dotted, "cuda_major": _int, "archs": _archs}, {"ptx": _archs}),
     },
     "rocm": {
         "release": _Rows(Rocm, {"version": _dotted, "latest": _str, "gfx": _archs}, {"kernels": _archs}),
@@ -720,6 +753,13 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             {"python": _str, "image": _str, "sbsa": _bool},
         ),
         "kmd": _Rows(Kmd, {"version": _dotted, "user": _strs}, {}),
+        "manylinux": _Rows(Manylinux, {"package": _one_of(*FRAMEWORKS), "versions": _specifier,
+                                       "platform": _one_of(*LINUX_PLATFORMS), "glibc": _dotted},
+                           {"variants": _strs}),
+    },
+    "compilers": {
+        "compiler": _Rows(Compiler, {"package": _one_of(*FRAMEWORKS), "versions": _specifier, "compiler": _str,
+                                     "newest_arch": _arch_name, "every_run": _bool}, {"error": _str}),
     },
     "tools": {
         "tool": _Rows(Tool, {"name": _str, "version": _str}, {"purpose": _str}),
@@ -753,7 +793,7 @@ _KINDS: dict[str, dict[str, _Rows]] = {
             },
             {"cudnn": _str, "python": _str, "removed": _bool},
         ),
-        "os": _Rows(OsRelease, {"name": _str, "python": _str}, {}),
+        "os": _Rows(OsRelease, {"name": _str}, {"python": _str, "glibc": _dotted}),
         "eol": _Rows(ImageEndOfLife, {"repository": _str, "versions": _specifier, "deleted": _date},
                      {"marked": _date}),
     },
@@ -919,6 +959,8 @@ def _matrices(rows: dict[str, list[Any]], data_version: str, digest: str) -> Mat
         kmds=tuple(sorted(rows.get("platforms.kmd", []), key=lambda k: k.version)),
         extensions=tuple(rows.get("extensions.extension", [])),
         extension_wheels=tuple(rows.get("extensions.wheel", [])),
+        manylinux=tuple(rows.get("platforms.manylinux", [])),
+        compilers=tuple(rows.get("compilers.compiler", [])),
     )
 
 

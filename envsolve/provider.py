@@ -25,6 +25,7 @@ from packaging.version import Version
 from .data import (
     ArchInfo,
     Build,
+    Compiler,
     CondaBuild,
     CudaCompat,
     CudaMajor,
@@ -132,6 +133,8 @@ class Provider:
         self._native: dict[tuple[int, ...], Dotted | None] = {}  # native_driver_min by CUDA major.minor
         self._first: dict[str, Toolkit | None] = {}  # first_toolkit_for by arch: each fit asks for its GPUs
         self._cudnn: dict[tuple[str, int], Cudnn | None] = {}  # cudnn_row by its arguments
+        self._compiler: dict[tuple[str, Version], Compiler | None] = {}  # compiler by release
+        self._glibc: dict[tuple[str, Version, str, str], Dotted | None] = {}  # wheel_glibc by build and platform
         # shared requirements by (package, version, variant), made when first asked: a solve asks for
         # few of them, and all of them took longer than the rest of the indexes
         self._shared: dict[tuple[str, Version, str], tuple[tuple[str, str], ...]] = {}
@@ -197,7 +200,7 @@ class Provider:
         own = [t.driver_min_windows for t in self.toolkits(cuda) if t.driver_min_windows is not None]
         return min(own) if own else self.native_driver_min(cuda)
 
-    def minor_compat_driver_min(self, major: int, *, windows: bool = False) -> Dotted | None:
+    def minor_compat_driver_min(self, major: int, *, windows: bool) -> Dotted | None:
         """The oldest driver that runs CUDA ``major``'s later minors by minor-version compatibility
         (None: none does), on Windows from NVIDIA's Windows column where cuda.toml has it."""
         row = self.cuda_major(major)
@@ -287,6 +290,28 @@ class Provider:
             return None
         return first
 
+    def driver_floors(self, *, windows: bool) -> list[Dotted]:
+        """Every driver floor the data names (toolkits' native floors, majors' minor-version
+        floors), oldest first, in the OS column asked: with ``windows``, the Windows driver's
+        (native Windows and WSL 2), where NVIDIA publishes them (else the Linux floor stands, as
+        the fit takes it)."""
+        if windows:
+            floors = {f for tk in self.m.toolkits if (f := self.windows_driver_min(tk.version))}
+            floors |= {f for m in self.m.cuda_majors if (f := self.minor_compat_driver_min(m.major, windows=True))}
+            return sorted(floors)
+        floors = {tk.driver_min for tk in self.m.toolkits}
+        floors |= {m.minor_compat_driver_min for m in self.m.cuda_majors if m.minor_compat_driver_min}
+        return sorted(floors)
+
+    def gpu_driver_floor(self, gpu: Arch, *, windows: bool) -> Dotted | None:
+        """The oldest driver that knows ``gpu``: the floor of the first CUDA toolkit targeting it,
+        in the OS column asked (``windows``: a Windows driver's, native or WSL 2's host's); None when
+        it predates the data. The OS is always asked: no column is a default."""
+        first = self.introduced_by(gpu)
+        if first is None:
+            return None
+        return self.windows_driver_min(first.version) if windows else first.driver_min
+
     def cuda_max_for_driver(self, driver: Dotted) -> Dotted | None:
         """The newest CUDA major.minor a driver runs natively, from the toolkit floors."""
         best: Dotted | None = None
@@ -335,6 +360,14 @@ class Provider:
             # the most specific row; the first of equally specific ones
             self._cudnn[version, cuda_major] = max(rows, key=lambda row: len(row.version.key), default=None)
         return self._cudnn[version, cuda_major]
+
+    def newest_rocm(self) -> Dotted | None:
+        """The newest ROCm release the data knows (None: none)."""
+        return self.m.rocm[-1].version if self.m.rocm else None
+
+    def tools(self) -> tuple[tuple[str, str], ...]:
+        """The tools the images install (uv), name -> version."""
+        return tuple((tool.name, tool.version) for tool in self.m.tools)
 
     def rocm_row(self, version: Dotted) -> Rocm | None:
         return next((r for r in self.m.rocm if r.version.prefix(2) == version.prefix(2)), None)
@@ -399,6 +432,10 @@ class Provider:
         """Whether a GPU model is a Jetson module (some JetPack release supports it)."""
         return any(gpu_name in j.gpus for j in self.m.jetpacks)
 
+    def jetpack_releases(self) -> tuple[JetPack, ...]:
+        """Every JetPack release the data knows, oldest first."""
+        return self.m.jetpacks
+
     def jetpack(self, version: Dotted) -> JetPack | None:
         """The JetPack row of ``version`` (``6`` -> the newest 6.x; ``6.2`` -> 6.2, not 6.2.1)."""
         rows = [j for j in self.m.jetpacks if j.version.key[: len(version.key)] == version.key]
@@ -453,6 +490,21 @@ class Provider:
         """The Python minor the OS's own ``python3`` package is ("" when the data does not say)."""
         return next((o.python for o in self.m.oses if o.name == os), "")
 
+    def os_glibc(self, os: str) -> Dotted | None:
+        """The glibc of a container OS (None when the data does not say)."""
+        return next((o.glibc for o in self.m.oses if o.name == os), None)
+
+    def wheel_glibc(self, b: Build, platform: str) -> Dotted | None:
+        """The glibc ``b``'s wheels for Linux ``platform`` need: their ``manylinux_X_Y`` tag
+        (platforms.toml ``[[manylinux]]``); None when the data does not say."""
+        key = (b.package, b.version, b.variant, platform)
+        if key not in self._glibc:  # asked of every build a spec with [container] os fits
+            self._glibc[key] = next((w.glibc for w in self.m.manylinux if w.package == b.package
+                                     and w.platform == platform
+                                     and (not w.variants or any(fnmatch.fnmatchcase(b.variant, v) for v in w.variants))
+                                     and SpecifierSet(w.versions).contains(b.version, prereleases=True)), None)
+        return self._glibc[key]
+
     def images(self, accelerator: Accelerator) -> list[Image]:
         return self._images.get(accelerator, [])
 
@@ -481,6 +533,15 @@ class Provider:
         return sorted(seen, key=_parts)
 
     # -- extension packages ----------------------------------------------------------
+
+    def compiler(self, release: Release) -> Compiler | None:
+        """The compiler ``release`` runs on the user's machine to make GPU code, with the newest
+        arch it targets (compilers.toml); None: it compiles none there, or the data does not say."""
+        key = (release.package, release.version)
+        if key not in self._compiler:  # every fit asks: each release is looked up once
+            self._compiler[key] = next((c for c in self.m.compilers if c.package == release.package
+                                        and SpecifierSet(c.versions).contains(release.version, prereleases=True)), None)
+        return self._compiler[key]
 
     def extensions(self, package: str) -> list[Extension]:
         """The rows of CUDA extension package ``package`` (canonical name), newest release first."""

@@ -29,8 +29,8 @@ from .index.reader import Reader
 from .versions import parse_python_minor
 from .voice import silent
 
-__all__ = ["DEFAULT_PACKAGES", "RefreshFinding", "RefreshPlan", "known_newest", "plan_text", "shared_requirements",
-           "survey"]
+__all__ = ["DEFAULT_PACKAGES", "RefreshFinding", "RefreshPlan", "dist_versions", "known_newest", "new_versions",
+           "plan_text", "shared_requirements", "survey"]
 
 DEFAULT_PACKAGES = (
     "torch", "torchvision", "torchaudio", "triton", "tensorflow", "jax", "jaxlib",
@@ -172,10 +172,10 @@ def _other_versions(m: Matrices, name: str) -> list[Version]:
     """A companion's, a pinned library's or a build's own distribution's (onnxruntime-gpu, cupy-cuda12x)."""
     companions = [v for r in m.releases for c, v in r.companions if c == name]
     pins = [v for b in m.builds for p, v in b.pins if p == name]
-    return _versions(companions + pins + _dist_versions(m, name))
+    return _versions(companions + pins + dist_versions(m, name))
 
 
-def _dist_versions(m: Matrices, name: str) -> list[str]:
+def dist_versions(m: Matrices, name: str) -> list[str]:
     return [b.dist_version or b.raw for b in m.builds if b.dist == name]
 
 
@@ -225,7 +225,7 @@ def _changed_pythons(s: _Survey, fw: str, known: dict[Version, Any], on_index: P
                                   f"the matrices say {_show(rel.python)}")
 
 
-def _new_versions(known: Iterable[Version], on_index: Page) -> list[Version]:
+def new_versions(known: Iterable[Version], on_index: Page) -> list[Version]:
     """Releases on the index newer than the oldest row (the newest only, for a package without rows)."""
     floor = min(known, default=None)
     return [v for v in on_index if v not in known and (v > floor if floor else v == max(on_index))]
@@ -242,7 +242,7 @@ def _framework(s: _Survey, fw: str) -> None:
     for v in sorted(known.keys() & (s.pages[fw].keys() - on_index.keys()), key=list(s.pages[fw]).index):
         s.note(fw, "changed", f"{fw} {known[v].raw} is yanked on the index")
     _changed_pythons(s, fw, known, on_index)
-    new = _new_versions(known, on_index)
+    new = new_versions(known, on_index)
     companions = _companion_map(s, fw) if new else {}
     for v in new:
         _new_release(s, fw, v, companions.get(str(v), {}))

@@ -3,7 +3,8 @@
 Pure comparison: the index is read through an :class:`envsolve.index.reader.Reader`
 (``IndexClient`` is one; the network stays in ``envsolve/index/``). For each framework release and
 each of its builds installed from the default index, the facts the index states are compared with
-the rows: the release exists (and each release on the index from the oldest row on has a row),
+the rows: the release exists (and each final release on the index newer than the oldest row has
+a row, as has each of its main distributions', with a tip on how to add it),
 its Pythons (the CPython tags of its Linux x86_64 wheels, or what ``Requires-Python`` admits for
 pure wheels), its companions' Python tags (which bound the Pythons a spec asking for the companion
 gets), the ``==`` pins of its wheels on nvidia-*, cuda-toolkit and triton, jax's jaxlib and plugin
@@ -25,11 +26,12 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .data import Build, Matrices, Release
-from .domain import COMPANIONS_OF, FRAMEWORKS, PYTHONS_FROM
+from .domain import COMPANIONS_OF, DEFAULT_PLATFORM, FRAMEWORKS, PYTHONS_FROM
 from .errors import MissingProject, Problem, RefreshError, SpecError
 from .index import metadata as md_
 from .index import pages as ix
 from .index.reader import Reader
+from .refresh import dist_versions, new_versions
 from .versions import parse_python_minor, python_admits_minor
 from .voice import silent
 
@@ -53,6 +55,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     checked: int  # facts compared
     mismatches: tuple[Mismatch, ...]
     warnings: tuple[str, ...]  # facts that could not be read, so were not compared
+    tips: tuple[str, ...] = ()  # how to add each release on the index that the data lacks
 
 
 class _Ctx(msgspec.Struct):
@@ -63,6 +66,7 @@ class _Ctx(msgspec.Struct):
     checked: int = 0
     mismatches: list[Mismatch] = msgspec.field(default_factory=list)
     warnings: list[str] = msgspec.field(default_factory=list)
+    tips: list[str] = msgspec.field(default_factory=list)  # how to add each release the data lacks
 
     def page(self, name: str) -> Page | None:
         """Releases of ``name`` (yanked files dropped); None, with a warning, when the index lacks it."""
@@ -204,21 +208,51 @@ def _released(found: object) -> str:
     return "released" if found else "not found"
 
 
-def _unrowed(page: Page, known: set[Version]) -> list[Version]:
-    """The releases on the index from the oldest row on that have no row."""
-    floor = min(known, default=None)
-    return [v for v in page if floor is not None and floor < v and v not in known]
-
-
 def _versions(ctx: _Ctx, fw: str, rels: Sequence[Release]) -> None:
-    """Each row's version is on the index; each release on the index from the oldest row on has a row."""
+    """Each row's version is on the index; each final release on the index newer than the oldest
+    row has a row, and so has each of its main distributions' (:func:`_main_dists`)."""
     page = ctx.page(fw)
-    if page is None:
+    if page is None or not rels:
         return
     for r in rels:
         ctx.compare(f"{fw}.toml {fw} {r.raw}", "on the index", "released", _released(r.version in page))
-    for v in _unrowed(page, {r.version for r in rels}):
-        ctx.compare(f"{fw}.toml {fw} {v}", "has a row", "no row", "released")
+    _missing(ctx, fw, fw, page, {r.version for r in rels})
+    for dist in _main_dists(ctx, rels):
+        if (dist_page := ctx.page(dist)) is not None:
+            _missing(ctx, fw, dist, dist_page, {Version(v) for v in dist_versions(ctx.m, dist) if _is_version(v)})
+
+
+def _missing(ctx: _Ctx, fw: str, name: str, page: Page, known: set[Version]) -> None:
+    """The releases of ``name`` the index has and the data lacks, by refresh's rule of what is new
+    (:func:`envsolve.refresh.new_versions`: newer than the oldest the data has), each a mismatch
+    with a tip saying how to add it."""
+    what, lacks = ("row", "no row") if name == fw else ("build", "no build")
+    for v in new_versions(known, page):
+        ctx.compare(f"{fw}.toml {name} {v}", f"has a {what}", lacks, "released")
+        ctx.tips.append(_add_tip(fw, name, v, known))
+
+
+def _main_dists(ctx: _Ctx, rels: Sequence[Release]) -> list[str]:
+    """The distributions other than the framework's own name that its newest such release installs
+    from the default index (onnxruntime-gpu, cupy-cuda12x and cupy-cuda13x, tensorflow-cpu): ones
+    the data stopped following (tensorflow-gpu, tensorflow-macos, cupy-cuda11x) are not its main ones."""
+    for rel in reversed(rels):
+        builds = [b for b in ctx.builds_of(rel) if b.index == "pypi" and b.dist not in ("", rel.package)]
+        if builds:
+            return sorted({b.dist for b in builds})
+    return []
+
+
+def _add_tip(fw: str, name: str, v: Version, known: set[Version]) -> str:
+    """How to add release ``v`` of ``name`` (the framework, or one of its distributions)."""
+    before = max((k for k in known if k < v), default=None)
+    model = f" on {name} {before}'s" if before is not None else ""
+    if name == fw:
+        return (f"add {fw} {v}: `envsolve refresh --package {fw} --write` writes its [[release]] row from the "
+                f"index; model its [[build]] rows{model} where the index has the same variants (arch lists from "
+                "its release notes or build files, else confidence = \"low\" and a note)")
+    return (f"add {name} {v}: a [[build]] of {fw} {v} with dist = \"{name}\" in {fw}.toml, modelled{model} "
+            f"(its Pythons from the wheels `envsolve refresh --package {name}` reads)")
 
 
 def _elsewhere(rel: Release, builds: Sequence[Build]) -> set[str]:
@@ -278,8 +312,10 @@ def _pins(ctx: _Ctx, label: str, data: dict[str, str], index: dict[str, str]) ->
 
 
 def _default_index_builds(ctx: _Ctx, rel: Release) -> list[Build]:
-    """The builds of ``rel`` installed from the default index under the framework's own name."""
-    return [b for b in ctx.builds_of(rel) if b.index == "pypi" and not b.dist]
+    """The Linux x86_64 builds of ``rel`` installed from the default index under the framework's own
+    name: what the wheels whose metadata is read are (not the Mac wheels of an ``mps`` build)."""
+    return [b for b in ctx.builds_of(rel) if b.index == "pypi" and not b.dist
+            and (not b.platforms or DEFAULT_PLATFORM in b.platforms)]
 
 
 def _pin_at_pythons(name: str, per_python: dict[str, dict[str, str]]) -> tuple[list[str], str]:
@@ -560,7 +596,7 @@ def verify(reader: Reader, m: Matrices, packages: Sequence[str] = (*FRAMEWORKS, 
         else:
             _framework(ctx, name)
     return Report(index_url=index_url, checked=ctx.checked, mismatches=tuple(ctx.mismatches),
-                  warnings=tuple(reader.warnings) + tuple(ctx.warnings))
+                  warnings=tuple(reader.warnings) + tuple(ctx.warnings), tips=tuple(ctx.tips))
 
 
 def _table(mismatches: Sequence[Mismatch]) -> list[str]:
@@ -574,6 +610,7 @@ def report_text(report: Report) -> str:
     """The table ``envsolve data --verify`` prints: one line per mismatch, then a summary."""
     lines = [f"index: {report.index_url}"] if report.index_url else []
     lines += _table(report.mismatches) if report.mismatches else []
+    lines += [f"tip: {t}" for t in report.tips]
     lines += [f"warning: {w}" for w in report.warnings]
     lines.append(f"{report.checked} fact(s) checked, {len(report.mismatches)} mismatch(es)")
     return "\n".join(lines) + "\n"

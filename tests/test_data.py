@@ -295,7 +295,7 @@ def test_a_kind_that_is_no_word_is_named_not_a_traceback(tmp_path: Path) -> None
     (_fixture_copy(tmp_path) / "x.toml").write_text('schema = 1\ndata_version = "2026-01-01"\nkind = ["gpus"]\n')
     with pytest.raises(MatrixError) as e:
         load_dir(tmp_path)
-    assert e.value.message == ("x.toml: kind: ['gpus'] is not one of conda, cuda, cudnn, drivers, extensions, "
+    assert e.value.message == ("x.toml: kind: ['gpus'] is not one of compilers, conda, cuda, cudnn, drivers, extensions, "
                                "framework, gpus, images, platforms, rocm, tools")
 
 
@@ -511,7 +511,7 @@ def test_windows_and_wsl2_driver_floors_are_nvidias_windows_column(real_graph: P
     assert floor("13.0", windows=True) == floor("13.0", windows=False) == "580.65.06"
     assert {m: real_graph.minor_compat_driver_min(m, windows=True) for m in (11, 12, 13)} == {
         11: parse_driver("452.39"), 12: parse_driver("528.33"), 13: parse_driver("580.65.06")}
-    assert real_graph.minor_compat_driver_min(12).raw == "525.60.13"
+    assert real_graph.minor_compat_driver_min(12, windows=False).raw == "525.60.13"
 
 
 def test_every_toolkit_before_cuda_13_has_a_windows_floor_of_its_linux_floors_branch() -> None:

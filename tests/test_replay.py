@@ -32,6 +32,9 @@ def test_a_replayed_lock_is_byte_for_byte_the_solved_one(name: str, tmp_path: Pa
     lock = tmp_path / "envsolve.lock"
     assert lock.read_text() == (CASES / name / "expected.lock").read_text()  # solved
     os.utime(lock, (0, 0))
+    if "pip = [" in spec.read_text():  # what the line asks comes from the index, which the tests cannot
+        assert not replay.replay(["lock", str(spec)])  # read: not kept, for the index may answer next time
+        return
     assert replay.replay(["lock", str(spec)])
     assert lock.stat().st_mtime != 0  # written again
     out = capsys.readouterr()

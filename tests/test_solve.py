@@ -227,12 +227,14 @@ def test_paddle_gpu_builds_come_from_paddles_index_by_cuda_version(real_graph: P
 def test_an_old_torch_pin_gets_the_gpu_reason_not_an_unknown_release(real_graph: Provider) -> None:
     """1.6.0 carries no PTX: refused on the GPU's terms. 1.4.0's compute_37 PTX JIT-compiles for sm_80,
     as a maintainer explains a 1.4 user's slow first CUDA call on an RTX 3090
-    (https://github.com/pytorch/pytorch/issues/45822): it locks, and says it runs by JIT."""
+    (https://github.com/pytorch/pytorch/issues/45822), but the cuDNN 7.6 it loads ships SASS up to
+    Turing and no PTX, so its convolutions fail there (CUDNN_STATUS_EXECUTION_FAILED with torch
+    1.4.0 on an RTX 3090, https://github.com/uci-cbcl/UFold/issues/20): refused, saying cuDNN."""
     e = unsat('[frameworks]\ntorch = "==1.6.0"\n[hardware]\ngpus = ["A100"]', real_graph)
     assert "no release matches" not in str(e)
     assert "torch 1.6.0 has no build for A100 (sm_80): sm_80 needs CUDA >= 11.0" in str(e)
-    r = one('[frameworks]\ntorch = "==1.4"\n[hardware]\ngpus = ["A100"]', real_graph)
-    assert pkg(r, "torch")[0] == "1.4.0" and r.jit_archs == ("sm_80",)
+    e = unsat('[frameworks]\ntorch = "==1.4"\n[hardware]\ngpus = ["A100"]', real_graph)
+    assert "its cuDNN 7.6.3.30 has no kernels for A100 (sm_80)" in str(e)
 
 
 def test_torch_1_7_on_an_rtx_3090_is_the_cu110_build_whose_sm_80_sass_runs_on_sm_86(real_graph: Provider) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from packaging.version import Version
 from pytest_httpserver import HTTPServer
 
 from envsolve.cli import main
@@ -54,7 +55,7 @@ def table(out: str) -> list[list[str]]:
     lines = out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("row "))
     return [re.split(r"\s{2,}", line.strip()) for line in lines[head + 1:]
-            if line and not line.startswith(("warning:", "index:")) and "fact(s) checked" not in line]
+            if line and not line.startswith(("warning:", "index:", "tip:")) and "fact(s) checked" not in line]
 
 
 def test_rows_that_agree_with_the_index_pass(index: HTTPServer, matrices: Path) -> None:  # noqa: F811
@@ -260,3 +261,57 @@ def test_a_torch_build_s_cudnn_is_its_wheel_s_cudnn_pin(index: HTTPServer, matri
     r = verify(matrices, index.url_for("/simple"), "--package", "torch")
     assert r.exit_code == 1, r.output
     assert table(r.stdout) == [["torch.toml torch 2.14.0 cu130", "cuDNN", "9.20.0.48", "9.24.0.43"]]
+
+
+def _page(name: str, files: dict[str, list[str]], yanked: tuple[str, ...] = ()) -> bytes:
+    """A PEP 691 page of ``name``: version -> the CPython minors of its Linux x86_64 wheels."""
+    import json
+
+    rows = [{"filename": f"{name.replace('-', '_')}-{v}-cp{p.replace('.', '')}-cp{p.replace('.', '')}-"
+                         "manylinux_2_27_x86_64.whl", "url": f"../../files/{name}-{v}-{p}.whl", "hashes": {},
+             "yanked": v in yanked} for v, pythons in files.items() for p in pythons]
+    return json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": rows}).encode()
+
+
+def test_a_release_of_a_framework_or_its_main_distribution_without_a_row_is_a_mismatch_with_a_tip(
+        httpserver: HTTPServer, matrices: Path) -> None:
+    """onnxruntime and onnxruntime-gpu (the distribution of its GPU builds): each final release on the
+    index newer than the oldest the data has, and absent from it, is named with a tip on adding it;
+    an older release, a pre-release and a release yanked whole are not."""
+    from envsolve.data import load_dir
+    from tests.test_refresh import JSON
+
+    m = load_dir(matrices)
+    rels = {r.raw: list(r.python) for r in m.releases if r.package == "onnxruntime"}
+    gpu = {b.dist_version or b.raw: list(b.python or rels[b.raw]) for b in m.builds
+           if b.dist == "onnxruntime-gpu" and b.index == "pypi"}
+    newest = list(rels.values())[-1]
+    extra = {"1.0.0": newest, "9.0.0": newest, "9.1.0rc1": newest, "9.2.0": newest}
+    httpserver.no_handler_status_code = 404
+    httpserver.expect_request("/simple/onnxruntime/").respond_with_data(
+        _page("onnxruntime", {**rels, **extra}, yanked=("9.2.0",)), content_type=JSON)
+    httpserver.expect_request("/simple/onnxruntime-gpu/").respond_with_data(
+        _page("onnxruntime-gpu", {**gpu, "1.0.0": newest, "9.0.0": newest, "9.1.0rc1": newest}), content_type=JSON)
+    r = verify(matrices, httpserver.url_for("/simple"), "--package", "onnxruntime")
+    httpserver.no_handler_status_code = 500
+    assert r.exit_code == 1, r.output
+    assert table(r.stdout) == [["onnxruntime.toml onnxruntime 9.0.0", "has a row", "no row", "released"],
+                               ["onnxruntime.toml onnxruntime-gpu 9.0.0", "has a build", "no build", "released"]]
+    last, last_gpu = max(rels, key=Version), max(gpu, key=Version)
+    assert (f"tip: add onnxruntime 9.0.0: `envsolve refresh --package onnxruntime --write` writes its [[release]] "
+            f"row from the index; model its [[build]] rows on onnxruntime {last}'s where the index has the same "
+            "variants") in r.stdout
+    assert (f'tip: add onnxruntime-gpu 9.0.0: a [[build]] of onnxruntime 9.0.0 with dist = "onnxruntime-gpu" in '
+            f"onnxruntime.toml, modelled on onnxruntime-gpu {last_gpu}'s") in r.stdout
+    assert r.stdout.endswith(" fact(s) checked, 2 mismatch(es)\n")
+
+
+def test_a_mac_build_is_not_held_to_the_linux_wheels_pins(index: HTTPServer, matrices: Path) -> None:  # noqa: F811
+    """torch's mps build is the default index's Mac wheels: the CUDA pins of its Linux wheel's metadata
+    are not its facts (they were every pin a mismatch on the real index)."""
+    torch = matrices / "torch.toml"
+    torch.write_text(torch.read_text() + '\n[[build]]\nversion = "2.14.0"\nvariant = "mps"\naccelerator = "mps"\n'
+                                         'index = "pypi"\nplatforms = ["darwin/arm64"]\n'
+                                         'source = "package metadata of torch==2.14.0"\n')
+    r = verify(matrices, index.url_for("/simple"), "--package", "torch")
+    assert r.exit_code == 0, r.output

@@ -27,6 +27,8 @@ from ..domain import ACCELERATOR, VENDOR_NAME, VENDOR_OF, canonical_name, kernel
 from ..lock.model import Environment, Lock, Package
 from ..provider import Provider
 from ..solve import PackagePin
+from ..solve.fit import compiler_on, cudnn_refusal
+from ..solve.model import No
 from ..versions import Arch, Dotted, parse_arch, parse_dotted, parse_driver, same_version
 from .facts import GpuInfo, HostFacts, host_platform, model_name, model_of
 
@@ -427,14 +429,14 @@ def compat_libraries_finding(env: Environment, facts: HostFacts) -> list[Finding
                         f"LD_LIBRARY_PATH={where}:$LD_LIBRARY_PATH)")]
 
 
-def _floors(env: Environment, cuda: Dotted, provider: Provider, *, windows: bool = False) -> _Floors:
+def _floors(env: Environment, cuda: Dotted, provider: Provider, *, windows: bool) -> _Floors:
     """CUDA's own floors (matrices/cuda.toml; NVIDIA's Windows columns for a Windows driver, native
     or WSL 2's host's), raised as the solver raised them: to what the data says the locked builds and
     GPUs need, and to the lock's ``driver_min`` when it is above the floor of the lock's compatibility."""
     native = provider.windows_driver_min(cuda) if windows else provider.native_driver_min(cuda)
     minor = provider.minor_compat_driver_min(cuda.major, windows=windows)
     cu = "{}.{}".format(*cuda.prefix(2))
-    top = _highest_raise(env, native, minor, provider)
+    top = _highest_raise(env, native, minor, provider, windows=windows)
     if top is None:
         return _Floors(cuda=cu, major=cuda.major, native=native, minor=minor, windows=windows)
     floor, cause = top
@@ -446,11 +448,11 @@ def _floors(env: Environment, cuda: Dotted, provider: Provider, *, windows: bool
 
 
 def _highest_raise(env: Environment, native: Dotted | None, minor: Dotted | None,
-                   provider: Provider) -> tuple[Dotted, str] | None:
+                   provider: Provider, *, windows: bool) -> tuple[Dotted, str] | None:
     """The highest floor a locked build, a locked GPU or the lock itself sets, when it is above
     CUDA's own lowest floor."""
     own = native if env.compat == "native" else minor
-    top = max([*_raises(env, provider), *_locked_raise(env, own)], key=lambda r: r[0], default=None)
+    top = max([*_raises(env, provider, windows=windows), *_locked_raise(env, own)], key=lambda r: r[0], default=None)
     if top is None or top[0] <= (minor or native or top[0]):
         return None
     return top
@@ -463,20 +465,21 @@ def _locked_raise(env: Environment, own: Dotted | None) -> list[tuple[Dotted, st
     return [(locked, "what the lock was solved for")] if locked is not None and own is not None and locked > own else []
 
 
-def _raises(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
+def _raises(env: Environment, provider: Provider, *, windows: bool) -> list[tuple[Dotted, str]]:
     """The driver floors the locked builds (their rows' ``driver_min``) and GPUs (the first driver
     that knows each) set, each with what sets it."""
     builds = [(b.driver_min, f"{b.dist or b.package} {b.dist_version or b.raw} needs driver >= {b.driver_min}")
               for b in _builds(env, provider) if b.driver_min is not None]
-    return builds + _gpu_floors(env, provider)
+    return builds + _gpu_floors(env, provider, windows=windows)
 
 
-def _gpu_floors(env: Environment, provider: Provider) -> list[tuple[Dotted, str]]:
-    """The first driver that knows each locked GPU (``the RTX 4090 (sm_89) needs ...``)."""
+def _gpu_floors(env: Environment, provider: Provider, *, windows: bool) -> list[tuple[Dotted, str]]:
+    """The first driver that knows each locked GPU (``the RTX 4090 (sm_89) needs ...``), in the
+    host driver's OS column."""
     models = {m.arch: m.name for m in env.gpu_models}
-    firsts = [(name, provider.introduced_by(parse_arch(name))) for name in env.gpu_archs]
-    return [(t.driver_min, f"{_gpu_text(models.get(name, ''), name)} needs a driver >= {t.driver_min}, the first "
-             "that knows it") for name, t in firsts if t]
+    firsts = [(name, provider.gpu_driver_floor(parse_arch(name), windows=windows)) for name in env.gpu_archs]
+    return [(floor, f"{_gpu_text(models.get(name, ''), name)} needs a driver >= {floor}, the first "
+             "that knows it") for name, floor in firsts if floor]
 
 
 def _gpu_text(model: str, arch: str) -> str:
@@ -596,7 +599,7 @@ def _gpu(env: Environment, g: GpuInfo, builds: list[Build], provider: Provider) 
     arch = parse_arch(g.arch)
     relock = f"add '{model_name(g, provider) or g.name}' to [hardware] gpus and re-lock (or `envsolve lock --host`)"
     if builds:
-        return _served(env, f"{shown} ({arch.name})", arch, builds, relock)
+        return _served(env, f"{shown} ({arch.name})", arch, builds, relock, provider)
     if _lock_covers(env, arch):
         return Finding(level="ok", check="gpu",
                        message=f"{shown} ({arch.name}) is among the GPUs the lock was solved for")
@@ -606,17 +609,40 @@ def _gpu(env: Environment, g: GpuInfo, builds: list[Build], provider: Provider) 
                            "locked builds", fix=relock)
 
 
-def _served(env: Environment, shown: str, arch: Arch, builds: list[Build], relock: str) -> Finding:
-    """Whether every locked build carries code ``arch`` runs (PTX only under a native driver)."""
-    missing = next((b for b in builds if not serves(b, arch, native=env.compat == "native")), None)
+def _served(env: Environment, shown: str, arch: Arch, builds: list[Build], relock: str,
+            provider: Provider) -> Finding:
+    """Whether every component of every locked build serves ``arch``, by the solver's own rules:
+    the build's code (PTX only under a native driver), its cuDNN, the compiler it runs here."""
+    native = env.compat == "native"
+    missing = next((b for b in builds if not serves(b, arch, native=native)), None)
     if missing is not None:
         return Finding(level="fail", check="gpu", fix=relock, message=f"{shown} is not served by {_code_of(missing)}")
+    for b in builds:
+        no, gap = _components(provider, b, arch, shown, native=native)
+        if no is not None:
+            return Finding(level="fail", check="gpu", fix=relock,
+                           message=f"{shown} is not served by {b.package} {b.raw} ({b.variant}): {no.text}")
+        if gap:
+            return Finding(level="warn", check="gpu", message=gap,
+                           fix=f"a newer {b.package} release whose compiler knows {arch.name} (`envsolve explain`)")
     names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds)
     if arch.name not in env.gpu_archs:
         return Finding(level="warn", check="gpu", fix=relock,
                        message=f"{shown} is not among the lock's GPUs ({', '.join(env.gpu_archs)}), "
                                f"but the locked builds carry code for it ({names})")
     return Finding(level="ok", check="gpu", message=f"{shown} is served by {names}")
+
+
+def _components(provider: Provider, b: Build, arch: Arch, shown: str, *, native: bool) -> tuple[No | None, str]:
+    """(why a component of ``b`` other than its own code fails ``arch``, or None; what its run-time
+    compiler cannot do there, or ""): :func:`envsolve.solve.fit.cudnn_refusal` and
+    :func:`~envsolve.solve.fit.compiler_on`, the solver's own questions."""
+    if b.cuda is not None and (no := cudnn_refusal(provider, b, b.cuda, arch, shown,
+                                                   native=native and kernels(b, arch) == "ptx")) is not None:
+        return no, ""
+    rel = next((r for r in provider.releases(b.package) if r.version == b.version), None)
+    gap = compiler_on(provider, rel, [(arch, shown)]) if rel is not None and arch.vendor == "nvidia" else ""
+    return (gap, "") if isinstance(gap, No) else (None, gap)
 
 
 def _code_of(b: Build) -> str:

@@ -47,8 +47,8 @@ if TYPE_CHECKING:  # the full lock's modules: a frameworks-only lock never impor
     from ..config import Credential
     from ..index.client import IndexClient
     from ..versions import PipRequirement
+    from .asks import Steer
     from .resolve import Pin
-    from .steer import Steer
 
 __all__ = ["Options", "Outcome", "Request", "lock_command", "make", "stale_by_digests", "steered"]
 
@@ -91,6 +91,9 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     resolutions: list[Resolution]
     steers: tuple[Steer, ...]
     warnings: tuple[str, ...]
+    # the index could not say what [packages] pip asks (a frameworks-only lock went on without it):
+    # an answer the replay must not keep, for the index may answer next time
+    unsteered: bool = False
 
 
 def _upgrading(name: str, upgrading: set[str]) -> bool:
@@ -145,17 +148,25 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
     if not spec.pip:
         return ()
     from ..config import pip_index_url
+
+    index = urls.get("pypi", "") or pip_index_url()
+    memo = _steer_memo(spec, provider, index)
+    if not opts.refresh and (kept := _kept_steers(memo)) is not None:
+        return kept  # the HTTP client is not even imported
     from ..index.client import IndexClient
     from ..paths import cache_dir
     from .resolve import WAYS_OUT
     from .steer import steer
 
-    index = urls.get("pypi", "") or pip_index_url()
-    client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=1, revalidate=opts.refresh,
+    # a frameworks-only lock goes on without the asks: it does not wait for retries
+    client = IndexClient(index, cache_dir=cache_dir(), offline=opts.offline, retries=0 if opts.frameworks_only else 1,
+                         revalidate=opts.refresh,
                          progress=voice.progress, warn=voice.warn, credentials=spec_logins(spec))
     voice.progress(f"reading what [packages] pip asks from {client.shown_url}")
     try:
-        return steer(spec, client, provider.pythons(), provider.releases)
+        steers = steer(spec, client, provider.pythons(), provider.releases)
+        _keep_steers(memo, steers)
+        return steers
     except RefreshError as e:
         raise ResolveError(f"the [packages] pip requirements cannot be read from the index: {e.message}",
                            tip=e.tip if opts.offline else WAYS_OUT) from None
@@ -163,14 +174,86 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
         voice.detail(f"[packages] pip read from {client.answered()}")
 
 
+# What the pip lines ask is kept as long as the index's simple pages may be served from the HTTP
+# cache without asking (max-age=600 on the default index): the same answer the cached pages give,
+# without reading them again. Reading numpy's page and importing the HTTP client cost a
+# frameworks-only lock of the bundled example 230 ms of its 330 (bench/bench_speed.py, 2 cores).
+_STEER_FRESH_S = 600
+_STEER_CAP = 1 << 20
+
+
+def _steer_memo(spec: ProjectSpec, provider: Provider, index: str) -> str | None:
+    """The cache file of what ``spec``'s pip lines ask of its frameworks from ``index`` (None when
+    the caches are off): keyed by everything the steering reads but the index's pages."""
+    import hashlib
+    import os
+
+    from .. import __version__
+    from ..paths import cache_folder
+
+    if os.environ.get("ENVSOLVE_NO_CACHE"):
+        return None
+    asked = [__version__, provider.digest, index, list(spec.pip), spec.python_raw,
+             [(f.name, f.raw, f.backend) for f in spec.frameworks], sorted({t.platform for t in spec.targets})]
+    digest = hashlib.sha256(json.dumps(asked).encode()).hexdigest()
+    return os.path.join(cache_folder(), "steer", f"{digest}.msgpack")
+
+
+def _kept_steers(path: str | None) -> tuple[Steer, ...] | None:
+    """The asks kept at ``path`` while fresh and sealed with this user's key; else None."""
+    import os
+    import time
+
+    from ..files import cache_key, read_cache, seal
+    from ..paths import state_folder
+    from .asks import Steer
+
+    key = cache_key(state_folder()) if path else None
+    blob = read_cache(path, _STEER_CAP) if path and key else None
+    if not blob or key is None or blob[:32] != seal(blob[32:], key):
+        return None
+    try:
+        if time.time() - os.stat(path).st_mtime > _STEER_FRESH_S:  # type: ignore[arg-type]
+            return None
+        return msgspec.msgpack.decode(blob[32:], type=tuple[Steer, ...])
+    except (OSError, msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
+def _keep_steers(path: str | None, steers: tuple[Steer, ...]) -> None:
+    """Keep what the pip lines asked (a cache that cannot be written costs the next lock a read)."""
+    import os
+
+    from ..files import cache_key, prune, seal, write_atomic
+    from ..paths import state_folder
+
+    key = cache_key(state_folder()) if path else None
+    if path is None or key is None:
+        return
+    blob = msgspec.msgpack.encode(steers)
+    try:
+        write_atomic(path, seal(blob, key) + blob, durable=False, private=True)
+    except OSError:
+        return
+    prune(os.path.dirname(path), ".msgpack", 64, path)
+
+
 def steered(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts: Options, voice: Voice = SILENT
-            ) -> tuple[ProjectSpec, tuple[Steer, ...], list[str]]:
-    """``spec`` narrowed by what its pip packages ask (none with frameworks only), those asks, and
-    a warning for each framework they pull that the project does not name."""
-    steers = () if opts.frameworks_only else _steers(spec, provider, urls, opts, voice)
+            ) -> tuple[ProjectSpec, tuple[Steer, ...] | None, list[str]]:
+    """``spec`` narrowed by what its pip packages ask, those asks, and a warning for each framework
+    they pull that the project does not name: the one steering step of every command that solves
+    (``lock``, frameworks-only or full, ``lock --host``, ``explain``), so the same spec and index
+    give the same choice everywhere. The full lock needs the index anyway, so an index that cannot
+    say stops it; a frameworks-only lock and ``explain`` go on without the asks (None), and say so."""
+    try:
+        steers = _steers(spec, provider, urls, opts, voice)
+    except ResolveError as e:
+        if not opts.frameworks_only:
+            raise
+        return spec, None, [f"{e.message}; solving without what [packages] pip asks"]
     if not steers:
         return spec, steers, []
-    from .steer import apply
+    from .asks import apply
 
     warnings = [f"{st.package} requires {name}{raw}, which [frameworks] does not name: add {name} there so "
                 "that envsolve chooses its build for your GPUs" for st in steers for name, raw in st.unmanaged]
@@ -216,7 +299,8 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
     """The lock of ``spec`` (its bytes ``blob``), written later to ``out``, whose lock on disk
     gives the versions to keep."""
     _refuse_upgrade_of_frameworks_only(opts)
-    spec, steers, warnings = steered(spec, provider, urls, opts, voice)
+    spec, asked, warnings = steered(spec, provider, urls, opts, voice)
+    steers = asked or ()
     upgrading = _canonical(opts.upgrade_packages)
     keep = _kept(out, spec, opts, upgrading)
 
@@ -237,7 +321,7 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
         resolutions, done = _settled(provider, spec, keep, opts, build, full, voice)
         done, unread = _pinned_images(done, out, opts, voice)
         warnings += unread
-    return Outcome(lock=done, resolutions=resolutions, steers=steers,
+    return Outcome(lock=done, resolutions=resolutions, steers=steers, unsteered=asked is None,
                    warnings=(*_credential_warnings(spec), *warnings,
                              *([keep.warning] if keep.warning else []),
                              *_end_of_life(provider, spec, resolutions, _today())))
@@ -776,7 +860,7 @@ def lock_command(provider: Provider, spec: ProjectSpec, blob: bytes, request: Re
     _summarise(done, spec.python_raw, request.out, request.fmt, output)
     for path in artifacts:
         output.summary(f"wrote {path}")
-    if request.replayable and not stale:
+    if request.replayable and not stale and not done.unsteered:
         store(request.replay_key, text, provider.data_version, output.said)
         voice.detail("kept for the lock replay: `envsolve lock` with these same inputs writes this lock again "
                      "without solving (ENVSOLVE_NO_CACHE=1 turns it off)")

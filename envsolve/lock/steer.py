@@ -27,32 +27,13 @@ from ..domain import COMPANIONS, COMPANIONS_OF, DEFAULT_PLATFORM, FRAMEWORKS, PL
 from ..index import pages as ix
 from ..index.metadata import Metadata, requirements
 from ..index.reader import Reader
-from ..spec import FrameworkReq, ProjectSpec
-from ..versions import admits_any, parse_python_minor, python_admits_minor
+from ..spec import ProjectSpec
+from ..versions import parse_python_minor, python_admits_minor
+from .asks import Steer
 
-__all__ = ["Steer", "apply", "steer"]
+__all__ = ["steer"]
 
 _TRIES = 12  # releases of one package looked at, newest first, before taking the newest as is
-
-
-class Steer(msgspec.Struct, frozen=True, kw_only=True):
-    """What one ``[packages] pip`` line asks of the solve."""
-
-    line: str  # as the user wrote it
-    package: str  # the release read, "vllm==0.11.0"
-    frameworks: tuple[tuple[str, str], ...]  # (framework, specifier) it requires
-    pythons: tuple[str, ...]  # CPython minors it installs on; () when it says nothing
-    unmanaged: tuple[tuple[str, str], ...] = ()  # framework names it pulls that the project does not name
-
-    def notes(self) -> list[str]:
-        out = [f"{self.package} asks {name} {spec or '(any version)'}" for name, spec in self.frameworks]
-        if self.pythons:
-            out.append(f"{self.package} installs on Python {_span(self.pythons)} only")
-        return out
-
-
-def _span(pythons: Sequence[str]) -> str:
-    return pythons[0] if len(pythons) == 1 else f"{pythons[0]}-{pythons[-1]}"
 
 
 def _managed(spec: ProjectSpec) -> set[str]:
@@ -212,40 +193,3 @@ def steer(spec: ProjectSpec, reader: Reader, known_pythons: Sequence[str],
     lines = [(req, line) for line in spec.pip
              if (req := _requirement(line)) is not None and spec.applies(req.marker, known_pythons)]
     return tuple(s for req, line in lines if (s := _steer_line(ctx, req, line)) is not None)
-
-
-
-
-def _asks_of(name: str, steers: Sequence[Steer]) -> list[tuple[str, str]]:
-    """(the release that asks, its range) for each range the steers ask of framework ``name``."""
-    return [(s.package, raw) for s in steers for n, raw in s.frameworks if n == name and raw]
-
-
-def _asked(f: FrameworkReq, steers: Sequence[Steer]) -> FrameworkReq:
-    """``f`` with the ranges the steers ask of its framework added, remembering who asked."""
-    asked = _asks_of(f.name, steers)
-    if not asked:
-        return f
-    raw = ",".join(([] if admits_any(f.raw) else [f.raw]) + [raw for _, raw in asked])
-    return FrameworkReq(name=f.name, specifier=SpecifierSet(raw), raw=raw, backend=f.backend,
-                        asked_by=", ".join(p for p, _ in asked))
-
-
-def _python_bounds(steers: Sequence[Steer]) -> list[str]:
-    """The Python range each steer that limits the Pythons asks for."""
-    return [f">={s.pythons[0]},<{_next_minor(s.pythons[-1])}" for s in steers if s.pythons]
-
-
-def apply(spec: ProjectSpec, steers: Sequence[Steer]) -> ProjectSpec:
-    """``spec`` with each steer's framework and Python ranges added (the ranges of both must hold)."""
-    python, python_raw = spec.python, spec.python_raw
-    for bound in _python_bounds(steers):
-        python = python & SpecifierSet(bound)
-        python_raw = bound if admits_any(python_raw) else f"{python_raw},{bound}"
-    frameworks = tuple(_asked(f, steers) for f in spec.frameworks)
-    return msgspec.structs.replace(spec, frameworks=frameworks, python=python, python_raw=python_raw)
-
-
-def _next_minor(minor: str) -> str:
-    major, m = parse_python_minor(minor)
-    return f"{major}.{m + 1}"

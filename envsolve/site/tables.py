@@ -38,7 +38,7 @@ from ..solve.cache import Cache
 from ..solve.candidates import preferred
 from ..solve.explain import has_kind, why_misfits, why_none
 from ..solve.fit import fit_drivers, gpu_text, pythons
-from ..solve.fixes import driver_fix_text, driver_floors, packages_text, version_fix_text
+from ..solve.fixes import driver_fix_text, packages_text, version_fix_text
 from ..solve.model import Candidate, No, Resolution
 from ..solve.output import base_image_of, resolution
 from ..solve.search import driver_refusal
@@ -602,7 +602,7 @@ def selector_data(provider: Provider, workers: int = 2) -> dict[str, Any]:
     """Everything the selector looks up, as plain JSON values: the tables of each GPU class and
     platform computed by ``workers`` processes (1: in this one), then merged in one order, so the
     data is the same bytes whatever the number of workers."""
-    floors = driver_floors(provider)
+    floors = provider.driver_floors(windows=False)
     choices = _choices(floors)
     models = _classes(provider)
     classes = models.classes
@@ -641,7 +641,7 @@ def _work(provider: Provider, classes: list[_Class], jobs: list[_Job], take: Cal
     """The tables of the jobs ``take`` hands out (an index of ``jobs`` each time, till past the
     end), with registries of their own. A table does not depend on which worker made it, nor on
     the tables made before it there: the merge gives the same data however the jobs were shared."""
-    floors = driver_floors(provider)
+    floors = provider.driver_floors(windows=False)
     b = _Builder(_Memo(provider), floors=floors, choices=_choices(floors))
     out: list[tuple[_Job, dict[str, Any] | None]] = []
     while (k := take()) < len(jobs):

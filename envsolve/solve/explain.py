@@ -5,16 +5,19 @@ would work are :mod:`envsolve.solve.fixes`).
 
 from __future__ import annotations
 
+import msgspec.structs
+from packaging.specifiers import SpecifierSet
+
 from ..data import Build, JetPack, Release
 from ..domain import ACCELERATOR, DEFAULT_PLATFORM, STACK_NAME, os_of
 from ..errors import Clash
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
-from ..versions import Dotted
+from ..versions import Dotted, admits_any
 from .cache import Cache
-from .candidates import BUILD_ORDER, companion_problem, memo_key
+from .candidates import BUILD_ORDER, candidates, companion_problem, memo_key
 from .fit import fit, gpu_text, target_text
-from .model import Candidate, No
+from .model import Candidate, No, Reporter
 
 __all__ = ["has_kind", "why_chosen", "why_misfits", "why_none", "why_none_shared"]
 
@@ -38,7 +41,20 @@ def why_none(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req
     if not rels:
         return Clash(subject=subject, reason=f"no release matches (known: {_span(provider, req)})")
     told = next((r for r in rels if has_kind(provider, r, t)), rels[0])
-    return Clash(subject=subject, reason=_why_release(provider, cache, spec, t, told))
+    return Clash(subject=subject, reason=_deciding(provider, cache, spec, t, req, told))
+
+
+def _deciding(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq,
+              told: Release) -> str:
+    """Why ``told`` does not serve ``t``, by the component that decides: when no release in range
+    would serve the target with any Python, the Python is not the cause (changing it would not
+    help), so the misfits are told as they are with any Python (the GPU's arch, the driver)."""
+    if admits_any(spec.python_raw):
+        return _why_release(provider, cache, spec, t, told)
+    anyp = msgspec.structs.replace(spec, python=SpecifierSet(), python_raw="*")
+    if candidates(provider, cache, anyp, t, req, Reporter()):
+        return _why_release(provider, cache, spec, t, told)
+    return _why_release(provider, cache, anyp, t, told)
 
 
 def has_kind(provider: Provider, rel: Release, t: Target) -> bool:
@@ -142,7 +158,7 @@ def _no_jetson_build(provider: Provider, t: Target, name: str, b: Build, jetsons
     if not jetsons:
         return f"NVIDIA published no Jetson build of {name}{_newest_jetson(provider, b, jp)}; " \
                f"{_newest_for(provider, b, jp.version)}"
-    need = min((j for j in provider.m.jetpacks if any(_runs(x, j) for x in jetsons)), key=lambda j: j.version,
+    need = min((j for j in provider.jetpack_releases() if any(_runs(x, j) for x in jetsons)), key=lambda j: j.version,
                default=None)
     if need is None:
         return f"{name} has no build for JetPack {jp.version.major}"
@@ -166,7 +182,7 @@ def _same_minor_jetson_builds(provider: Provider, b: Build) -> list[Build]:
 def _jetpack_text(provider: Provider, need: JetPack) -> str:
     """``6 (Jetson Linux 36)`` when the builds run from the first release of that major, else
     ``6.1 (Jetson Linux 36.4.0) or newer of JetPack 6``."""
-    first = next(j for j in provider.m.jetpacks if j.version.major == need.version.major)
+    first = next(j for j in provider.jetpack_releases() if j.version.major == need.version.major)
     if first.version == need.version:
         return f"{need.version.major} (Jetson Linux {need.l4t.split('.')[0]})"
     return f"{need.version} (Jetson Linux {need.l4t}) or newer of JetPack {need.version.major}"

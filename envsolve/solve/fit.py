@@ -28,15 +28,15 @@ import msgspec
 import msgspec.structs
 
 from ..data import Build, JetPack, Release, Rocm
-from ..domain import ACCELERATOR, DEFAULT_PLATFORM, STACK_NAME, kernels, serves
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, LINUX_PLATFORMS, STACK_NAME, kernels, serves
 from ..provider import Provider
 from ..spec import GpuReq, ProjectSpec, Target
-from ..versions import Dotted, parse_arch
+from ..versions import Arch, Dotted, parse_arch
 from .cache import Cache
 from .model import Candidate, No
 
-__all__ = ["families_text", "fit", "fit_drivers", "gpu_driver_floor", "gpu_families", "gpu_text", "jit_note",
-           "pythons", "target_text"]
+__all__ = ["compiler_gap", "compiler_on", "cudnn_refusal", "families_text", "fit", "fit_drivers", "gpu_families",
+           "gpu_text", "jit_note", "pythons", "target_text"]
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
@@ -93,13 +93,6 @@ def _refused(no: No) -> _Fit:
     return "", None, no
 
 
-def gpu_driver_floor(provider: Provider, gpu: GpuReq, *, windows: bool = False) -> Dotted | None:
-    """The oldest driver that knows ``gpu``: the floor of the first CUDA toolkit targeting it (on
-    Windows, and under WSL2, the Windows driver's)."""
-    first = provider.introduced_by(gpu.arch)
-    if first is None:
-        return None
-    return provider.windows_driver_min(first.version) if windows else first.driver_min
 
 
 def _fit_nvidia(provider: Provider, b: Build, cuda: Dotted, t: Target) -> _Fit:
@@ -125,7 +118,7 @@ def _driver_floors(provider: Provider, b: Build, cuda: Dotted, t: Target) -> tup
     if native is None:
         return No("driver", f"CUDA {cuda} is not in matrices/cuda.toml, so its driver needs are unknown")
     floor = provider.minor_compat_driver_min(cuda.major, windows=windows)
-    gpus = max((f for x in t.gpus if (f := gpu_driver_floor(provider, x, windows=windows))), default=None)
+    gpus = max((f for x in t.gpus if (f := provider.gpu_driver_floor(x.arch, windows=windows))), default=None)
     for extra in (b.driver_min, gpus):
         native, floor = _raised(native, floor, extra)
     return native, floor
@@ -190,18 +183,28 @@ def _unknown_to(provider: Provider, cuda: Dotted, gpu: GpuReq, none: str) -> No:
 def _cudnn(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list[GpuReq]) -> No | None:
     """Why the build's bundled cuDNN does not support a GPU of ``t`` (None when it does).
 
-    The support matrix's architectures are the library's kernels, told by the one kernel rule
-    (:func:`envsolve.domain.serves`): SASS for each listed arch, and PTX of it counts for a GPU
-    the build itself reaches only through PTX (where the driver JIT-compiles anyway)."""
+    cuDNN is a component with its own kernels, told by the one kernel rule
+    (:func:`envsolve.domain.serves`): SASS for each arch of its support matrix, and PTX only where
+    the release ships it (``ptx`` of its row: cuDNN's hardware forward compatibility), counted for
+    a GPU the build itself reaches only through PTX (where the driver JIT-compiles anyway). A
+    release that ships SASS only never JIT-compiles for a newer GPU, whatever PTX the framework has."""
+    return next((no for gpu in t.gpus if (no := cudnn_refusal(provider, b, cuda, gpu.arch, gpu_text(gpu),
+                                                               native=gpu in ptx_only))), None)
+
+
+def cudnn_refusal(provider: Provider, b: Build, cuda: Dotted, arch: Arch, shown: str, *, native: bool) -> No | None:
+    """Why ``b``'s bundled cuDNN has no kernels for a GPU of ``arch`` (``shown`` as the message
+    names it); ``native``: the build itself reaches it only through PTX, under a driver that runs
+    its CUDA natively (the JIT works there). :func:`fit` and ``envsolve doctor`` ask it."""
     row = provider.cudnn_row(b.cudnn, cuda.major) if b.cudnn else None
     if row is None:
         return None
-    library = msgspec.structs.replace(b, archs=row.archs, ptx=row.archs, gfx=())
-    for gpu in t.gpus:
-        if not serves(library, gpu.arch, native=gpu in ptx_only):
-            return No("cudnn", f"its cuDNN {b.cudnn} does not support {gpu_text(gpu)} "
-                      f"(cuDNN {row.version} for CUDA {row.cuda_major} supports {', '.join(row.archs)})")
-    return None
+    library = msgspec.structs.replace(b, archs=row.archs, ptx=row.ptx, gfx=())
+    if serves(library, arch, native=native):
+        return None
+    ptx = f"; PTX {', '.join(map(_ptx_name, row.ptx))}" if row.ptx else "; no PTX to JIT-compile for newer GPUs"
+    return No("cudnn", f"its cuDNN {b.cudnn} has no kernels for {shown} "
+                       f"(cuDNN {row.version} for CUDA {row.cuda_major}: SASS for {', '.join(row.archs)}{ptx})")
 
 
 def _driver(provider: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted | None,
@@ -260,7 +263,7 @@ def _forward(provider: Provider, cuda: Dotted, t: Target, branch: int, driver: D
         return "" if outsider else f"{head} supports drivers of {row.branches_text} only, not R{branch}"
     if outsider:
         return f"{head} serves data-center GPUs only; {outsider}"
-    gpus = max((f for x in t.gpus if (f := gpu_driver_floor(provider, x))), default=None)
+    gpus = max((f for x in t.gpus if (f := provider.gpu_driver_floor(x.arch, windows=False))), default=None)
     floor = max(filter(None, (provider.branch_floor(branch), gpus)), default=None)
     if floor is None or (driver is not None and driver < floor):
         return f"{head} on R{branch} needs a driver >= {floor}" if floor else ""
@@ -324,6 +327,20 @@ def _platform(provider: Provider, b: Build, t: Target) -> No | None:
     if not provider.on_platform(b, t.platform):
         return No("platform", f"no {t.platform} wheel of this build (matrices/platforms.toml)")
     return None
+
+
+def _glibc(provider: Provider, spec: ProjectSpec, b: Build, t: Target) -> No | None:
+    """Why ``b``'s Linux wheels cannot load on the container OS the spec asks for: they are
+    ``manylinux_X_Y`` wheels, which need glibc X.Y or newer, and the OS has an older one (pip finds
+    no wheel it may install). None when they can, or when the data does not say."""
+    if not spec.os or t.platform not in LINUX_PLATFORMS:
+        return None
+    need, have = provider.wheel_glibc(b, t.platform), provider.os_glibc(spec.os)
+    if need is None or have is None or have >= need:
+        return None
+    tag = f"manylinux_{need.major}_{need.key[1] if len(need.key) > 1 else 0}"
+    return No("glibc", f"its {t.platform} wheels are {tag} (glibc >= {need}); [container] os = "
+                       f"{spec.os!r} has glibc {have}, so pip finds no wheel it may install there")
 
 
 def _jetpack(provider: Provider, t: Target) -> JetPack | None:
@@ -430,7 +447,7 @@ def _not_shipped(provider: Provider, rocm: Dotted, row: Rocm | None, gpu: GpuReq
     if row is not None and gfx in row.shipped:
         return None
     window = provider.rocm_shipping(gfx)
-    newest = provider.m.rocm[-1].version if provider.m.rocm else None
+    newest = provider.newest_rocm()
     if not window or newest is None:
         return None if row is None else No("arch", f"no kernels for {gpu_text(gpu)}: ROCm's libraries "
                                                    f"never shipped {gfx} kernels")
@@ -453,13 +470,49 @@ def fit(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Rel
     pys = _pythons_on(provider, cache, spec, t, rel, b)
     if not pys:
         return _no_python(spec, rel, b)
+    if (no := _glibc(provider, spec, b, t)) is not None:
+        return no
     compat, driver_min, no = _fit_stack(provider, b, t)
     if no is not None:
         return no
+    gap = compiler_gap(provider, rel, t)
+    if isinstance(gap, No):
+        return gap
     if b.find_links:
         return _only_on_a_page(b, compat, driver_min)
     return Candidate(release=rel, build=b, pythons=pys, compat=compat, driver_min=driver_min,
-                     jit=_jit(b, t), shared=provider.shared(rel, b))
+                     jit=_jit(b, t), shared=provider.shared(rel, b), compiler_gap=gap)
+
+
+def compiler_gap(provider: Provider, rel: Release, t: Target) -> No | str:
+    """What the compiler ``rel`` runs on the user's machine (compilers.toml) cannot do for ``t``'s
+    NVIDIA GPUs: a GPU newer than the newest arch it targets gets no code from it, whatever PTX the
+    wheel carries. Where every kernel is compiled so (XLA for JAX) the build does not serve the
+    target (a refusal, code ``compiler``); where only some paths use it (torch.compile's Triton),
+    what those paths cannot do, as a warning ("" when nothing is amiss)."""
+    if t.vendor != "nvidia":
+        return ""
+    return compiler_on(provider, rel, [(x.arch, gpu_text(x)) for x in t.gpus])
+
+
+def compiler_on(provider: Provider, rel: Release, gpus: Sequence[tuple[Arch, str]]) -> No | str:
+    """:func:`compiler_gap` for NVIDIA GPUs given as (arch, how the message names it): what
+    ``envsolve doctor`` asks of a host's GPUs."""
+    row = provider.compiler(rel)
+    if row is None:
+        return ""
+    newest = parse_arch(row.newest_arch)
+    beyond = [shown for arch, shown in gpus if (arch.major, arch.minor) > (newest.major, newest.minor)]
+    if not beyond:
+        return ""
+    gpus_text = ", ".join(beyond)
+    seen = f" ({row.error})" if row.error else ""
+    if row.every_run:
+        return No("compiler", f"{rel.package} {rel.raw} compiles its GPU kernels at run time with {row.compiler}, "
+                              f"which targets archs up to {row.newest_arch}, not {gpus_text}{seen}; PTX in the wheel "
+                              "does not help")
+    return (f"{rel.package} {rel.raw}'s run-time compiler ({row.compiler}) targets archs up to {row.newest_arch}, "
+            f"not {gpus_text}: what it compiles fails there{seen}; the prebuilt kernels still run")
 
 
 def _jit(b: Build, t: Target) -> tuple[str, ...]:
@@ -471,7 +524,7 @@ def jit_note(c: Candidate) -> str:
     """What a build that reaches a GPU only through PTX (an XPU build: SPIR-V) JIT means for its
     user ("" for none): the driver compiles the kernels on the first run, which takes minutes, and warns."""
     if not c.jit or c.build is None:
-        return ""
+        return c.compiler_gap
     if c.build.accelerator == "xpu":
         return (f"{c.label} has no AOT code for {', '.join(c.jit)} (compiled for {', '.join(c.build.xpu)}): Intel's "
                 "driver JIT-compiles its SPIR-V on the first run, which can take minutes (cached by the driver)")
@@ -480,7 +533,7 @@ def jit_note(c: Candidate) -> str:
             "first run compiles its kernels, which can take minutes (cached in ~/.nv/ComputeCache; raise "
             "CUDA_CACHE_MAXSIZE for a large build), and warnings that it was not built for this GPU are "
             f"expected (the framework's own; its CUDA's ptxas: \"Value '{c.jit[-1]}' is not defined\", "
-            "falling back to the driver)")
+            "falling back to the driver)" + (f"; {c.compiler_gap}" if c.compiler_gap else ""))
 
 
 def _jit_ptx(b: Build, arch: str) -> str:

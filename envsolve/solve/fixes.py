@@ -14,13 +14,12 @@ from packaging.specifiers import SpecifierSet
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..spec import FrameworkReq, ProjectSpec, Target
-from ..versions import Dotted
 from .cache import Cache
 from .candidates import candidates
 from .model import Reporter, Resolution
 from .search import solve_target
 
-__all__ = ["driver_fix_text", "driver_floors", "nearest_fixes", "packages_text", "solve_explained",
+__all__ = ["driver_fix_text", "nearest_fixes", "packages_text", "solve_explained",
            "version_fix_text"]
 
 
@@ -55,23 +54,10 @@ def _span(name: str, versions: list[str], newest: str) -> str:
 
 def _lowest_driver(provider: Provider, spec: ProjectSpec, t: Target) -> tuple[str, Resolution] | None:
     """The oldest driver floor in the data, newer than the target's, with which it resolves."""
-    newer = [floor for floor in driver_floors(provider, windows=t.windows_driver)
+    newer = [floor for floor in provider.driver_floors(windows=t.windows_driver)
              if t.driver is None or floor > t.driver]
     tried = ((floor.raw, _try(provider, spec, msgspec.structs.replace(t, driver=floor))) for floor in newer)
     return next(((floor, r) for floor, r in tried if r is not None), None)
-
-
-def driver_floors(provider: Provider, *, windows: bool = False) -> list[Dotted]:
-    """Every driver floor the data names (toolkits' native floors, majors' minor-version floors),
-    oldest first; with ``windows``, the Windows driver's (native Windows and WSL2), where NVIDIA
-    publishes them (else the Linux floor stands, as the fit takes it)."""
-    if windows:
-        floors = {f for tk in provider.m.toolkits if (f := provider.windows_driver_min(tk.version))}
-        floors |= {f for m in provider.m.cuda_majors if (f := provider.minor_compat_driver_min(m.major, windows=True))}
-        return sorted(floors)
-    floors = {tk.driver_min for tk in provider.m.toolkits}
-    floors |= {m.minor_compat_driver_min for m in provider.m.cuda_majors if m.minor_compat_driver_min}
-    return sorted(floors)
 
 
 def _packages(r: Resolution) -> str:

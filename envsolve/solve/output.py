@@ -80,7 +80,7 @@ def _fixed(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, found
                   models=_models(provider, t),
                   gpu_archs=tuple(sorted({x.arch.name for x in t.gpus})),
                   jit_archs=tuple(sorted({a for c in found for a in c.jit})),
-                  tools=tuple((tool.name, tool.version) for tool in provider.m.tools))
+                  tools=provider.tools())
 
 
 def base_image_of(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, r: Resolution) -> str:

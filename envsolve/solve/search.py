@@ -20,7 +20,7 @@ from . import extensions
 from .cache import Cache
 from .candidates import candidates_shared
 from .explain import why_chosen, why_none_shared
-from .fit import families_text, gpu_driver_floor, gpu_families, gpu_text
+from .fit import families_text, gpu_families, gpu_text
 from .model import Candidate, Reporter, Resolution
 from .output import metal_note, resolution
 from .together import clash, clash_with_all
@@ -251,11 +251,19 @@ def driver_refusal(provider: Provider, t: Target) -> Unsatisfiable | None:
 def _check_driver(provider: Provider, t: Target, driver: Dotted) -> None:
     """Raise :class:`Unsatisfiable` when driver ``driver`` cannot drive a GPU of ``t`` at all: its
     branch dropped the GPU's generation, or it predates the GPU."""
+    first = provider.wsl_cuda_branch() if t.wsl else None
+    if first is not None and driver.major < first:
+        raise Unsatisfiable(t.name, [Clash(
+            subject=f"driver {driver}",
+            reason=(f"Windows driver {driver} is older than R{first}, the first branch whose CUDA reaches WSL 2 "
+                    "(NVIDIA's CUDA on WSL guide): no CUDA build runs there"))],
+            [f"install an NVIDIA Windows driver of R{first} or newer on the Windows host (never a Linux driver "
+             "inside WSL), and set [hardware] driver to its version"])
     dropped = provider.branch_drops(driver.major, gpu_families(t))
     if dropped:
         _refuse_dropped(provider, t, driver, dropped)
     for gpu in t.gpus:
-        floor = gpu_driver_floor(provider, gpu)
+        floor = provider.gpu_driver_floor(gpu.arch, windows=t.windows_driver)
         if floor is not None and driver < floor:
             _refuse_older(provider, t, driver, gpu, floor)
 

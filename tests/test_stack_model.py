@@ -1,0 +1,117 @@
+"""The stack model (issue 39): an environment runs when every component does: the build's platform
+and Pythons, the container OS's glibc under its wheels, the driver in its OS's column, the build's
+kernels, the CUDA libraries it loads (cuDNN), and the compiler it runs on the user's machine. Each
+case is a user's report or NVIDIA's own document, settled by a maintainer, a fix or the
+reporter's verified result; each failed on the code before the model had the component."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envsolve.cli import main
+from envsolve.data import load
+from envsolve.errors import Unsatisfiable
+from envsolve.provider import Provider
+from envsolve.solve.fixes import solve_explained
+from envsolve.spec import parse_spec
+
+P = Provider(load())
+
+# (spec, "ok" or "refused", what the answer must say, the report or document that settles it)
+CASES = [
+    # CUDA libraries: a cuDNN 7 (CUDA 9/10 builds) ships SASS up to Turing only and no PTX: PTX of
+    # the framework's own kernels does not make cuDNN run on Ampere
+    ('[frameworks]\ntorch = "==1.5.1"\n[hardware]\ngpus = ["RTX 3080 Ti"]\n', "refused",
+     "its cuDNN 7.6.3.30 has no kernels for RTX 3080 Ti (sm_86)",
+     "https://github.com/zzhang1987/Factor-Graph-Neural-Network/issues/4"),
+    # run-time compiler: XLA compiles every kernel; jaxlib 0.4.30's XLA targets up to sm_90a
+    ('[frameworks]\njax = "==0.4.30"\n[hardware]\ngpus = ["RTX 5090"]\n', "refused",
+     "compiles its GPU kernels at run time", "https://github.com/google-deepmind/alphafold/issues/1085"),
+    ('[frameworks]\njax = "*"\n[hardware]\ngpus = ["RTX 5090"]\n', "ok", "jax ", "https://github.com/google-deepmind/alphafold/issues/1085"),
+    # run-time compiler that only torch.compile uses: Triton 3.5's ptxas does not know sm_121 (GB10)
+    ('[frameworks]\ntorch = "==2.9.1"\n[hardware]\ngpus = ["DGX Spark"]\nplatform = "linux/arm64"\n', "ok",
+     "run-time compiler (Triton", "https://github.com/triton-lang/triton/issues/8539"),
+    # WSL 2: R495 is the first Windows driver branch whose CUDA reaches WSL 2
+    ('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 3090"]\nwsl = true\ndriver = "472.12"\n', "refused",
+     "the first branch whose CUDA reaches WSL 2", "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"),
+    # Windows: the first Windows driver that knows Blackwell is CUDA 12.8's Windows floor, 570.65
+    ('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 5090"]\nplatform = "windows/amd64"\ndriver = "570.50"\n',
+     "refused", "the first driver that knows sm_120 is 570.65",
+     "https://docs.nvidia.com/cuda/archive/12.8.0/cuda-toolkit-release-notes/index.html"),
+    # the OS under the wheels: torch 2.7's wheels are manylinux_2_28; Ubuntu 18.04 has glibc 2.27
+    ('[frameworks]\ntorch = "*"\n[hardware]\ngpus = ["RTX 4090"]\n[container]\nos = "ubuntu18.04"\n', "ok",
+     "torch 2.6.0", "https://github.com/pytorch/pytorch/issues/123649"),
+    # the wrong reason: the Python is not what decides when no release in range serves the GPU
+    ('[project]\npython = "3.14"\n[frameworks]\ntorch = "<2.7"\n[hardware]\ngpus = ["RX 9070 XT"]\n', "refused",
+     "gfx1201 needs ROCm >= 6.4", "https://rocm.docs.amd.com/en/docs-6.4.1/compatibility/compatibility-matrix.html"),
+    # shared libraries: two frameworks must load one cuDNN (a pin against another's minimum)
+    ('[frameworks]\ntorch = "==2.3.1"\njax = "==0.4.30"\n[hardware]\ngpus = ["RTX 4090"]\n', "refused",
+     "pins nvidia-cudnn-cu12==8.9.2.26", "package metadata of torch==2.3.1 and jax-cuda12-plugin==0.4.30"),
+]
+
+
+def _answer(text: str) -> tuple[str, str]:
+    spec = parse_spec(text, "project.toml", P)
+    try:
+        [r] = solve_explained(P, spec)
+    except Unsatisfiable as e:
+        return "refused", e.message
+    return "ok", " ".join([*(f"{p.name} {p.version}" for p in r.packages), *r.warnings])
+
+
+@pytest.mark.parametrize(("text", "status", "says", "source"), CASES, ids=[c[2][:40] for c in CASES])
+def test_case_from_a_report(text: str, status: str, says: str, source: str) -> None:
+    got, message = _answer(text)
+    assert (got, says in message) == (status, True), f"{source}\n{message}"
+
+
+def test_the_refusal_names_the_component_and_its_tip_works(tmp_path: Path) -> None:
+    """The command line says the component that decides and a change that works: the TIP's
+    release locks."""
+    spec = tmp_path / "project.toml"
+    spec.write_text(CASES[1][0])
+    got = CliRunner().invoke(main, ["lock", "--frameworks-only", str(spec)])
+    assert got.exit_code == 1 and "compiles its GPU kernels at run time" in got.output
+    tip = next(line for line in got.output.splitlines() if line.startswith("TIP:"))
+    assert "jax >= 0.5.1 works" in tip
+    spec.write_text('[frameworks]\njax = ">=0.5.1"\n[hardware]\ngpus = ["RTX 5090"]\n')
+    assert CliRunner().invoke(main, ["lock", "--frameworks-only", str(spec)]).exit_code == 0
+
+
+def test_a_cudnn_with_ptx_runs_on_a_newer_gpu_where_the_build_does() -> None:
+    """cuDNN 9 for CUDA 12 is hardware forward compatible (its PTX JIT-compiles for a newer GPU):
+    the row's ``ptx`` says so, and the rule takes it; a cuDNN 8 has none."""
+    assert P.cudnn_row("9.1.0.70", 12) is not None and P.cudnn_row("9.1.0.70", 12).ptx  # type: ignore[union-attr]
+    assert not P.cudnn_row("8.9.2.26", 12).ptx  # type: ignore[union-attr]
+
+
+def _locked(text: str) -> object:
+    from envsolve.lock import model as lockfile
+
+    spec = parse_spec(text, "project.toml", P)
+    lock = lockfile.build(project=spec.name, spec_name="project.toml", spec_bytes=text.encode(),
+                          data_version=P.data_version, data_digest=P.digest, resolutions=solve_explained(P, spec),
+                          pip=(), conda=(), apt=(), urls={}, full=None)
+    return lock.environments[0]
+
+
+def test_doctor_asks_the_same_components_of_the_host() -> None:
+    """A jax 0.4.30 environment locked for an H100, on a host with an RTX 5090: its PTX reaches the
+    GPU, but XLA cannot compile for it, so doctor fails it as the lock would have refused it; a
+    torch 2.9.1 environment on a GB10 gets the torch.compile warning the lock gives."""
+    from envsolve.host.doctor import check
+    from envsolve.host.facts import GpuInfo, HostFacts
+
+    rtx5090 = HostFacts(vendor="nvidia", driver="580.65.06", source="test",
+                        gpus=(GpuInfo(index=0, name="NVIDIA GeForce RTX 5090", compute_capability="12.0"),))
+    env = _locked('[frameworks]\njax = "==0.4.30"\n[hardware]\ngpus = ["H100"]\n')
+    gpu = [(f.level, f.message) for f in check(env, rtx5090, P, installed={}, tools={}) if f.check == "gpu"]  # type: ignore[arg-type]
+    assert gpu[0][0] == "fail" and "compiles its GPU kernels at run time" in gpu[0][1], gpu
+    gb10 = HostFacts(vendor="nvidia", driver="580.95.05", source="test", machine="aarch64",
+                     gpus=(GpuInfo(index=0, name="NVIDIA GB10", compute_capability="12.1"),))
+    env = _locked('[frameworks]\ntorch = "==2.9.1"\n[hardware]\ngpus = ["DGX Spark"]\nplatform = "linux/arm64"\n')
+    gpu = [(f.level, f.message) for f in check(env, gb10, P, installed={}, tools={}) if f.check == "gpu"]  # type: ignore[arg-type]
+    assert gpu[0][0] == "warn" and "run-time compiler (Triton" in gpu[0][1], gpu
