@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .matrix.formats import Tally
     from .matrix.parse import MatrixSpec
     from .provider import Provider
+    from .solve import Resolution
     from .spec import ProjectSpec, Target
     from .voice import Voice
 
@@ -718,6 +719,7 @@ def explain(spec_path: Path, verbose: bool, host: bool, fmt: str) -> None:
     steered, steers = _explain_steered(spec, spec_path, provider)
     rep = ExplainReporter()
     got = answers(provider, steered, rep)
+    _warn_end_of_life(provider, steered, [a for _, a in got if not isinstance(a, Unsatisfiable)])
     explanation = rep.explanation(got, spec.python_raw, [st.package for st in steers if st.pythons],
                                   [n for st in steers for n in st.notes()])
     if fmt == "json":
@@ -726,6 +728,15 @@ def explain(spec_path: Path, verbose: bool, host: bool, fmt: str) -> None:
         ui.console().out(explanation.text(verbose), nl=False)
     if (failed := next((a for _, a in got if isinstance(a, Unsatisfiable)), None)) is not None:
         raise failed
+
+
+def _warn_end_of_life(provider: Provider, spec: ProjectSpec, resolutions: list[Resolution]) -> None:
+    """The lock's warning for a base image whose tags the registry deletes, said by ``explain`` too."""
+    from .lock.job import today
+    from .solve.images import end_of_life_warnings
+
+    for w in end_of_life_warnings(provider, spec, resolutions, today()):
+        ui.console().warn(w)
 
 
 def _explain_steered(spec: ProjectSpec, spec_path: Path, provider: Provider

@@ -345,7 +345,10 @@ class Compiler(_Row, frozen=True, kw_only=True):
     compiler: str
     newest_arch: str
     every_run: bool
-    error: str = ""  # what the user sees when it meets a newer GPU
+    # archs at or below ``newest_arch`` it cannot target all the same (Triton 3.6's ptxas rejects
+    # Thor's sm_110 though it knows sm_121)
+    rejects: tuple[str, ...] = ()
+    error: str = ""  # what the user sees on such a GPU; ``{arch}`` is the GPU's arch
 
 
 class PlatformWheel(_Row, frozen=True, kw_only=True):
@@ -759,7 +762,8 @@ _KINDS: dict[str, dict[str, _Rows]] = {
     },
     "compilers": {
         "compiler": _Rows(Compiler, {"package": _one_of(*FRAMEWORKS), "versions": _specifier, "compiler": _str,
-                                     "newest_arch": _arch_name, "every_run": _bool}, {"error": _str}),
+                                     "newest_arch": _arch_name, "every_run": _bool},
+                          {"error": _str, "rejects": _archs}),
     },
     "tools": {
         "tool": _Rows(Tool, {"name": _str, "version": _str}, {"purpose": _str}),

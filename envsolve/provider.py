@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import msgspec.structs
@@ -154,6 +154,15 @@ class Provider:
         added = (fold(prefix + key) for prefix in _GPU_PREFIXES)
         removed = (key[len(prefix):] for prefix in _GPU_PREFIXES_LONGEST_FIRST if key.startswith(prefix))
         return next((self._gpu[k] for k in itertools.chain((key,), added, removed) if k in self._gpu), None)
+
+    @staticmethod
+    def gpu_resolver() -> dict[str, Any]:
+        """The rules :meth:`gpu` reads a name by, as data (the explorer's look-up follows them
+        line for line, so it takes every name the command line takes): the vendors' prefixes it
+        adds and takes off (longest first), and the patterns of a laptop part, a memory size and a
+        form factor (case-insensitive)."""
+        return {"prefixes": list(_GPU_PREFIXES), "longest": _GPU_PREFIXES_LONGEST_FIRST,
+                "laptop": _LAPTOP.pattern, "memory": _MEMORY.pattern, "form": _FORM.pattern}
 
     def gpu_suggestions(self, name: str) -> list[str]:
         """The GPU names closest to a misspelt or unknown ``name``: the models of its series (the
@@ -337,6 +346,13 @@ class Provider:
         """The first driver branch whose Windows driver runs CUDA under WSL 2 (None: the data does not say)."""
         return min((b.branch for b in self.m.branches if b.wsl_cuda), default=None)
 
+    def wsl_driver_floor(self) -> Dotted | None:
+        """The oldest Windows driver whose CUDA reaches WSL 2: the first of :meth:`wsl_cuda_branch`
+        that runs that branch's own CUDA natively, in NVIDIA's Windows column (None: not known)."""
+        first = self.wsl_cuda_branch()
+        row = next((b for b in self.m.branches if b.branch == first), None)
+        return self.windows_driver_min(row.cuda_max) if row is not None else None
+
     def newest_branch_for(self, families: set[str]) -> int | None:
         """The newest driver branch that still supports every family; None: no limit known."""
         limit = min((b.branch for b in self.m.branches if families & set(b.unsupported_families)), default=None)
@@ -352,13 +368,18 @@ class Provider:
         return families & set(rows[-1].unsupported_families)
 
     def cudnn_row(self, version: str, cuda_major: int) -> Cudnn | None:
-        """The support-matrix row for a cuDNN version as pinned (``9.1.0.70`` -> 9.1.0)."""
+        """The support-matrix row for a cuDNN version as pinned (``9.1.0.70`` -> 9.1.0), or, for a
+        version named by its line only (``8.6``, ``9``: what TensorFlow's tested configurations and
+        onnxruntime-gpu's requirement say), the newest row of that line, which pip installs."""
         if (version, cuda_major) not in self._cudnn:
             parts = _parts(version)
             rows = [row for row in self.m.cudnn
                     if row.cuda_major == cuda_major and parts[: len(row.version.key)] == row.version.key]
-            # the most specific row; the first of equally specific ones
-            self._cudnn[version, cuda_major] = max(rows, key=lambda row: len(row.version.key), default=None)
+            line = [row for row in self.m.cudnn
+                    if row.cuda_major == cuda_major and row.version.key[: len(parts)] == parts]
+            # the most specific row (the first of equally specific ones); else the newest of the line
+            self._cudnn[version, cuda_major] = (max(rows, key=lambda row: len(row.version.key)) if rows
+                                                else max(line, key=lambda row: row.version, default=None))
         return self._cudnn[version, cuda_major]
 
     def newest_rocm(self) -> Dotted | None:

@@ -124,12 +124,12 @@ def _cell(spec: ProjectSpec, c: Choice, got: dict[str, Any]) -> dict[str, Any] |
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(c=choices(), spelt=st.data())
 def test_lock_explain_matrix_and_site_agree(c: Choice, spelt: st.DataObject) -> None:
-    site = lookup(_site(), c) if not c.driver or c.driver in _site()["drivers"] else None
-    if site is not None:
-        site.pop("packages", None)
-    # the same GPU as a user may write it: the CLI's resolver gives the same answer
+    # the same GPU as a user may write it: the CLI's resolver and the explorer's give the same answer
     written = c if c.gpu == CPU_ONLY else Choice(**{**{f: getattr(c, f) for f in c.__struct_fields__},
                                                     "gpu": spelt.draw(_spelt(c.gpu))})
+    site = lookup(_site(), written) if not c.driver or c.driver in _site()["drivers"] else None
+    if site is not None:
+        site.pop("packages", None)
     try:
         spec = parse_spec(project_toml(written), "project.toml", P)
     except SpecError:
@@ -163,10 +163,17 @@ def test_extension_packages_and_container_oses_agree(gpu: str, ext: str, os: str
 
 
 @pytest.mark.parametrize("written", ["RTX3060", "rtx 3060 mobile", "H100 80GB HBM3", "Radeon RX 7900 XTX",
-                                     "NVIDIA GeForce RTX 4090", "a100-sxm4-80gb"])
-def test_gpu_names_the_cli_takes_resolve_to_one_model(written: str) -> None:
-    """The names people write resolve through the one resolver (``Provider.gpu``) the spec uses."""
-    assert P.gpu(written) is not None, written
+                                     "NVIDIA GeForce RTX 4090", "a100-sxm4-80gb", "Tesla V100-SXM2-32GB",
+                                     "geforce gtx 1080 ti", "NVIDIA RTX A6000"])
+def test_the_explorer_takes_every_gpu_name_the_cli_takes(written: str) -> None:
+    """issue 39: the explorer took fewer GPU names than the command line ("RTX3060", "H100 80GB
+    HBM3"); its look-up now follows the command line's resolver, exported with the tables."""
+    from tests.test_site import gpu_of
+
+    model = P.gpu(written)
+    assert model is not None, written
+    d = _site()
+    assert d["gpus"][gpu_of(d, written)]["name"] == model.name, written
 
 
 def test_lock_and_explain_steer_the_same_way_from_the_index(
@@ -236,3 +243,25 @@ def test_the_solver_asks_the_provider_and_never_reads_its_records() -> None:
     assert read, "the scan found nothing: it no longer reads solve/"
     not_methods = {(f, a) for f, a in read if not inspect.isfunction(getattr(Provider, a, None))}
     assert not not_methods
+
+
+def test_explain_warns_of_a_base_image_at_its_end_of_life_as_the_lock_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled example's base image (CUDA 12.2, R535's) may be deleted since 2026-12-01: `lock`
+    and `explain` say so alike (explain said nothing)."""
+    import datetime
+    import shutil
+
+    from click.testing import CliRunner
+
+    from envsolve.cli import main
+    from envsolve.lock import job
+
+    monkeypatch.setattr(job, "today", lambda: datetime.date(2026, 12, 8))
+    spec = tmp_path / "project.toml"
+    shutil.copy(Path(__file__).parent.parent / "examples" / "project.toml", spec)
+    spec.write_text(spec.read_text().replace('pip = ["numpy<2", "einops"]', "pip = []"))
+    locked = CliRunner().invoke(main, ["lock", "--frameworks-only", str(spec)])
+    why = CliRunner().invoke(main, ["explain", str(spec)])
+    warned = [line for line in locked.output.splitlines() if "may be deleted since" in line]
+    assert warned and all(line in why.output for line in warned), locked.output + why.output

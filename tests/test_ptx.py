@@ -80,10 +80,15 @@ def test_tensorflow_2_4_and_2_5_with_one_arch_list_get_one_answer_on_an_rtx_3090
     assert r.driver_min == "455.23"  # the first driver that knows sm_86 (CUDA 11.1's), above CUDA 11.0's own floor
 
 
-def test_tensorflow_2_4_reaches_an_h100_through_its_cuda_11_0_ptx(real_graph: Provider) -> None:
-    # CUDA 11.0 cannot target sm_90, but its compute_80 PTX JIT-compiles there on a driver that knows the H100
-    (r,) = resolve('[frameworks]\ntensorflow = "==2.4.1"\n[hardware]\ngpus = ["H100"]', real_graph)
-    assert (r.cuda, r.compat, r.jit_archs, r.driver_min) == ("11.0", "native", ("sm_90",), "520.61.05")
+def test_tensorflow_2_4_reaches_an_h100_through_its_cuda_11_0_ptx_but_its_cudnn_does_not(real_graph: Provider) -> None:
+    # CUDA 11.0 cannot target sm_90, but its compute_80 PTX JIT-compiles there on a driver that knows
+    # the H100; its cuDNN 8.0 ships SASS up to sm_80 and no PTX (hardware forward compatibility came
+    # with cuDNN 9 for CUDA 12), so the build does not serve the H100 (issue 39)
+    e = unsat('[frameworks]\ntensorflow = "==2.4.1"\n[hardware]\ngpus = ["H100"]', real_graph)
+    assert "its cuDNN 8.0 has no kernels for H100 (sm_90)" in str(e) and "no PTX to JIT-compile" in str(e)
+    # TensorFlow 2.15 (CUDA 12.2) reaches it through compute_80 PTX too, and its cuDNN 8.9 has sm_90 kernels
+    (r,) = resolve('[frameworks]\ntensorflow = "==2.15.0"\n[hardware]\ngpus = ["H100"]', real_graph)
+    assert (r.cuda, r.compat, r.jit_archs) == ("12.2", "native", ("sm_90",))
     assert any("has no SASS for sm_90: the driver JIT-compiles its PTX (compute_80 -> sm_90)" in w for w in r.warnings)
 
 

@@ -30,6 +30,7 @@ from envsolve.lock import model as lockfile
 from envsolve.provider import Provider
 from envsolve.render.artifacts import host_notes, render_environment, unpinned_warning
 from envsolve.solve import solve
+from envsolve.solve.images import end_of_life_warnings
 from envsolve.voice import SILENT, Voice
 from tests.conftest import FIXTURE, spec_of
 
@@ -224,15 +225,15 @@ def test_an_image_past_its_deletion_date_warns_with_the_date_and_the_newest_imag
                    '[container]\nos = "ubuntu22.04"\n', real_graph)
     resolutions = solve(real_graph, spec)
     assert resolutions[0].base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
-    warned = job._end_of_life(real_graph, spec, resolutions, datetime.date(2026, 12, 7))
+    warned = end_of_life_warnings(real_graph, spec, resolutions, datetime.date(2026, 12, 7))
     assert warned == ["default: the tags of the base image nvidia/cuda:12.4.1-base-ubuntu22.04 may be deleted since "
                       "2026-12-01 (by NVIDIA's container support policy, inferred (confidence low); see "
                       "https://gitlab.com/nvidia/container-images/cuda/-/blob/master/doc/support-policy.md); the "
                       "newest image that serves this environment is nvidia/cuda:12.9.1-base-ubuntu22.04: a framework "
                       "build of its CUDA moves the lock to it"]
-    soon = job._end_of_life(real_graph, spec, resolutions, datetime.date(2026, 9, 15))
+    soon = end_of_life_warnings(real_graph, spec, resolutions, datetime.date(2026, 9, 15))
     assert len(soon) == 1 and "are deleted from 2026-12-01" in soon[0]
-    assert job._end_of_life(real_graph, spec, resolutions, datetime.date(2026, 8, 1)) == []  # 122 days before
+    assert end_of_life_warnings(real_graph, spec, resolutions, datetime.date(2026, 8, 1)) == []  # 122 days before
 
 
 def test_the_successor_keeps_the_cudnn_flavour(real_graph: Provider) -> None:

@@ -69,12 +69,33 @@ def _pick(idx: list[int], rank: Any) -> int:
     return best
 
 
+def _fold(s: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def gpu_of(d: dict[str, Any], name: str) -> int:
+    """site.js's gpuOf: the GPU a name means, by the command line's rules (``d["resolver"]``)."""
+    by = {_fold(n): i for i, g in enumerate(d["gpus"]) for n in g["names"]}
+    r = d["resolver"]
+
+    def named(text: str) -> int:
+        key = _fold(text)
+        tries = [key, *(_fold(p + key) for p in r["prefixes"]), *(key[len(p):] for p in r["longest"] if key.startswith(p))]
+        return next((by[k] for k in tries if k in by), -1)
+
+    laptop = re.sub(r["laptop"], " Laptop GPU", name, count=1, flags=re.IGNORECASE)
+    sized = re.sub(r["memory"], "", laptop, flags=re.IGNORECASE)
+    bare = re.sub(r["form"], "", sized, flags=re.IGNORECASE)
+    ways = [name, laptop, sized, bare, re.sub(r["laptop"], "", bare, count=1, flags=re.IGNORECASE)]
+    return next((i for w in ways if (i := named(w)) >= 0), -1)
+
+
 def lookup(d: dict[str, Any], c: Choice) -> dict[str, Any]:
     """What the selector shows for choice ``c``: {"status", fields | "reasons" and "tip"}."""
-    names = {n.lower(): i for i, g in enumerate(d["gpus"]) for n in g["names"]}
-    if c.gpu.lower() not in names:
+    at = gpu_of(d, c.gpu)
+    if at < 0:
         return {"status": "invalid"}
-    g = d["gpus"][names[c.gpu.lower()]]
+    g = d["gpus"][at]
     if g["invalid"][(2 if c.driver else 0) + d["platforms"].index(c.platform)]:
         return {"status": "invalid"}
     tab = d["tables"][d["classes"][g["cls"]][c.platform]]

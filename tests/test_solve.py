@@ -250,9 +250,10 @@ def test_an_old_jax_pin_whose_jaxlib_is_on_no_index_says_it_would_run_and_how_to
     assert ("cuda11.cudnn82: it would run (driver >= 455.23), but jaxlib==0.3.7+cuda11.cudnn82 is on no index, "
             "only on a find-links page (by hand: pip install jax==0.3.7 jaxlib==0.3.7+cuda11.cudnn82 -f "
             "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html") in e
-    # a CUDA 11.4 jaxlib cannot target Hopper, but its compute_80 PTX JIT-compiles for it: the page is the reason
+    # a CUDA 11.4 jaxlib cannot target Hopper; its compute_80 PTX JIT-compiles for it, but the cuDNN 8.2
+    # it loads has no Hopper kernels and no PTX (issue 39): that is the reason, before the page
     e = str(unsat('[frameworks]\njax = "==0.4.7"\n[hardware]\ngpus = ["H100"]\ncuda = "11.4"', real_graph))
-    assert "sm_90 needs CUDA >= 11.8" not in e and "cuda11.cudnn82: it would run (driver >= 520.61.05)" in e
+    assert "sm_90 needs CUDA >= 11.8" not in e and "cuda11.cudnn82: its cuDNN 8.2 has no kernels for H100" in e
 
 
 def test_jax_0_4_13_on_a_cpu_is_the_one_old_jaxlib_the_default_index_still_has(real_graph: Provider) -> None:

@@ -30,7 +30,24 @@ CASES = [
     # run-time compiler: XLA compiles every kernel; jaxlib 0.4.30's XLA targets up to sm_90a
     ('[frameworks]\njax = "==0.4.30"\n[hardware]\ngpus = ["RTX 5090"]\n', "refused",
      "compiles its GPU kernels at run time", "https://github.com/google-deepmind/alphafold/issues/1085"),
-    ('[frameworks]\njax = "*"\n[hardware]\ngpus = ["RTX 5090"]\n', "ok", "jax ", "https://github.com/google-deepmind/alphafold/issues/1085"),
+    ('[frameworks]\njax = "<=0.5.1"\n[hardware]\ngpus = ["RTX 5090"]\n', "ok", "jax 0.5.1",
+     "https://github.com/openxla/xla/pull/21822"),
+    # a cuDNN named by its line (TensorFlow's tested configurations say 8.1): cuDNN 8.1 has no
+    # Blackwell kernels and no PTX
+    ('[frameworks]\ntensorflow = "==2.10.0"\n[hardware]\ngpus = ["RTX PRO 6000 Blackwell"]\n', "refused",
+     "its cuDNN 8.1 has no kernels", "https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-811/support-matrix/index.html"),
+    # torch 1.2's statically linked cuDNN 7 no more lets it pass where 1.3-1.5 are refused
+    ('[frameworks]\ntorch = "<2.7"\n[hardware]\ngpus = ["RTX 5090"]\n', "refused", "sm_120 needs CUDA >= 12.8",
+     "https://github.com/uci-cbcl/UFold/issues/20"),
+    # Triton 3.4/3.5's ptxas knows sm_120 but not B300's sm_103
+    ('[frameworks]\ntorch = "==2.8.*"\n[hardware]\ngpus = ["GB300"]\n', "ok", "Value 'sm_103a' is not defined",
+     "https://github.com/triton-lang/triton/issues/8539"),
+    # WSL 2: the lock's floor is the first Windows driver whose CUDA reaches WSL 2, not below it
+    ('[frameworks]\ntorch = "==1.10.*"\n[hardware]\ngpus = ["RTX 3060"]\nwsl = true\n', "ok", "driver >= 496.04",
+     "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"),
+    # a glibc refusal's fix names an OS whose glibc the wheels install on
+    ('[frameworks]\ntorch = ">=2.7"\n[hardware]\ngpus = ["A100"]\n[container]\nos = "centos7"\n', "refused",
+     "[container] os = 'ubuntu", "https://github.com/pytorch/pytorch/issues/123649"),
     # run-time compiler that only torch.compile uses: Triton 3.5's ptxas does not know sm_121 (GB10)
     ('[frameworks]\ntorch = "==2.9.1"\n[hardware]\ngpus = ["DGX Spark"]\nplatform = "linux/arm64"\n', "ok",
      "run-time compiler (Triton", "https://github.com/triton-lang/triton/issues/8539"),
@@ -58,8 +75,8 @@ def _answer(text: str) -> tuple[str, str]:
     try:
         [r] = solve_explained(P, spec)
     except Unsatisfiable as e:
-        return "refused", e.message
-    return "ok", " ".join([*(f"{p.name} {p.version}" for p in r.packages), *r.warnings])
+        return "refused", e.message + "\n" + "; ".join(e.fixes)
+    return "ok", " ".join([*(f"{p.name} {p.version}" for p in r.packages), *r.warnings, f"driver >= {r.driver_min}"])
 
 
 @pytest.mark.parametrize(("text", "status", "says", "source"), CASES, ids=[c[2][:40] for c in CASES])
@@ -115,3 +132,17 @@ def test_doctor_asks_the_same_components_of_the_host() -> None:
     env = _locked('[frameworks]\ntorch = "==2.9.1"\n[hardware]\ngpus = ["DGX Spark"]\nplatform = "linux/arm64"\n')
     gpu = [(f.level, f.message) for f in check(env, gb10, P, installed={}, tools={}) if f.check == "gpu"]  # type: ignore[arg-type]
     assert gpu[0][0] == "warn" and "run-time compiler (Triton" in gpu[0][1], gpu
+
+
+def test_a_matrix_cell_is_answered_for_its_own_container_os() -> None:
+    """Cells that differ only in OS share their builds only when the OSes' glibc is the same: the
+    first OS of the axis no longer answers for the others (torch 2.7's manylinux_2_28 wheels)."""
+    from envsolve.matrix.cells import solve_cells
+    from envsolve.matrix.parse import parse_matrix
+
+    for oses in (["ubuntu18.04", "ubuntu22.04"], ["ubuntu22.04", "ubuntu18.04"]):
+        text = ('[matrix]\npython = ["3.12"]\ntorch = ["2.7.1"]\naccelerator = ["cu126"]\ngpus = ["RTX 4090"]\n'
+                f"os = {oses!r}\n".replace("'", '"'))
+        ms = parse_matrix(text, "m.toml", P)
+        got = {r.cell.get("os"): r.valid for r in solve_cells(P, ms, ms.cells())}
+        assert got == {"ubuntu18.04": False, "ubuntu22.04": True}, oses

@@ -617,15 +617,19 @@ def _served(env: Environment, shown: str, arch: Arch, builds: list[Build], reloc
     missing = next((b for b in builds if not serves(b, arch, native=native)), None)
     if missing is not None:
         return Finding(level="fail", check="gpu", fix=relock, message=f"{shown} is not served by {_code_of(missing)}")
+    relock_for = (f"{relock}: the lock then chooses a release whose libraries and compiler serve {arch.name}, "
+                  "or names the change that does")
+    gaps: list[str] = []
     for b in builds:
         no, gap = _components(provider, b, arch, shown, native=native)
         if no is not None:
-            return Finding(level="fail", check="gpu", fix=relock,
+            return Finding(level="fail", check="gpu", fix=relock_for,
                            message=f"{shown} is not served by {b.package} {b.raw} ({b.variant}): {no.text}")
-        if gap:
-            return Finding(level="warn", check="gpu", message=gap,
-                           fix=f"a newer {b.package} release whose compiler knows {arch.name} (`envsolve explain`)")
+        gaps += [gap] if gap else []
     names = ", ".join(f"{b.package} {b.raw} ({b.variant})" for b in builds)
+    if gaps:
+        among = "" if arch.name in env.gpu_archs else f"; and {shown} is not among the lock's GPUs"
+        return Finding(level="warn", check="gpu", fix=relock_for, message="; ".join(gaps) + among)
     if arch.name not in env.gpu_archs:
         return Finding(level="warn", check="gpu", fix=relock,
                        message=f"{shown} is not among the lock's GPUs ({', '.join(env.gpu_archs)}), "

@@ -31,6 +31,7 @@ from ..errors import CheckFailed, LockError, Problem, RefreshError, ResolveError
 from ..files import LOCK_CAP, check_output, read_text, write_all
 from ..provider import Provider
 from ..solve import Resolution, solve_explained
+from ..solve.images import end_of_life_warnings
 from ..solve.output import python_reason
 from ..spec import ProjectSpec
 from ..spec import digest as spec_digest
@@ -50,7 +51,7 @@ if TYPE_CHECKING:  # the full lock's modules: a frameworks-only lock never impor
     from .asks import Steer
     from .resolve import Pin
 
-__all__ = ["Options", "Outcome", "Request", "lock_command", "make", "stale_by_digests", "steered"]
+__all__ = ["Options", "Outcome", "Request", "lock_command", "make", "stale_by_digests", "steered", "today"]
 
 Said = Literal["out", "say", "warn"]  # the product (stdout) | what was done | a warning (stderr)
 Say = Callable[[str, Said, bool], None]  # (line, what it is, to stderr)
@@ -152,6 +153,10 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
     index = urls.get("pypi", "") or pip_index_url()
     memo = _steer_memo(spec, provider, index)
     if not opts.refresh and (kept := _kept_steers(memo)) is not None:
+        from ..config import public_url
+
+        voice.detail("[packages] pip: what it asks of the frameworks, kept from an earlier read of "
+                     f"{public_url(index)}")
         return kept  # the HTTP client is not even imported
     from ..index.client import IndexClient
     from ..paths import cache_dir
@@ -174,11 +179,12 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
         voice.detail(f"[packages] pip read from {client.answered()}")
 
 
-# What the pip lines ask is kept as long as the index's simple pages may be served from the HTTP
-# cache without asking (max-age=600 on the default index): the same answer the cached pages give,
-# without reading them again. Reading numpy's page and importing the HTTP client cost a
-# frameworks-only lock of the bundled example 230 ms of its 330 (bench/bench_speed.py, 2 cores).
-_STEER_FRESH_S = 600
+# What the pip lines ask is kept, keyed by everything the steering reads but the pages: the index
+# is read cache first (a kept page is used however old, until `lock --upgrade`), so the kept answer
+# is the one the cached pages give, without reading them again; it is dropped after a day, and
+# `--upgrade` reads anew. Reading numpy's page and importing the HTTP client cost a frameworks-only
+# lock of the bundled example 230 ms of its 330 (bench/bench_speed.py, 2 cores).
+_STEER_FRESH_S = 86_400
 _STEER_CAP = 1 << 20
 
 
@@ -324,40 +330,12 @@ def make(provider: Provider, spec: ProjectSpec, *, spec_name: str, blob: bytes, 
     return Outcome(lock=done, resolutions=resolutions, steers=steers, unsteered=asked is None,
                    warnings=(*_credential_warnings(spec), *warnings,
                              *([keep.warning] if keep.warning else []),
-                             *_end_of_life(provider, spec, resolutions, _today())))
+                             *end_of_life_warnings(provider, spec, resolutions, today())))
 
 
-def _today() -> datetime.date:
-    """The day the end-of-life dates of the base images are compared with (tests set it)."""
+def today() -> datetime.date:
+    """The day the end-of-life dates of the base images are compared with (``lock`` and ``explain``)."""
     return datetime.date.today()
-
-
-_EOL_NOTICE = 90  # days before its tags' deletion date that a base image is warned of
-
-
-def _end_of_life(provider: Provider, spec: ProjectSpec, resolutions: Sequence[Resolution], today: datetime.date
-                 ) -> list[str]:
-    """A warning for each environment whose base image's tags the registry deletes within
-    :data:`_EOL_NOTICE` days or has deleted (the data's ``[[eol]]`` rows), with the date and the
-    newest image that serves the same environment (:func:`envsolve.solve.images.successor_image`)."""
-    from ..solve.images import successor_image
-
-    soon = (today + datetime.timedelta(days=_EOL_NOTICE)).isoformat()
-    out = []
-    for r in resolutions:
-        line = provider.image_line(r.base_image) if r.base_image else None
-        eol = provider.end_of_life(line[0]) if line is not None else None
-        if eol is None or eol.deleted > soon:
-            continue
-        when = "may be deleted since" if eol.deleted <= today.isoformat() else "are deleted from"
-        low = ", inferred (confidence low)" if eol.confidence == "low" else ""
-        how = f"by NVIDIA's container support policy{low}"
-        newer = successor_image(provider, spec, r.target, r.base_image, soon)
-        instead = (f"; the newest image that serves this environment is {newer}: a framework build of its CUDA "
-                   "moves the lock to it" if newer else "; the data has no newer image that serves this environment")
-        out.append(f"{r.target.name}: the tags of the base image {r.base_image} {when} {eol.deleted} ({how}; "
-                   f"see {eol.source}){instead}")
-    return out
 
 
 def _pinned_images(lock: lockfile.Lock, out: Path, opts: Options, voice: Voice) -> tuple[lockfile.Lock, list[str]]:

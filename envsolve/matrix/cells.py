@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import msgspec
+import msgspec.structs
 
 from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, LINUX_PLATFORMS, PLATFORMS, Platform, Vendor, cuda_of_variant
 from ..errors import Unsatisfiable
@@ -25,7 +26,9 @@ from .parse import Cell, MatrixSpec, cell_vendor
 
 __all__ = ["CellResult", "Solving", "cell_spec", "check_includes", "iter_cells", "solve_cells"]
 
-_IMAGE_AXES = ("os", "flavor")  # the axes that choose a cell's base image and nothing else
+# the axes that choose a cell's base image; the OS's glibc also decides which wheels install, so a
+# group of cells is also keyed by it (:meth:`Solving.group`)
+_IMAGE_AXES = ("os", "flavor")
 _VARIANT = re.compile(r"cu\d{3}|rocm\d")  # an accelerator value naming one torch variant (cu128, rocm6.2)
 
 
@@ -109,6 +112,26 @@ def _cell_target(provider: Provider, ms: MatrixSpec, values: dict[str, str], pla
     return target
 
 
+def _named_build(provider: Provider, values: dict[str, str], target: Target, parts: dict[Any, Any]) -> Target:
+    """``target`` pinned to the CUDA/ROCm of the build the accelerator value names, where a
+    framework of the cell has a build of that very variant whose stack is not the word's (jax
+    0.5.0's ``rocm6.0`` build is ROCm 6.2): the cell means that build, as the lock would take it."""
+    accelerator = values.get("accelerator", "")
+    key = ("named build", accelerator, target, tuple(sorted((n, values[n]) for n in FRAMEWORKS if values.get(n))))
+    if key not in parts:
+        named = [b for n in FRAMEWORKS if (v := values.get(n)) for r in provider.releases(n) if r.raw == v
+                 for b in provider.builds(r) if b.variant == accelerator]
+        pinned = target
+        for b in named:
+            if target.rocm is not None and b.rocm is not None and b.rocm.prefix(2) != target.rocm.prefix(2):
+                pinned = msgspec.structs.replace(target, rocm=b.rocm)
+            if target.cuda is not None and b.cuda is not None and b.cuda.prefix(2) != target.cuda.prefix(2):
+                pinned = msgspec.structs.replace(target, cuda=b.cuda)
+        parts[key] = pinned
+    named_target: Target = parts[key]
+    return named_target
+
+
 def cell_spec(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, platform: str = "") -> ProjectSpec:
     """The project spec a cell stands for: exact pins for every axis it names. Its pieces (each
     framework pin, the target of each accelerator) are made once per matrix, so cells share them."""
@@ -116,7 +139,7 @@ def cell_spec(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, plat
     values = dict(cell.values)
     py = values.get("python")
     python_raw = f"=={py}.*" if py else "*"
-    target = _cell_target(provider, ms, values, platform, parts)
+    target = _named_build(provider, values, _cell_target(provider, ms, values, platform, parts), parts)
     linux = target.platform in LINUX_PLATFORMS  # the OS and flavour of a base image: Linux cells only
     return ProjectSpec(
         path=ms.path, name="matrix", python=cache.range(python_raw), python_raw=python_raw,
@@ -168,6 +191,12 @@ class Solving:
         self.reasons.clear()  # by the id of an answer the "frameworks" table keeps alive
         self.cache.forget("frameworks", "resolution parts")
 
+    def group(self, cell: Cell) -> object:
+        """The cells that share their builds: the same values but the image's, and an OS of the
+        same glibc (a manylinux wheel installs on a glibc as new as its tag, ``solve.fit``)."""
+        os = self.os_of(cell.values)
+        return self.by_group(cell.values), self.provider.os_glibc(os) if os else None
+
     def _spec(self, cell: Cell, group: object) -> ProjectSpec:
         """:func:`cell_spec`, made once per group: the cells of a group differ only in the OS and
         flavour of their base image (set on a Linux cell's spec only)."""
@@ -194,7 +223,7 @@ class Solving:
         for cell in cells:
             # the OS and the flavour choose the base image only: a cell whose builds cannot be found
             # is refused as every cell of its group was, without making its spec
-            group = self.by_group(cell.values)
+            group = self.group(cell)
             if (why := refused.get(group)) is not None:
                 yield CellResult(cell=cell, resolution=None, reason=why)
                 continue

@@ -620,6 +620,7 @@ def selector_data(provider: Provider, workers: int = 2) -> dict[str, Any]:
     drivers = [floors[i - 1].raw for i in choices[1:]]
     return {"format": FORMAT, "drivers": drivers, "platforms": list(LINUX_PLATFORMS),
             "frameworks": _framework_lists(b), "gpus": _gpus(b, models, drivers), "classes": by_class,
+            "resolver": provider.gpu_resolver(),
             "tables": tables, "blobs": b.blobs, "texts": b.texts.items, "answers": b.answers.items,
             "fields": list(ANSWER_FIELDS)}
 

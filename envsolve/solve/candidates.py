@@ -17,9 +17,10 @@ __all__ = ["BUILD_ORDER", "candidates", "candidates_shared", "companion_problem"
 
 
 def memo_key(spec: ProjectSpec, t: Target, req: FrameworkReq) -> tuple[object, ...]:
-    """What a framework's candidates depend on: the Python range, companion ranges, target, range."""
+    """What a framework's candidates depend on: the Python range, companion ranges, target, range,
+    and the container OS asked for (its glibc decides which wheels install: ``fit``)."""
     companions = tuple((f.name, f.raw) for f in spec.frameworks if f.name in COMPANIONS)
-    return (spec.python_raw, companions, t, req.name, req.raw, req.backend)
+    return (spec.python_raw, companions, t, req.name, req.raw, req.backend, spec.os)
 
 
 def companion_problem(spec: ProjectSpec, rel: Release) -> str:

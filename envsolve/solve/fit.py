@@ -112,14 +112,16 @@ def _fit_nvidia(provider: Provider, b: Build, cuda: Dotted, t: Target) -> _Fit:
 
 def _driver_floors(provider: Provider, b: Build, cuda: Dotted, t: Target) -> tuple[Dotted, Dotted | None] | No:
     """(native floor, minor-version floor) of the driver for ``b`` on ``t``: the toolkit's, raised
-    by a floor the framework documents and by the first driver that knows each GPU."""
+    by a floor the framework documents, by the first driver that knows each GPU, and under WSL 2 by
+    the first Windows driver whose CUDA reaches it."""
     windows = t.windows_driver
     native = provider.windows_driver_min(cuda) if windows else provider.native_driver_min(cuda)
     if native is None:
         return No("driver", f"CUDA {cuda} is not in matrices/cuda.toml, so its driver needs are unknown")
     floor = provider.minor_compat_driver_min(cuda.major, windows=windows)
     gpus = max((f for x in t.gpus if (f := provider.gpu_driver_floor(x.arch, windows=windows))), default=None)
-    for extra in (b.driver_min, gpus):
+    wsl = provider.wsl_driver_floor() if t.wsl else None  # no older Windows driver brings CUDA into WSL 2
+    for extra in (b.driver_min, gpus, wsl):
         native, floor = _raised(native, floor, extra)
     return native, floor
 
@@ -497,22 +499,25 @@ def compiler_gap(provider: Provider, rel: Release, t: Target) -> No | str:
 
 def compiler_on(provider: Provider, rel: Release, gpus: Sequence[tuple[Arch, str]]) -> No | str:
     """:func:`compiler_gap` for NVIDIA GPUs given as (arch, how the message names it): what
-    ``envsolve doctor`` asks of a host's GPUs."""
+    ``envsolve doctor`` asks of a host's GPUs. A GPU gets no code from the compiler when it is
+    newer than the newest arch it targets, or is one of the archs below that it rejects."""
     row = provider.compiler(rel)
     if row is None:
         return ""
     newest = parse_arch(row.newest_arch)
-    beyond = [shown for arch, shown in gpus if (arch.major, arch.minor) > (newest.major, newest.minor)]
+    beyond = [(arch, shown) for arch, shown in gpus if (arch.major, arch.minor) > (newest.major, newest.minor)
+              or f"sm_{arch.major}{arch.minor}" in row.rejects]
     if not beyond:
         return ""
-    gpus_text = ", ".join(beyond)
-    seen = f" ({row.error})" if row.error else ""
+    gpus_text = ", ".join(shown for _, shown in beyond)
+    first = beyond[0][0]
+    seen = f" ({row.error.replace('{arch}', f'sm_{first.major}{first.minor}')})" if row.error else ""
+    targets = f"archs up to {row.newest_arch}" + (f" except {', '.join(row.rejects)}" if row.rejects else "")
     if row.every_run:
         return No("compiler", f"{rel.package} {rel.raw} compiles its GPU kernels at run time with {row.compiler}, "
-                              f"which targets archs up to {row.newest_arch}, not {gpus_text}{seen}; PTX in the wheel "
-                              "does not help")
-    return (f"{rel.package} {rel.raw}'s run-time compiler ({row.compiler}) targets archs up to {row.newest_arch}, "
-            f"not {gpus_text}: what it compiles fails there{seen}; the prebuilt kernels still run")
+                              f"which targets {targets}, not {gpus_text}{seen}; PTX in the wheel does not help")
+    return (f"{rel.package} {rel.raw}'s run-time compiler ({row.compiler}) targets {targets}, not {gpus_text}: "
+            f"what it compiles fails there{seen}; the prebuilt kernels still run")
 
 
 def _jit(b: Build, t: Target) -> tuple[str, ...]:

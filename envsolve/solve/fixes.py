@@ -1,6 +1,6 @@
 """The nearest changes that make an unsatisfiable target solvable: each found by solving again
-with one constraint relaxed at a time (a framework's range, the driver, the Python range, a CUDA
-or ROCm pin, one GPU), so every suggestion is itself a resolution the solver accepts.
+with one constraint relaxed at a time (a framework's range, the driver, the Python range, the
+container OS, a CUDA or ROCm pin, one GPU), so every suggestion is itself a resolution the solver accepts.
 """
 
 from __future__ import annotations
@@ -141,9 +141,25 @@ def _rocm_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
     return f"drop the rocm = '{t.rocm}' pin (ROCm {r.rocm} works)" if r is not None else ""
 
 
+def _os_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
+    """A container OS whose glibc the wheels install on: the OS the target's image takes when
+    none is asked (a manylinux_2_28 wheel does not install on Ubuntu 18.04's glibc 2.27)."""
+    if not spec.os:
+        return ""
+    r = _try(provider, msgspec.structs.replace(spec, os=""), t)
+    os = _image_os(provider, r.base_image) if r is not None else ""
+    return f"[container] os = '{os}' (with it: {_packages(r)})" if r is not None and os and os != spec.os else ""
+
+
+def _image_os(provider: Provider, ref: str) -> str:
+    """The OS of an image reference the solver wrote ("" when the data does not name it)."""
+    line = provider.image_line(ref) if ref else None
+    return line[2] if line is not None else ""
+
+
 # the relaxations of one constraint each, in the order the fixes are told
 _RELAXATIONS: tuple[Callable[[Provider, ProjectSpec, Target], str], ...] = (
-    _driver_fix, _python_fix, _cuda_fix, _rocm_fix)
+    _driver_fix, _python_fix, _os_fix, _cuda_fix, _rocm_fix)
 
 
 def _own_targets(provider: Provider, spec: ProjectSpec, t: Target) -> list[str]:

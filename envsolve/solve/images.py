@@ -13,7 +13,8 @@ and OS asked (:func:`_usable`), and the newest of those (:func:`_newest`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import datetime
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -23,8 +24,9 @@ from ..provider import Provider
 from ..spec import ProjectSpec, Target
 from ..versions import Dotted
 from .fit import gpu_families
+from .model import Resolution
 
-__all__ = ["BaseImage", "base_image", "offers_os", "successor_image"]
+__all__ = ["EOL_NOTICE", "BaseImage", "base_image", "end_of_life_warnings", "offers_os", "successor_image"]
 
 # (image reference, note, OS, the Python the image brings); ("", why, "", "") when there is none
 BaseImage = tuple[str, str, str, str]
@@ -340,3 +342,29 @@ def _default_os(oses: tuple[str, ...]) -> str:
     if ubuntu:
         return max(ubuntu, key=lambda o: tuple(int(x) for x in o[6:].split(".") if x.isdigit()))
     return oses[0]
+
+
+EOL_NOTICE = 90  # days before its tags' deletion date that a base image is warned of
+
+
+def end_of_life_warnings(provider: Provider, spec: ProjectSpec, resolutions: Sequence[Resolution], today: datetime.date
+                 ) -> list[str]:
+    """A warning for each environment whose base image's tags the registry deletes within
+    :data:`EOL_NOTICE` days or has deleted (the data's ``[[eol]]`` rows), with the date and the
+    newest image that serves the same environment (:func:`envsolve.solve.images.successor_image`)."""
+    soon = (today + datetime.timedelta(days=EOL_NOTICE)).isoformat()
+    out = []
+    for r in resolutions:
+        line = provider.image_line(r.base_image) if r.base_image else None
+        eol = provider.end_of_life(line[0]) if line is not None else None
+        if eol is None or eol.deleted > soon:
+            continue
+        when = "may be deleted since" if eol.deleted <= today.isoformat() else "are deleted from"
+        low = ", inferred (confidence low)" if eol.confidence == "low" else ""
+        how = f"by NVIDIA's container support policy{low}"
+        newer = successor_image(provider, spec, r.target, r.base_image, soon)
+        instead = (f"; the newest image that serves this environment is {newer}: a framework build of its CUDA "
+                   "moves the lock to it" if newer else "; the data has no newer image that serves this environment")
+        out.append(f"{r.target.name}: the tags of the base image {r.base_image} {when} {eol.deleted} ({how}; "
+                   f"see {eol.source}){instead}")
+    return out

@@ -182,11 +182,12 @@ def _asked(spec: ProjectSpec, c: Candidate) -> str:
 
 def _frameworks_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target,
                        rep: Reporter) -> tuple[list[Candidate], str] | Unsatisfiable:
-    """:func:`_frameworks`, once per (frameworks, Python range, target) when nobody traces the
-    search: cells of a matrix that differ only in OS or image flavour share it."""
+    """:func:`_frameworks`, once per (frameworks, Python range, target, container OS) when nobody
+    traces the search: cells of a matrix that differ only in image flavour share it (the OS's glibc
+    decides which wheels install)."""
     if type(rep) is not Reporter:
         return _frameworks_or_why(provider, cache, spec, t, rep)
-    key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t, spec.pip)
+    key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t, spec.pip, spec.os)
     table = cache.table("frameworks")
     if key not in table:
         table[key] = _frameworks_or_why(provider, cache, spec, t, rep)

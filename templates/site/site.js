@@ -67,9 +67,37 @@
     var name = $("gpu").value.trim(), fw = $("framework").value;
     var lo = $("version-min").value, hi = $("version-max").value;
     var raw = [lo ? ">=" + lo : "", hi ? "<=" + hi : ""].filter(Boolean).join(",") || "*";
-    var gpu = byName.hasOwnProperty(name.toLowerCase()) ? byName[name.toLowerCase()] : -1;
+    var gpu = gpuOf(name);
     return {name: name, gpu: gpu, driver: $("driver").value, platform: $("platform").value, fw: fw,
             lo: lo, hi: hi, raw: raw};
+  }
+
+  /* A GPU name as the command line reads it (Provider.gpu, whose rules D.resolver exports): case and
+     punctuation ignored, a vendor's prefix added or taken off, then a laptop part as the driver names
+     it, without the memory size, without the form factor, and a laptop part as its desktop model. */
+  function fold(s) { return s.toLowerCase().replace(/[^a-z0-9]/g, ""); }
+
+  function named(name) {
+    var R = D.resolver, key = fold(name);
+    var tries = [key].concat(R.prefixes.map(function (p) { return fold(p + key); }),
+      R.longest.filter(function (p) { return key.indexOf(p) === 0; }).map(function (p) { return key.slice(p.length); }));
+    for (var i = 0; i < tries.length; i++) {
+      if (byName.hasOwnProperty(tries[i])) { return byName[tries[i]]; }
+    }
+    return -1;
+  }
+
+  function gpuOf(name) {
+    var R = D.resolver;
+    var laptop = name.replace(new RegExp(R.laptop, "i"), " Laptop GPU");
+    var sized = laptop.replace(new RegExp(R.memory, "gi"), "");
+    var bare = sized.replace(new RegExp(R.form, "gi"), "");
+    var ways = [name, laptop, sized, bare, bare.replace(new RegExp(R.laptop, "i"), "")];
+    for (var i = 0; i < ways.length; i++) {
+      var found = named(ways[i]);
+      if (found >= 0) { return found; }
+    }
+    return -1;
   }
 
   /* the releases in range, as indexes into the framework's list (newest first) */
@@ -235,7 +263,7 @@
   function start(data) {
     D = data;
     D.gpus.forEach(function (g, i) {
-      g.names.forEach(function (n) { byName[n.toLowerCase()] = i; });
+      g.names.forEach(function (n) { byName[fold(n)] = i; });
     });
     D.drivers.forEach(function (d) { option($("driver"), d, d); });
     D.platforms.forEach(function (p) { option($("platform"), p, p); });
