@@ -64,6 +64,7 @@ __all__ = [
     "ImageEndOfLife",
     "JetPack",
     "Kmd",
+    "Library",
     "Manylinux",
     "Matrices",
     "OsRelease",
@@ -334,6 +335,18 @@ class Manylinux(_Row, frozen=True, kw_only=True):
     variants: tuple[str, ...] = ()
 
 
+class Library(_Row, frozen=True, kw_only=True):
+    """A CUDA library a framework build loads beside its own kernels (``[[library]]`` of
+    libraries.toml: cuBLAS): the releases of ``name`` in ``versions`` (its own numbering) for CUDA
+    ``cuda_major`` carry SASS for ``archs`` and PTX for ``ptx``."""
+
+    name: str
+    versions: str
+    cuda_major: int
+    archs: tuple[str, ...]
+    ptx: tuple[str, ...] = ()
+
+
 class Compiler(_Row, frozen=True, kw_only=True):
     """A compiler a framework runs on the user's machine to make GPU code (``[[compiler]]`` of
     compilers.toml): XLA's LLVM and ptxas for JAX, Triton for torch.compile. A GPU newer than
@@ -470,6 +483,7 @@ class Matrices(msgspec.Struct, frozen=True, kw_only=True):
     extension_wheels: tuple[ExtensionWheel, ...] = ()
     manylinux: tuple[Manylinux, ...] = ()
     compilers: tuple[Compiler, ...] = ()
+    libraries: tuple[Library, ...] = ()
 
 
 # ---------------------------------------------------------------------------- schema
@@ -760,6 +774,10 @@ _KINDS: dict[str, dict[str, _Rows]] = {
                                        "platform": _one_of(*LINUX_PLATFORMS), "glibc": _dotted},
                            {"variants": _strs}),
     },
+    "libraries": {
+        "library": _Rows(Library, {"name": _one_of("cublas"), "versions": _specifier, "cuda_major": _int,
+                                   "archs": _archs}, {"ptx": _archs}),
+    },
     "compilers": {
         "compiler": _Rows(Compiler, {"package": _one_of(*FRAMEWORKS), "versions": _specifier, "compiler": _str,
                                      "newest_arch": _arch_name, "every_run": _bool},
@@ -965,6 +983,7 @@ def _matrices(rows: dict[str, list[Any]], data_version: str, digest: str) -> Mat
         extension_wheels=tuple(rows.get("extensions.wheel", [])),
         manylinux=tuple(rows.get("platforms.manylinux", [])),
         compilers=tuple(rows.get("compilers.compiler", [])),
+        libraries=tuple(rows.get("libraries.library", [])),
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import msgspec
 import msgspec.structs
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from .data import (
     ArchInfo,
@@ -37,6 +37,7 @@ from .data import (
     ImageEndOfLife,
     JetPack,
     Kmd,
+    Library,
     Matrices,
     PlatformWheel,
     Release,
@@ -554,6 +555,16 @@ class Provider:
         return sorted(seen, key=_parts)
 
     # -- extension packages ----------------------------------------------------------
+
+    def library(self, name: str, version: str, cuda_major: int) -> Library | None:
+        """The row of CUDA library ``name`` (``cublas``) at ``version`` (its own numbering, as a
+        build pins its wheel: 12.4.5.8) for CUDA ``cuda_major``; None when the data has none."""
+        try:
+            v = Version(version)
+        except InvalidVersion:
+            return None
+        return next((row for row in self.m.libraries if row.name == name and row.cuda_major == cuda_major
+                     and SpecifierSet(row.versions).contains(v, prereleases=True)), None)
 
     def compiler(self, release: Release) -> Compiler | None:
         """The compiler ``release`` runs on the user's machine to make GPU code, with the newest

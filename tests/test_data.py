@@ -296,7 +296,7 @@ def test_a_kind_that_is_no_word_is_named_not_a_traceback(tmp_path: Path) -> None
     with pytest.raises(MatrixError) as e:
         load_dir(tmp_path)
     assert e.value.message == ("x.toml: kind: ['gpus'] is not one of compilers, conda, cuda, cudnn, drivers, extensions, "
-                               "framework, gpus, images, platforms, rocm, tools")
+                               "framework, gpus, images, libraries, platforms, rocm, tools")
 
 
 def test_an_arch_row_whose_name_is_no_architecture_is_named_not_a_traceback(tmp_path: Path) -> None:

@@ -146,3 +146,25 @@ def test_a_matrix_cell_is_answered_for_its_own_container_os() -> None:
         ms = parse_matrix(text, "m.toml", P)
         got = {r.cell.get("os"): r.valid for r in solve_cells(P, ms, ms.cells())}
         assert got == {"ubuntu18.04": False, "ubuntu22.04": True}, oses
+
+
+def test_a_pinned_cublas_is_a_component_of_its_own() -> None:
+    """A build that pins its cuBLAS wheel loads that release's kernels: cuBLAS 12.4 has SASS up to
+    sm_90 and PTX of sm_90 (the wheel's fatbins, libraries.toml), so a build with Blackwell SASS of
+    its own but cuBLAS 12.4 does not serve an RTX 5090 unless the driver JIT-compiles that PTX."""
+    import msgspec.structs
+
+    from envsolve.solve.fit import fit
+    from envsolve.solve.model import No
+
+    spec = parse_spec('[frameworks]\ntorch = "==2.6.0"\n[hardware]\ngpus = ["RTX 5090"]\n', "project.toml", P)
+    rel = next(r for r in P.releases("torch") if r.raw == "2.6.0")
+    b = next(x for x in P.builds(rel) if x.variant == "cu124")
+    assert dict(b.pins)["nvidia-cublas-cu12"] == "12.4.5.8"
+    with_sass = msgspec.structs.replace(b, archs=(*b.archs, "sm_120"), cudnn="")  # cuDNN aside
+    from envsolve.solve.cache import Cache
+
+    got = fit(P, Cache(), spec, spec.targets[0], rel, with_sass)
+    assert isinstance(got, No) and got.code == "cublas" and "its cuBLAS 12.4.5.8 has no kernels for RTX 5090" in got.text
+    assert not isinstance(fit(P, Cache(), spec, spec.targets[0], rel, msgspec.structs.replace(
+        with_sass, pins=tuple(p for p in b.pins if p[0] != "nvidia-cublas-cu12"))), No)

@@ -107,6 +107,8 @@ def _fit_nvidia(provider: Provider, b: Build, cuda: Dotted, t: Target) -> _Fit:
         return _refused(ptx_only)
     if (no := _cudnn(provider, b, cuda, t, ptx_only)) is not None:
         return _refused(no)
+    if (no := _cublas(provider, b, cuda, t, ptx_only)) is not None:
+        return _refused(no)
     return _driver(provider, cuda, t, *floors, ptx_only)
 
 
@@ -192,6 +194,24 @@ def _cudnn(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list
     release that ships SASS only never JIT-compiles for a newer GPU, whatever PTX the framework has."""
     return next((no for gpu in t.gpus if (no := cudnn_refusal(provider, b, cuda, gpu.arch, gpu_text(gpu),
                                                                native=gpu in ptx_only))), None)
+
+
+def _cublas(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list[GpuReq]) -> No | None:
+    """Why the cuBLAS ``b`` pins (Requires-Dist ``nvidia-cublas-cuNN==V``) has no kernels for a GPU
+    of ``t``, told by the one kernel rule as cuDNN's (libraries.toml); a build that takes any
+    release of a range gets the newest, and one that bundles its CUDA's is not told apart here."""
+    wheel = f"nvidia-cublas-cu{cuda.major}"
+    version = dict(b.pins).get(wheel, "") or dict(b.shared).get(wheel, "").removeprefix("==")
+    row = provider.library("cublas", version, cuda.major) if version and version[0].isdigit() else None
+    if row is None:
+        return None
+    library = msgspec.structs.replace(b, archs=row.archs, ptx=row.ptx, gfx=())
+    for gpu in t.gpus:
+        if not serves(library, gpu.arch, native=gpu in ptx_only):
+            ptx = f"; PTX {', '.join(map(_ptx_name, row.ptx))}" if row.ptx else "; no PTX to JIT-compile for newer GPUs"
+            return No("cublas", f"its cuBLAS {version} has no kernels for {gpu_text(gpu)} "
+                                f"(SASS for {', '.join(row.archs)}{ptx})")
+    return None
 
 
 def cudnn_refusal(provider: Provider, b: Build, cuda: Dotted, arch: Arch, shown: str, *, native: bool) -> No | None:
