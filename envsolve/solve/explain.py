@@ -101,19 +101,37 @@ def _why_builds(provider: Provider, t: Target, name: str, nos: list[_Misfit]) ->
 
 
 def _not_on_platform(provider: Provider, t: Target, name: str, b: Build) -> str:
-    """``tensorflow 2.15.0 has no CUDA build for windows/amd64: the newest ... is 2.10.1``: the release
-    has builds of the kind the target needs, none published for its platform; told with the newest
-    release that has one there, and, on Windows, WSL2, which runs the Linux builds."""
-    stack, platform = STACK_NAME[ACCELERATOR[t.vendor]], t.platform
-    last = next((r for r in provider.releases(b.package)
-                 if any(x.accelerator == b.accelerator and provider.on_platform(x, platform)
-                        for x in provider.builds(r))), None)
+    """``torch 2.6.0 has no CUDA build for linux/arm64: the first release after it with one is 2.7.0
+    (cu128)``: the release has builds of the kind the target needs, none published for its
+    platform; told with the nearest release that has one there, after it where there is one (else
+    the newest before it: ``tensorflow 2.15.0 ... for windows/amd64: the newest release with one is
+    2.10.1``), with its variants there, and, on Windows, WSL2, which runs the Linux builds."""
+    platform, pin = t.platform, t.cuda or t.rocm
+    stack = _pin_text(t) if pin is not None else STACK_NAME[ACCELERATOR[t.vendor]]
+    having = [(r, there) for r in provider.releases(b.package)  # newest first
+              if (there := [x.variant for x in provider.builds(r) if _of_kind_there(provider, x, b, t)])]
+    after = [(r, there) for r, there in having if r.version > b.version]
     head = f"{name} has no {stack} build for {platform}"
-    since = (f"the newest {b.package} release with one is {last.raw}" if last is not None
-             else f"{b.package} publishes none for {platform}")
+    if after:
+        first, there = after[-1]
+        since = f"the first {b.package} release after it with one is {first.raw} ({', '.join(there)})"
+    elif having:
+        last, there = having[0]
+        since = f"the newest {b.package} release with one is {last.raw} ({', '.join(there)})"
+    else:
+        since = f"{b.package} publishes none for {platform}"
     wsl = (f"; or WSL2 ([hardware] platform = '{DEFAULT_PLATFORM}', wsl = true), which runs the Linux builds"
            if os_of(platform) == "windows" and t.vendor in ("nvidia", "intel") else "")
     return f"{head}: {since}{wsl}"
+
+
+def _of_kind_there(provider: Provider, x: Build, b: Build, t: Target) -> bool:
+    """Whether ``x`` is a build of ``b``'s kind published for ``t``'s platform: its accelerator,
+    the target's CUDA/ROCm pin, and not one of NVIDIA's Jetson builds (but those of the target's JetPack)."""
+    version, pin = x.cuda or x.rocm, t.cuda or t.rocm
+    pinned = pin is None or (version is not None and version.prefix(2)[: len(pin.key[:2])] == pin.key[:2])
+    jetson = not x.jetpack or (t.jetpack is not None and x.runs_on_jetpack(t.jetpack))
+    return x.accelerator == b.accelerator and pinned and jetson and provider.on_platform(x, t.platform)
 
 
 def why_misfits(provider: Provider, t: Target, rel: Release, nos: list[tuple[Build, No]]) -> str:
