@@ -135,6 +135,8 @@ class Provider:
         self._first: dict[str, Toolkit | None] = {}  # first_toolkit_for by arch: each fit asks for its GPUs
         self._cudnn: dict[tuple[str, int], Cudnn | None] = {}  # cudnn_row by its arguments
         self._compiler: dict[tuple[str, Version], Compiler | None] = {}  # compiler by release
+        self._os_glibc = {o.name: o.glibc for o in m.oses if o.glibc is not None}
+        self._newest_wheel_glibc = max((w.glibc for w in m.manylinux), default=None)
         self._glibc: dict[tuple[str, Version, str, str], Dotted | None] = {}  # wheel_glibc by build and platform
         # shared requirements by (package, version, variant), made when first asked: a solve asks for
         # few of them, and all of them took longer than the rest of the indexes
@@ -514,7 +516,15 @@ class Provider:
 
     def os_glibc(self, os: str) -> Dotted | None:
         """The glibc of a container OS (None when the data does not say)."""
-        return next((o.glibc for o in self.m.oses if o.name == os), None)
+        return self._os_glibc.get(os)
+
+    def glibc_class(self, os: str) -> Dotted | None:
+        """What a container OS means to the wheels: its glibc where some wheel needs a newer one,
+        else None (no wheel of the data is refused there, as with no OS asked). Solves that differ
+        only in OSes of one class share their answers (``envsolve matrix`` cells, the memo tables)."""
+        have = self._os_glibc.get(os) if os else None
+        return have if have is not None and self._newest_wheel_glibc is not None and have < self._newest_wheel_glibc \
+            else None
 
     def wheel_glibc(self, b: Build, platform: str) -> Dotted | None:
         """The glibc ``b``'s wheels for Linux ``platform`` need: their ``manylinux_X_Y`` tag

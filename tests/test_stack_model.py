@@ -168,3 +168,21 @@ def test_a_pinned_cublas_is_a_component_of_its_own() -> None:
     assert isinstance(got, No) and got.code == "cublas" and "its cuBLAS 12.4.5.8 has no kernels for RTX 5090" in got.text
     assert not isinstance(fit(P, Cache(), spec, spec.targets[0], rel, msgspec.structs.replace(
         with_sass, pins=tuple(p for p in b.pins if p[0] != "nvidia-cublas-cu12"))), No)
+
+
+def test_an_accelerator_naming_builds_of_two_stacks_is_said_so() -> None:
+    """A matrix cell's accelerator value names each framework's own variant: where those builds are
+    of different ROCm (torch 2.4.1's rocm6.0 is ROCm 6.0, jax 0.5.0's 6.2) the cell says so, and a
+    cell of one of them is that build."""
+    from envsolve.matrix.cells import solve_cells
+    from envsolve.matrix.parse import parse_matrix
+
+    both = parse_matrix('[matrix]\npython = ["3.11"]\ntorch = ["2.4.1"]\njax = ["0.5.0"]\naccelerator = ["rocm6.0"]\n'
+                        'gpus = ["MI300X"]\n', "m.toml", P)
+    [cell] = solve_cells(P, both, both.cells())
+    assert cell.resolution is None and "names builds of different ROCm (jax's is ROCm 6.2, torch's is ROCm 6.0)" in cell.reason
+    alone = parse_matrix('[matrix]\npython = ["3.11"]\njax = ["0.5.0"]\naccelerator = ["rocm6.0"]\ngpus = ["MI300X"]\n',
+                         "m.toml", P)
+    [cell] = solve_cells(P, alone, alone.cells())
+    assert cell.resolution is not None and [(p.name, p.variant) for p in cell.resolution.packages
+                                           if p.name == "jax"] == [("jax", "rocm6.0")]

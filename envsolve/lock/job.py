@@ -170,7 +170,10 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
     voice.progress(f"reading what [packages] pip asks from {client.shown_url}")
     try:
         steers = steer(spec, client, provider.pythons(), provider.releases)
-        _keep_steers(memo, steers)
+        for w in client.warnings:  # a metadata file it could not read: the asks may lack its ranges
+            voice.warn(w)
+        if not client.warnings:
+            _keep_steers(memo, steers)
         return steers
     except RefreshError as e:
         raise ResolveError(f"the [packages] pip requirements cannot be read from the index: {e.message}",
@@ -179,12 +182,12 @@ def _steers(spec: ProjectSpec, provider: Provider, urls: Mapping[str, str], opts
         voice.detail(f"[packages] pip read from {client.answered()}")
 
 
-# What the pip lines ask is kept, keyed by everything the steering reads but the pages: the index
-# is read cache first (a kept page is used however old, until `lock --upgrade`), so the kept answer
-# is the one the cached pages give, without reading them again; it is dropped after a day, and
-# `--upgrade` reads anew. Reading numpy's page and importing the HTTP client cost a frameworks-only
-# lock of the bundled example 230 ms of its 330 (bench/bench_speed.py, 2 cores).
-_STEER_FRESH_S = 86_400
+# What the pip lines ask is kept for ten minutes, keyed by everything the steering reads but the
+# pages (as an index's max-age keeps a page: within that time another project's `--upgrade` reading a
+# page anew is not seen), and only when every page and metadata file could be read; `--upgrade`
+# reads anew. Reading numpy's page and importing the HTTP client cost a frameworks-only lock of the
+# bundled example 230 ms of its 330 (bench/bench_speed.py, 2 cores).
+_STEER_FRESH_S = 600
 _STEER_CAP = 1 << 20
 
 

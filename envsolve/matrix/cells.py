@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import msgspec.structs
 
+from ..data import Build
 from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, LINUX_PLATFORMS, PLATFORMS, Platform, Vendor, cuda_of_variant
 from ..errors import Unsatisfiable
 from ..provider import Provider
@@ -119,17 +120,42 @@ def _named_build(provider: Provider, values: dict[str, str], target: Target, par
     accelerator = values.get("accelerator", "")
     key = ("named build", accelerator, target, tuple(sorted((n, values[n]) for n in FRAMEWORKS if values.get(n))))
     if key not in parts:
-        named = [b for n in FRAMEWORKS if (v := values.get(n)) for r in provider.releases(n) if r.raw == v
-                 for b in provider.builds(r) if b.variant == accelerator]
-        pinned = target
-        for b in named:
-            if target.rocm is not None and b.rocm is not None and b.rocm.prefix(2) != target.rocm.prefix(2):
-                pinned = msgspec.structs.replace(target, rocm=b.rocm)
-            if target.cuda is not None and b.cuda is not None and b.cuda.prefix(2) != target.cuda.prefix(2):
-                pinned = msgspec.structs.replace(target, cuda=b.cuda)
-        parts[key] = pinned
+        parts[key] = _pinned_to_named(target, _named(provider, values))
     named_target: Target = parts[key]
     return named_target
+
+
+def _named(provider: Provider, values: dict[str, str]) -> list[Build]:
+    """The builds of the cell's frameworks (at its versions) whose variant is the accelerator value."""
+    accelerator = values.get("accelerator", "")
+    return [b for n in FRAMEWORKS if (v := values.get(n)) for r in provider.releases(n) if r.raw == v
+            for b in provider.builds(r) if b.variant == accelerator]
+
+
+def _named_conflict(provider: Provider, cell: Cell) -> str:
+    """Why the builds an accelerator value names cannot share an environment ("" when they can):
+    one word, builds of different CUDA/ROCm (torch 2.4.1's rocm6.0 is ROCm 6.0, jax 0.5.0's 6.2)."""
+    named = _named(provider, dict(cell.values))
+    for field, stack in (("rocm", "ROCm"), ("cuda", "CUDA")):
+        of = {b.package: s for b in named if (s := getattr(b, field)) is not None}
+        if len({s.prefix(2) for s in of.values()}) > 1:
+            told = ", ".join(f"{name}'s is {stack} {'.'.join(map(str, s.prefix(2)))}" for name, s in sorted(of.items()))
+            return (f"accelerator {cell.get('accelerator')} names builds of different {stack} ({told}): one "
+                    f"environment holds one {stack}")
+    return ""
+
+
+def _pinned_to_named(target: Target, named: list[Build]) -> Target:
+    """``target``'s CUDA/ROCm pin moved to the stack of the builds the accelerator names, where they
+    agree on one that is not the word's; where they disagree (torch's rocm6.0 is ROCm 6.0, jax's
+    ROCm 6.2) no version is pinned, and the variant check holds each to its name."""
+    for field, pin in (("rocm", target.rocm), ("cuda", target.cuda)):
+        stacks = {s.prefix(2) for b in named if (s := getattr(b, field)) is not None}
+        if pin is None or not stacks or stacks == {pin.prefix(2)}:
+            continue
+        one = next(s for b in named if (s := getattr(b, field)) is not None)
+        return msgspec.structs.replace(target, **{field: one if len(stacks) == 1 else None})
+    return target
 
 
 def cell_spec(provider: Provider, ms: MatrixSpec, cell: Cell, cache: Cache, platform: str = "") -> ProjectSpec:
@@ -176,6 +202,7 @@ class Solving:
         self.refused: dict[object, str | None] = {}  # why, by the values of the axes that choose builds
         self.specs: dict[object, ProjectSpec] = {}  # a group's spec, as its first cell's
         self.variants: dict[object, str] = {}  # a solved group's torch variant problem ("" for none)
+        self.conflicts: dict[object, str] = {}  # a group's accelerator naming builds of two stacks ("" for none)
         self.by_group = _grouper(ms)
         self.os_of, self.flavor_of = ms.value_of("os"), ms.value_of("flavor")
         # without a platform axis, an image of several [image] platforms is one tag for all of them:
@@ -188,14 +215,20 @@ class Solving:
         self.refused.clear()
         self.specs.clear()
         self.variants.clear()
+        self.conflicts.clear()
         self.reasons.clear()  # by the id of an answer the "frameworks" table keeps alive
         self.cache.forget("frameworks", "resolution parts")
 
+    def _conflict(self, group: object, cell: Cell) -> str:
+        """:func:`_named_conflict`, once per group (its cells name the same builds)."""
+        if group not in self.conflicts:
+            self.conflicts[group] = _named_conflict(self.provider, cell)
+        return self.conflicts[group]
+
     def group(self, cell: Cell) -> object:
         """The cells that share their builds: the same values but the image's, and an OS of the
-        same glibc (a manylinux wheel installs on a glibc as new as its tag, ``solve.fit``)."""
-        os = self.os_of(cell.values)
-        return self.by_group(cell.values), self.provider.os_glibc(os) if os else None
+        same glibc class (a manylinux wheel installs on a glibc as new as its tag, ``solve.fit``)."""
+        return self.by_group(cell.values), self.provider.glibc_class(self.os_of(cell.values))
 
     def _spec(self, cell: Cell, group: object) -> ProjectSpec:
         """:func:`cell_spec`, made once per group: the cells of a group differ only in the OS and
@@ -228,7 +261,7 @@ class Solving:
                 yield CellResult(cell=cell, resolution=None, reason=why)
                 continue
             spec = self._spec(cell, group)
-            if why := _host_refusal(cell, spec.targets[0]):
+            if why := _host_refusal(cell, spec.targets[0]) or self._conflict(group, cell):
                 yield CellResult(cell=cell, resolution=None, reason=why)
                 continue
             if len(refused) >= GROUPS_HELD:

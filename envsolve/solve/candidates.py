@@ -16,11 +16,12 @@ from .model import Candidate, No, Reporter
 __all__ = ["BUILD_ORDER", "candidates", "candidates_shared", "companion_problem", "memo_key", "preferred"]
 
 
-def memo_key(spec: ProjectSpec, t: Target, req: FrameworkReq) -> tuple[object, ...]:
+def memo_key(provider: Provider, spec: ProjectSpec, t: Target, req: FrameworkReq) -> tuple[object, ...]:
     """What a framework's candidates depend on: the Python range, companion ranges, target, range,
-    and the container OS asked for (its glibc decides which wheels install: ``fit``)."""
+    and the glibc of the container OS asked for, where it decides which wheels install
+    (:meth:`~envsolve.provider.Provider.glibc_class`)."""
     companions = tuple((f.name, f.raw) for f in spec.frameworks if f.name in COMPANIONS)
-    return (spec.python_raw, companions, t, req.name, req.raw, req.backend, spec.os)
+    return (spec.python_raw, companions, t, req.name, req.raw, req.backend, provider.glibc_class(spec.os))
 
 
 def companion_problem(spec: ProjectSpec, rel: Release) -> str:
@@ -109,7 +110,7 @@ def candidates_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Ta
     sub-problems; the result depends on nothing else (companions are part of the key)."""
     if type(reporter) is not Reporter:
         return candidates(provider, cache, spec, t, req, reporter)
-    key = memo_key(spec, t, req)
+    key = memo_key(provider, spec, t, req)
     table = cache.table("candidates")
     if key not in table:
         table[key] = candidates(provider, cache, spec, t, req, reporter)

@@ -28,7 +28,7 @@ _OTHER_KIND = ("accelerator", "jetson", "elsewhere")  # the misfits of builds of
 def why_none_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, req: FrameworkReq) -> Clash:
     """:func:`why_none`, once per sub-problem (the same key as the candidate lists)."""
     table = cache.table("why_none")
-    key = memo_key(spec, t, req)
+    key = memo_key(provider, spec, t, req)
     if key not in table:
         table[key] = why_none(provider, cache, spec, t, req)
     return table[key]  # type: ignore[no-any-return]

@@ -197,9 +197,10 @@ def _cudnn(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list
 
 
 def _cublas(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: list[GpuReq]) -> No | None:
-    """Why the cuBLAS ``b`` pins (Requires-Dist ``nvidia-cublas-cuNN==V``) has no kernels for a GPU
-    of ``t``, told by the one kernel rule as cuDNN's (libraries.toml); a build that takes any
-    release of a range gets the newest, and one that bundles its CUDA's is not told apart here."""
+    """Why the cuBLAS ``b`` pins (Requires-Dist ``nvidia-cublas-cu11/cu12==V``) has no kernels for a
+    GPU of ``t``, told by the one kernel rule as cuDNN's (libraries.toml); a build that takes any
+    release of a range gets the newest, one that bundles its CUDA's is not told apart here, and
+    CUDA 13's ``nvidia-cublas`` (its rows read from the x86_64 wheel only) is not asked yet."""
     wheel = f"nvidia-cublas-cu{cuda.major}"
     version = dict(b.pins).get(wheel, "") or dict(b.shared).get(wheel, "").removeprefix("==")
     row = provider.library("cublas", version, cuda.major) if version and version[0].isdigit() else None
@@ -361,8 +362,8 @@ def _glibc(provider: Provider, spec: ProjectSpec, b: Build, t: Target) -> No | N
     if need is None or have is None or have >= need:
         return None
     tag = f"manylinux_{need.major}_{need.key[1] if len(need.key) > 1 else 0}"
-    return No("glibc", f"its {t.platform} wheels are {tag} (glibc >= {need}); [container] os = "
-                       f"{spec.os!r} has glibc {have}, so pip finds no wheel it may install there")
+    return No("glibc", f"its {t.platform} wheels are {tag} (glibc >= {need}); the container OS ([container] os) "
+                       f"has glibc {have}, so pip finds no wheel it may install there")
 
 
 def _jetpack(provider: Provider, t: Target) -> JetPack | None:

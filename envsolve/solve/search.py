@@ -187,7 +187,8 @@ def _frameworks_shared(provider: Provider, cache: Cache, spec: ProjectSpec, t: T
     decides which wheels install)."""
     if type(rep) is not Reporter:
         return _frameworks_or_why(provider, cache, spec, t, rep)
-    key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t, spec.pip, spec.os)
+    key = (spec.python_raw, tuple((f.name, f.raw, f.backend) for f in spec.frameworks), t, spec.pip,
+           provider.glibc_class(spec.os))
     table = cache.table("frameworks")
     if key not in table:
         table[key] = _frameworks_or_why(provider, cache, spec, t, rep)
