@@ -45,6 +45,13 @@ CASES = [
     # WSL 2: the lock's floor is the first Windows driver whose CUDA reaches WSL 2, not below it
     ('[frameworks]\ntorch = "==1.10.*"\n[hardware]\ngpus = ["RTX 3060"]\nwsl = true\n', "ok", "driver >= 496.04",
      "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"),
+    # a release with no build for the platform names one whose build there has code for the GPU
+    ('[frameworks]\ntorch = "==2.6.0"\n[hardware]\ngpus = ["GTX 1080"]\nplatform = "linux/arm64"\n', "refused",
+     "none of torch's builds for linux/arm64 has code for GTX 1080 (sm_61)",
+     "https://github.com/pytorch/test-infra/blob/release/2.7/tools/scripts/generate_binary_build_matrix.py"),
+    ('[frameworks]\ntorch = "==2.6.0"\n[hardware]\ngpus = ["GH200"]\nplatform = "linux/arm64"\n', "refused",
+     "the first torch release after it with one is 2.7.0 (cu128)",
+     "https://github.com/pytorch/test-infra/blob/release/2.7/tools/scripts/generate_binary_build_matrix.py"),
     # a glibc refusal's fix names an OS whose glibc the wheels install on
     ('[frameworks]\ntorch = ">=2.7"\n[hardware]\ngpus = ["A100"]\n[container]\nos = "centos7"\n', "refused",
      "[container] os = 'ubuntu", "https://github.com/pytorch/pytorch/issues/123649"),

@@ -9,7 +9,7 @@ import msgspec.structs
 from packaging.specifiers import SpecifierSet
 
 from ..data import Build, JetPack, Release
-from ..domain import ACCELERATOR, DEFAULT_PLATFORM, STACK_NAME, os_of
+from ..domain import ACCELERATOR, DEFAULT_PLATFORM, STACK_NAME, kernels, os_of
 from ..errors import Clash
 from ..provider import Provider
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
@@ -118,6 +118,9 @@ def _not_on_platform(provider: Provider, t: Target, name: str, b: Build) -> str:
     elif having:
         last, there = having[0]
         since = f"the newest {b.package} release with one is {last.raw} ({', '.join(there)})"
+    elif any(_of_kind_there(provider, x, b, t, code=False) for r in provider.releases(b.package)
+             for x in provider.builds(r)):
+        since = f"none of {b.package}'s builds for {platform} has code for {target_text(t)}"
     else:
         since = f"{b.package} publishes none for {platform}"
     wsl = (f"; or WSL2 ([hardware] platform = '{DEFAULT_PLATFORM}', wsl = true), which runs the Linux builds"
@@ -125,13 +128,20 @@ def _not_on_platform(provider: Provider, t: Target, name: str, b: Build) -> str:
     return f"{head}: {since}{wsl}"
 
 
-def _of_kind_there(provider: Provider, x: Build, b: Build, t: Target) -> bool:
-    """Whether ``x`` is a build of ``b``'s kind published for ``t``'s platform: its accelerator,
-    the target's CUDA/ROCm pin, and not one of NVIDIA's Jetson builds (but those of the target's JetPack)."""
+def _of_kind_there(provider: Provider, x: Build, b: Build, t: Target, *, code: bool = True) -> bool:
+    """Whether ``x`` is a build of ``b``'s kind published for ``t``'s platform with code for its
+    GPUs (without ``code``: whatever its code): its accelerator, the target's CUDA/ROCm pin, not one
+    of NVIDIA's Jetson builds (but those of the target's JetPack), and SASS or PTX for every GPU
+    there (a release named is one whose build there could run them; the TIP's solve says which does)."""
     version, pin = x.cuda or x.rocm, t.cuda or t.rocm
     pinned = pin is None or (version is not None and version.prefix(2)[: len(pin.key[:2])] == pin.key[:2])
     jetson = not x.jetpack or (t.jetpack is not None and x.runs_on_jetpack(t.jetpack))
-    return x.accelerator == b.accelerator and pinned and jetson and provider.on_platform(x, t.platform)
+    if not (x.accelerator == b.accelerator and pinned and jetson and provider.on_platform(x, t.platform)):
+        return False
+    if not code:
+        return True
+    there = provider.for_platform(x, t.platform)
+    return all(kernels(there, gpu.arch) for gpu in t.gpus)
 
 
 def why_misfits(provider: Provider, t: Target, rel: Release, nos: list[tuple[Build, No]]) -> str:
