@@ -135,6 +135,7 @@ class Provider:
         self._first: dict[str, Toolkit | None] = {}  # first_toolkit_for by arch: each fit asks for its GPUs
         self._cudnn: dict[tuple[str, int], Cudnn | None] = {}  # cudnn_row by its arguments
         self._compiler: dict[tuple[str, Version], Compiler | None] = {}  # compiler by release
+        self._library: dict[tuple[str, str, int], Library | None] = {}  # library by its arguments
         self._os_glibc = {o.name: o.glibc for o in m.oses if o.glibc is not None}
         self._newest_wheel_glibc = max((w.glibc for w in m.manylinux), default=None)
         self._glibc: dict[tuple[str, Version, str, str], Dotted | None] = {}  # wheel_glibc by build and platform
@@ -523,8 +524,9 @@ class Provider:
         else None (no wheel of the data is refused there, as with no OS asked). Solves that differ
         only in OSes of one class share their answers (``envsolve matrix`` cells, the memo tables)."""
         have = self._os_glibc.get(os) if os else None
-        return have if have is not None and self._newest_wheel_glibc is not None and have < self._newest_wheel_glibc \
-            else None
+        if have is None or self._newest_wheel_glibc is None or have >= self._newest_wheel_glibc:
+            return None
+        return have
 
     def wheel_glibc(self, b: Build, platform: str) -> Dotted | None:
         """The glibc ``b``'s wheels for Linux ``platform`` need: their ``manylinux_X_Y`` tag
@@ -569,12 +571,16 @@ class Provider:
     def library(self, name: str, version: str, cuda_major: int) -> Library | None:
         """The row of CUDA library ``name`` (``cublas``) at ``version`` (its own numbering, as a
         build pins its wheel: 12.4.5.8) for CUDA ``cuda_major``; None when the data has none."""
-        try:
-            v = Version(version)
-        except InvalidVersion:
-            return None
-        return next((row for row in self.m.libraries if row.name == name and row.cuda_major == cuda_major
-                     and SpecifierSet(row.versions).contains(v, prereleases=True)), None)
+        key = (name, version, cuda_major)
+        if key not in self._library:  # asked by every fit of a build that pins the library
+            try:
+                v = Version(version)
+            except InvalidVersion:
+                v = None
+            self._library[key] = next((row for row in self.m.libraries if v is not None and row.name == name
+                                       and row.cuda_major == cuda_major
+                                       and SpecifierSet(row.versions).contains(v, prereleases=True)), None)
+        return self._library[key]
 
     def compiler(self, release: Release) -> Compiler | None:
         """The compiler ``release`` runs on the user's machine to make GPU code, with the newest

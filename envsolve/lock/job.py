@@ -191,54 +191,57 @@ _STEER_FRESH_S = 600
 _STEER_CAP = 1 << 20
 
 
-def _steer_memo(spec: ProjectSpec, provider: Provider, index: str) -> str | None:
-    """The cache file of what ``spec``'s pip lines ask of its frameworks from ``index`` (None when
-    the caches are off): keyed by everything the steering reads but the index's pages."""
+def _steer_memo(spec: ProjectSpec, provider: Provider, index: str) -> tuple[str, bytes] | None:
+    """(the cache file of what ``spec``'s pip lines ask of its frameworks from ``index``, the user's
+    key that seals it); None when the caches are off or there is no key. Keyed by everything the
+    steering reads but the index's pages."""
     import hashlib
     import os
 
     from .. import __version__
-    from ..paths import cache_folder
+    from ..files import cache_key
+    from ..paths import cache_folder, state_folder
 
-    if os.environ.get("ENVSOLVE_NO_CACHE"):
+    key = cache_key(state_folder()) if not os.environ.get("ENVSOLVE_NO_CACHE") else None
+    if key is None:
         return None
     asked = [__version__, provider.digest, index, list(spec.pip), spec.python_raw,
              [(f.name, f.raw, f.backend) for f in spec.frameworks], sorted({t.platform for t in spec.targets})]
     digest = hashlib.sha256(json.dumps(asked).encode()).hexdigest()
-    return os.path.join(cache_folder(), "steer", f"{digest}.msgpack")
+    return os.path.join(cache_folder(), "steer", f"{digest}.msgpack"), key
 
 
-def _kept_steers(path: str | None) -> tuple[Steer, ...] | None:
-    """The asks kept at ``path`` while fresh and sealed with this user's key; else None."""
+def _kept_steers(memo: tuple[str, bytes] | None) -> tuple[Steer, ...] | None:
+    """The asks kept in ``memo``'s file while fresh and sealed with its key; else None."""
     import os
     import time
 
-    from ..files import cache_key, read_cache, seal
-    from ..paths import state_folder
+    from ..files import read_cache, seal
     from .asks import Steer
 
-    key = cache_key(state_folder()) if path else None
-    blob = read_cache(path, _STEER_CAP) if path and key else None
-    if not blob or key is None or blob[:32] != seal(blob[32:], key):
+    if memo is None:
+        return None
+    path, key = memo
+    blob = read_cache(path, _STEER_CAP)
+    if not blob or blob[:32] != seal(blob[32:], key):
         return None
     try:
-        if time.time() - os.stat(path).st_mtime > _STEER_FRESH_S:  # type: ignore[arg-type]
+        if time.time() - os.stat(path).st_mtime > _STEER_FRESH_S:
             return None
         return msgspec.msgpack.decode(blob[32:], type=tuple[Steer, ...])
     except (OSError, msgspec.ValidationError, msgspec.DecodeError):
         return None
 
 
-def _keep_steers(path: str | None, steers: tuple[Steer, ...]) -> None:
+def _keep_steers(memo: tuple[str, bytes] | None, steers: tuple[Steer, ...]) -> None:
     """Keep what the pip lines asked (a cache that cannot be written costs the next lock a read)."""
     import os
 
-    from ..files import cache_key, prune, seal, write_atomic
-    from ..paths import state_folder
+    from ..files import prune, seal, write_atomic
 
-    key = cache_key(state_folder()) if path else None
-    if path is None or key is None:
+    if memo is None:
         return
+    path, key = memo
     blob = msgspec.msgpack.encode(steers)
     try:
         write_atomic(path, seal(blob, key) + blob, durable=False, private=True)

@@ -19,6 +19,7 @@ from ..domain import DEFAULT_PLATFORM, FRAMEWORKS, LINUX_PLATFORMS, PLATFORMS, P
 from ..errors import Unsatisfiable
 from ..provider import Provider
 from ..solve import Cache, Resolution
+from ..solve.fit import of_pin
 from ..solve.search import try_solve_target
 from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target, host_problem
 from ..tables import word
@@ -150,11 +151,11 @@ def _pinned_to_named(target: Target, named: list[Build]) -> Target:
     agree on one that is not the word's; where they disagree (torch's rocm6.0 is ROCm 6.0, jax's
     ROCm 6.2) no version is pinned, and the variant check holds each to its name."""
     for field, pin in (("rocm", target.rocm), ("cuda", target.cuda)):
-        stacks = {s.prefix(2) for b in named if (s := getattr(b, field)) is not None}
-        if pin is None or not stacks or stacks == {pin.prefix(2)}:
+        stacks = [s for b in named if (s := getattr(b, field)) is not None]
+        if all(of_pin(s, pin) for s in stacks):  # the word's own stack, or no pin
             continue
-        one = next(s for b in named if (s := getattr(b, field)) is not None)
-        return msgspec.structs.replace(target, **{field: one if len(stacks) == 1 else None})
+        one = len({s.prefix(2) for s in stacks}) == 1
+        return msgspec.structs.replace(target, **{field: stacks[0] if one else None})
     return target
 
 

@@ -16,7 +16,7 @@ from ..spec import FrameworkReq, GpuReq, ProjectSpec, Target
 from ..versions import Dotted, admits_any
 from .cache import Cache
 from .candidates import BUILD_ORDER, candidates, companion_problem, memo_key
-from .fit import fit, gpu_text, target_text
+from .fit import fit, gpu_text, of_pin, target_text
 from .model import Candidate, No, Reporter
 
 __all__ = ["has_kind", "why_chosen", "why_misfits", "why_none", "why_none_shared"]
@@ -133,8 +133,7 @@ def _of_kind_there(provider: Provider, x: Build, b: Build, t: Target, *, code: b
     GPUs (without ``code``: whatever its code): its accelerator, the target's CUDA/ROCm pin, not one
     of NVIDIA's Jetson builds (but those of the target's JetPack), and SASS or PTX for every GPU
     there (a release named is one whose build there could run them; the TIP's solve says which does)."""
-    version, pin = x.cuda or x.rocm, t.cuda or t.rocm
-    pinned = pin is None or (version is not None and version.prefix(2)[: len(pin.key[:2])] == pin.key[:2])
+    pinned = of_pin(x.cuda or x.rocm, t.cuda or t.rocm)
     jetson = not x.jetpack or (t.jetpack is not None and x.runs_on_jetpack(t.jetpack))
     if not (x.accelerator == b.accelerator and pinned and jetson and provider.on_platform(x, t.platform)):
         return False

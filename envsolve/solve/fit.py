@@ -35,8 +35,8 @@ from ..versions import Arch, Dotted, parse_arch
 from .cache import Cache
 from .model import Candidate, No
 
-__all__ = ["compiler_gap", "compiler_on", "cudnn_refusal", "families_text", "fit", "fit_drivers", "gpu_families",
-           "gpu_text", "jit_note", "pythons", "target_text"]
+__all__ = ["compiler_on", "cudnn_refusal", "families_text", "fit", "fit_drivers", "gpu_families",
+           "gpu_text", "jit_note", "of_pin", "pythons", "target_text"]
 
 
 _Fit = tuple[str, Dotted | None, "No | None"]  # (compat, driver_min, None) or ("", None, why not)
@@ -206,13 +206,9 @@ def _cublas(provider: Provider, b: Build, cuda: Dotted, t: Target, ptx_only: lis
     row = provider.library("cublas", version, cuda.major) if version and version[0].isdigit() else None
     if row is None:
         return None
-    library = msgspec.structs.replace(b, archs=row.archs, ptx=row.ptx, gfx=())
-    for gpu in t.gpus:
-        if not serves(library, gpu.arch, native=gpu in ptx_only):
-            ptx = f"; PTX {', '.join(map(_ptx_name, row.ptx))}" if row.ptx else "; no PTX to JIT-compile for newer GPUs"
-            return No("cublas", f"its cuBLAS {version} has no kernels for {gpu_text(gpu)} "
-                                f"(SASS for {', '.join(row.archs)}{ptx})")
-    return None
+    return next((no for gpu in t.gpus if (no := _no_library_kernels(
+        b, row.archs, row.ptx, gpu.arch, native=gpu in ptx_only,
+        head=f"its cuBLAS {version} has no kernels for {gpu_text(gpu)} (", code="cublas"))), None)
 
 
 def cudnn_refusal(provider: Provider, b: Build, cuda: Dotted, arch: Arch, shown: str, *, native: bool) -> No | None:
@@ -222,12 +218,20 @@ def cudnn_refusal(provider: Provider, b: Build, cuda: Dotted, arch: Arch, shown:
     row = provider.cudnn_row(b.cudnn, cuda.major) if b.cudnn else None
     if row is None:
         return None
-    library = msgspec.structs.replace(b, archs=row.archs, ptx=row.ptx, gfx=())
-    if serves(library, arch, native=native):
+    return _no_library_kernels(b, row.archs, row.ptx, arch, native=native, code="cudnn",
+                               head=f"its cuDNN {b.cudnn} has no kernels for {shown} (cuDNN {row.version} for "
+                                    f"CUDA {row.cuda_major}: ")
+
+
+def _no_library_kernels(b: Build, archs: tuple[str, ...], ptx: tuple[str, ...], arch: Arch, *, native: bool,
+                        code: str, head: str) -> No | None:
+    """Why a CUDA library ``b`` loads (SASS for ``archs``, PTX for ``ptx``) has no kernels for a
+    GPU of ``arch``, by the one kernel rule (:func:`envsolve.domain.serves`; ``native``: its PTX
+    counts); ``head`` begins the message, which ends with what the library carries."""
+    if serves(msgspec.structs.replace(b, archs=archs, ptx=ptx, gfx=()), arch, native=native):
         return None
-    ptx = f"; PTX {', '.join(map(_ptx_name, row.ptx))}" if row.ptx else "; no PTX to JIT-compile for newer GPUs"
-    return No("cudnn", f"its cuDNN {b.cudnn} has no kernels for {shown} "
-                       f"(cuDNN {row.version} for CUDA {row.cuda_major}: SASS for {', '.join(row.archs)}{ptx})")
+    jit = f"; PTX {', '.join(map(_ptx_name, ptx))}" if ptx else "; no PTX to JIT-compile for newer GPUs"
+    return No(code, f"{head}SASS for {', '.join(archs)}{jit})")
 
 
 def _driver(provider: Provider, cuda: Dotted, t: Target, native: Dotted, floor: Dotted | None,
@@ -409,9 +413,15 @@ def _fit_amd(provider: Provider, b: Build, t: Target) -> No | None:
     return _off_pin(b.rocm, t.rocm, "ROCm") or _kmd(provider, b.rocm, t) or _gfx(provider, b, b.rocm, t)
 
 
+def of_pin(version: Dotted | None, pin: Dotted | None) -> bool:
+    """Whether a build of CUDA/ROCm ``version`` is of the target's pinned ``pin`` (``12`` or
+    ``12.8``; any when there is no pin)."""
+    return pin is None or (version is not None and version.prefix(2)[: len(pin.key[:2])] == pin.key[:2])
+
+
 def _off_pin(version: Dotted, pin: Dotted | None, stack: str) -> No | None:
     """Why a build of CUDA/ROCm ``version`` is not of the target's pinned ``pin`` (``12`` or ``12.8``)."""
-    if pin is None or version.prefix(2)[: len(pin.key[:2])] == pin.key[:2]:
+    if of_pin(version, pin):
         return None
     return No("pin", f"built for {stack} {version}, not the pinned {stack} {pin}")
 
@@ -498,7 +508,7 @@ def fit(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Rel
     compat, driver_min, no = _fit_stack(provider, b, t)
     if no is not None:
         return no
-    gap = compiler_gap(provider, rel, t)
+    gap = compiler_on(provider, rel, [(x.arch, gpu_text(x)) for x in t.gpus]) if t.vendor == "nvidia" else ""
     if isinstance(gap, No):
         return gap
     if b.find_links:
@@ -507,21 +517,14 @@ def fit(provider: Provider, cache: Cache, spec: ProjectSpec, t: Target, rel: Rel
                      jit=_jit(b, t), shared=provider.shared(rel, b), compiler_gap=gap)
 
 
-def compiler_gap(provider: Provider, rel: Release, t: Target) -> No | str:
-    """What the compiler ``rel`` runs on the user's machine (compilers.toml) cannot do for ``t``'s
-    NVIDIA GPUs: a GPU newer than the newest arch it targets gets no code from it, whatever PTX the
-    wheel carries. Where every kernel is compiled so (XLA for JAX) the build does not serve the
-    target (a refusal, code ``compiler``); where only some paths use it (torch.compile's Triton),
-    what those paths cannot do, as a warning ("" when nothing is amiss)."""
-    if t.vendor != "nvidia":
-        return ""
-    return compiler_on(provider, rel, [(x.arch, gpu_text(x)) for x in t.gpus])
-
-
 def compiler_on(provider: Provider, rel: Release, gpus: Sequence[tuple[Arch, str]]) -> No | str:
-    """:func:`compiler_gap` for NVIDIA GPUs given as (arch, how the message names it): what
-    ``envsolve doctor`` asks of a host's GPUs. A GPU gets no code from the compiler when it is
-    newer than the newest arch it targets, or is one of the archs below that it rejects."""
+    """What the compiler ``rel`` runs on the user's machine (compilers.toml) cannot do for NVIDIA
+    GPUs given as (arch, how the message names it): :func:`fit` asks it of a target's GPUs and
+    ``envsolve doctor`` of a host's. A GPU gets no code from the compiler when it is newer than the
+    newest arch it targets, or is one of the archs below that it rejects, whatever PTX the wheel
+    carries. Where every kernel is compiled so (XLA for JAX) the build does not serve the GPU (a
+    refusal, code ``compiler``); where only some paths use it (torch.compile's Triton), what those
+    paths cannot do, as a warning ("" when nothing is amiss)."""
     row = provider.compiler(rel)
     if row is None:
         return ""

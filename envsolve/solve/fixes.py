@@ -147,14 +147,10 @@ def _os_fix(provider: Provider, spec: ProjectSpec, t: Target) -> str:
     if not spec.os:
         return ""
     r = _try(provider, msgspec.structs.replace(spec, os=""), t)
-    os = _image_os(provider, r.base_image) if r is not None else ""
-    return f"[container] os = '{os}' (with it: {_packages(r)})" if r is not None and os and os != spec.os else ""
-
-
-def _image_os(provider: Provider, ref: str) -> str:
-    """The OS of an image reference the solver wrote ("" when the data does not name it)."""
-    line = provider.image_line(ref) if ref else None
-    return line[2] if line is not None else ""
+    line = provider.image_line(r.base_image) if r is not None and r.base_image else None  # (row, flavour, OS)
+    if r is None or line is None or line[2] == spec.os:
+        return ""
+    return f"[container] os = '{line[2]}' (with it: {_packages(r)})"
 
 
 # the relaxations of one constraint each, in the order the fixes are told

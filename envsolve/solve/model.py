@@ -37,7 +37,7 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     driver_min: Dotted | None = None
     jit: tuple[str, ...] = ()  # the archs of the target's GPUs the build reaches only through PTX JIT
     # what a run-time compiler that only some paths use cannot do for the target's GPUs
-    # (torch.compile's Triton on a newer GPU; :func:`~envsolve.solve.fit.compiler_gap`); "" when none
+    # (torch.compile's Triton on a newer GPU; :func:`~envsolve.solve.fit.compiler_on`); "" when none
     compiler_gap: str = ""
     # the requirements other frameworks also have (ml-dtypes, numpy, nvidia-*): name -> specifier
     # (:meth:`~envsolve.provider.Provider.shared`); together.clash intersects two candidates' ranges
